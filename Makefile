@@ -1,0 +1,50 @@
+# Two commands on a fresh clone: `make demo` (train + translate + score on Multi30k) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
+RUNS   ?= runs
+TORCH_PIN := torch==2.13.0
+
+.PHONY: install demo demo-rnn test test-slow lint format bench-train bench-decode study clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch goes first, pinned, and only when the environment has none: a plain `torch` requirement
+# would pull a multi-GB CUDA build, and a user's own torch build is never replaced.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH_PIN)"
+	$(BIN)/python -m pip install -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq train configs/multi30k/bahdanau.yaml --run-dir $(RUNS)/demo-bahdanau
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq eval -c $(RUNS)/demo-bahdanau \
+		--src $(DATA)/multi30k/test_2016_flickr.de.gz --ref $(DATA)/multi30k/test_2016_flickr.en.gz \
+		--output $(RUNS)/demo-bahdanau/test_2016_flickr.hyp.en --bleu --chrf --json $(RUNS)/demo-bahdanau/test_2016_flickr.json
+
+demo-rnn: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq train configs/multi30k/rnn.yaml --run-dir $(RUNS)/demo-rnn
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq eval -c $(RUNS)/demo-rnn \
+		--src $(DATA)/multi30k/test_2016_flickr.de.gz --ref $(DATA)/multi30k/test_2016_flickr.en.gz \
+		--output $(RUNS)/demo-rnn/test_2016_flickr.hyp.en --bleu --chrf --json $(RUNS)/demo-rnn/test_2016_flickr.json
+
+test: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q
+
+test-slow: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -m slow
+
+lint: install
+	$(BIN)/ruff check seq2seq tests scripts
+	$(BIN)/ruff format --check seq2seq tests scripts
+
+format: install
+	$(BIN)/ruff format seq2seq tests scripts
+	$(BIN)/ruff check --fix seq2seq tests scripts
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,251 @@
+"""The ``seq2seq`` command line: parse, call the library, print, map errors to exit codes.
+
+Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
+code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .console import console, setup_logging
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
+    "Transformer. Train, translate, evaluate, compare.",
+    pretty_exceptions_enable=False,
+)
+
+
+class UserError(Exception):
+    """A problem with what the user gave us; printed as one line."""
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    """Print one error line on stderr and exit with ``code``."""
+    from rich.text import Text
+
+    console.print(Text.assemble(("error: ", "bold red"), msg), highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda was asked for but torch sees no CUDA device")
+    return name
+
+
+@app.command()
+def train(
+    config: Path = typer.Argument(..., help="YAML config (see configs/)."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this folder exactly where its last.pt stopped."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of wall time."),
+    device: Optional[str] = typer.Option(None, "--device", help="auto | cpu | cuda [default: the config's, auto]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+):
+    """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs and TensorBoard
+    scalars into the run directory."""
+    from .config import load_config
+    from .train import train as run_training
+
+    setup_logging(verbose)
+    overrides = list(set_)
+    for key, value in (("max_steps", max_steps), ("max_epochs", max_epochs),
+                       ("max_time", max_time), ("device", device), ("seed", seed)):
+        if value is not None:
+            overrides.append(f"train.{key}={value}")
+    cfg = load_config(config, overrides)
+    target = resume or run_dir
+    summary = run_training(cfg, target, resume=resume is not None)
+    console.print_json(json.dumps(summary))
+
+
+@app.command()
+def translate(
+    checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Checkpoint file or run directory (uses best.pt)."),
+    input: str = typer.Option("-", "--input", "-i", help="Source file, or - for stdin (one sentence per line)."),
+    output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size; 1 = greedy [default: the run's decode.beam_size]."),
+    n_best: int = typer.Option(1, "--n-best", help="Write the N best per line as TSV: line number, score, hypothesis."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."),
+    max_len_a: Optional[float] = typer.Option(None, "--max-len-a", help="Output length limit a*src_len+b: a."),
+    max_len_b: Optional[int] = typer.Option(None, "--max-len-b", help="Output length limit a*src_len+b: b."),
+    min_len: Optional[int] = typer.Option(None, "--min-len", help="Tokens required before EOS."),
+    length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+):
+    """Translate text line by line: one output line per input line, in order; empty in, empty out."""
+    from .checkpoint import load_for_inference
+    from .translate import translate_sentences
+
+    setup_logging()
+    dev = _device(device)
+    model, tok, cfg = load_for_inference(checkpoint, dev)
+    dcfg = _decode_cfg(cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty)
+    if n_best > dcfg.beam_size:
+        raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
+
+    def render(lines: list[str], first_line_no: int) -> list[str]:
+        res = translate_sentences(model, tok, lines, dcfg, dev, n_best=n_best)
+        if n_best == 1:
+            return [r.text for r in res]
+        out = []
+        for k, r in enumerate(res):
+            for h, text in zip(r.hypotheses, r.texts, strict=True):
+                out.append(f"{first_line_no + k}\t{h.score:.4f}\t{text}")
+            if not r.hypotheses:
+                out.append(f"{first_line_no + k}\t\t")
+        return out
+
+    if input == "-":
+        _stream(render, dcfg.batch_size, output)
+    else:
+        from .data import read_lines
+
+        lines = read_lines(input)
+        result = render(lines, 1)
+        _write_lines(output, result)
+
+
+def _stream(render, batch_size: int, output: str) -> None:
+    """stdin -> output: translate whatever lines are available (up to a batch), flush, repeat."""
+    import select
+
+    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
+    line_no = 1
+    stdin = sys.stdin.buffer
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            break
+        batch = [raw]
+        while len(batch) < batch_size and select.select([stdin], [], [], 0)[0]:
+            nxt = stdin.readline()
+            if not nxt:
+                break
+            batch.append(nxt)
+        lines = [b.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r") for b in batch]
+        for text in render(lines, line_no):
+            out.write(text + "\n")
+        out.flush()
+        line_no += len(lines)
+    if out is not sys.stdout:
+        out.close()
+
+
+def _write_lines(output: str, lines: list[str]) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from .checkpoint import atomic_write_text
+
+        atomic_write_text(output, text)
+
+
+def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty):
+    updates = {k: v for k, v in {"beam_size": beam, "batch_size": batch_size, "max_len_a": max_len_a,
+               "max_len_b": max_len_b, "min_len": min_len, "length_penalty": length_penalty}.items()
+               if v is not None}
+    from pydantic import ValidationError
+
+    try:
+        return base.model_validate({**base.model_dump(), **updates})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise UserError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+
+
+@app.command("eval")
+def evaluate(
+    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", "-c", help="Checkpoint file or run directory; not needed with --hyp."),
+    src: Optional[Path] = typer.Option(None, "--src", help="Source file to translate (plain or .gz)."),
+    ref: list[Path] = typer.Option(..., "--ref", help="Reference file(s) (repeat for several references)."),
+    hyp: Optional[Path] = typer.Option(None, "--hyp", help="Score this hypothesis file instead of translating."),
+    bleu: bool = typer.Option(False, "--bleu", help="Corpus BLEU (sacrebleu, 13a unless the target language needs its own)."),
+    chrf: bool = typer.Option(False, "--chrf", help="chrF (sacrebleu)."),
+    ter: bool = typer.Option(False, "--ter", help="TER (sacrebleu)."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size for translating --src [default: the run's]."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sentences per batch."),
+    tgt_lang: Optional[str] = typer.Option(None, "--tgt-lang", help="Target language code [default: the run's data.tgt_lang]."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the hypotheses here."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the scores (and signatures) as JSON to this file."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+):
+    """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
+    compare with --ref. Prints each score with its signature."""
+    from .data import read_lines
+    from .metrics import corpus_score
+
+    setup_logging()
+    names = [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
+    refs = [read_lines(r) for r in ref]
+    if hyp is not None:
+        hyps = read_lines(hyp)
+        hyp_name = str(hyp)
+    else:
+        if checkpoint is None or src is None:
+            raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
+        from .checkpoint import load_for_inference
+        from .translate import translate_sentences
+
+        dev = _device(device)
+        model, tok, cfg = load_for_inference(checkpoint, dev)
+        tgt_lang = tgt_lang or cfg.data.tgt_lang
+        dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None)
+        sources = read_lines(src)
+        hyps = [t.text for t in translate_sentences(model, tok, sources, dcfg, dev)]
+        hyp_name = f"translations of {src}"
+        if output is not None:
+            _write_lines(str(output), hyps)
+    for r, path in zip(refs, ref, strict=True):
+        if len(r) != len(hyps):
+            raise UserError(f"{hyp_name} has {len(hyps)} lines but {path} has {len(r)}: "
+                            "hypotheses and references must align line for line")
+    scores = {n: corpus_score(n, hyps, refs, tgt_lang) for n in names}
+    for s in scores.values():
+        typer.echo(f"{s.text}\n  signature: {s.signature}")
+    if json_out is not None:
+        from .checkpoint import atomic_write_text
+
+        atomic_write_text(json_out, json.dumps({n: s.as_dict() for n, s in scores.items()},
+                                               indent=2))
+
+
+def main() -> None:
+    """Entry point: run the app, turning known errors into one line and exit code 2."""
+    from .checkpoint import CheckpointError
+    from .config import ConfigError
+    from .data import DataError
+
+    try:
+        app()
+    except (ConfigError, DataError, CheckpointError, UserError) as e:
+        _fail(str(e))
+    except Exception as e:
+        from .train import TrainingError
+
+        if isinstance(e, TrainingError):
+            _fail(str(e))
+        if os.environ.get("SEQ2SEQ_DEBUG"):
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]
+        _fail(f"{type(e).__name__}: {first} (set SEQ2SEQ_DEBUG=1 for the traceback)", code=1)

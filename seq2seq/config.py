@@ -1,0 +1,305 @@
+"""Typed configuration: one YAML file with sections data, tokenizer, model, train, decode.
+
+Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that names
+its path (``model.n_head: unknown key``). Cross-field constraints (``d_model % n_heads == 0``, a dot
+score needs equal encoder and decoder sizes) are checked here, once, before anything is built.
+``--set key=value`` overrides go through the same validation as the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message is one line naming the key and the fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class HFSource(_Section):
+    """A corpus on the Hugging Face hub (or a local dataset directory) read with ``datasets``."""
+
+    path: str = Field(description="hub name such as bentrevett/multi30k, or a local dataset dir")
+    name: str | None = Field(None, description="dataset configuration name, if the hub entry has any")
+    src_field: str = "de"
+    tgt_field: str = "en"
+    train_split: str = "train"
+    valid_split: str = "validation"
+    test_split: str = "test"
+
+
+class DataConfig(_Section):
+    """Where the parallel text comes from and how it is cleaned.
+
+    Local corpora are named by a prefix: ``multi30k/train`` with ``src_lang: de`` reads
+    ``multi30k/train.de`` or ``multi30k/train.de.gz``. A relative prefix is looked up in the working
+    directory first, then under the data root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``).
+    """
+
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    train: str | None = "multi30k/train"
+    valid: str | None = "multi30k/val"
+    test: str | None = "multi30k/test_2016_flickr"
+    hf: HFSource | None = None
+    max_len: int = Field(100, ge=1, description="pairs with more tokens on either side are dropped")
+    max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
+    max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
+    concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
+
+
+class TokenizerConfig(_Section):
+    """sentencepiece settings (Kudo & Richardson 2018); trained on the training split only."""
+
+    type: Literal["unigram", "bpe"] = "unigram"
+    vocab_size: int = Field(8000, ge=16)
+    joint: bool = True
+    character_coverage: float = Field(1.0, gt=0.0, le=1.0)
+    byte_fallback: bool = False
+    max_sentences: int = Field(2_000_000, ge=1, description="sentences sampled to train the model")
+
+
+class _RNNBase(_Section):
+    cell: Literal["gru", "lstm"] = "gru"
+    emb_size: int = Field(256, ge=1)
+    hidden_size: int = Field(512, ge=1, description="decoder state size")
+    encoder_hidden_size: int | None = Field(
+        None, ge=1, description="encoder state size per direction (default: hidden_size)"
+    )
+    num_layers: int = Field(1, ge=1)
+    bidirectional: bool = Field(True, description="bidirectional encoder")
+    dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    tie_embeddings: bool = Field(False, description="tie decoder input and output embeddings")
+
+    @property
+    def enc_size(self) -> int:
+        """Per-direction encoder state size."""
+        return self.encoder_hidden_size or self.hidden_size
+
+
+class RNNConfig(_RNNBase):
+    """``rnn``: the fixed-vector encoder-decoder (Sutskever et al. 2014; Cho et al. 2014)."""
+
+    name: Literal["rnn"] = "rnn"
+    feed_context: bool = Field(False, description="Cho et al. 2014: feed c = h_S at every step")
+
+
+class BahdanauConfig(_RNNBase):
+    """``bahdanau``: additive attention, queried with s_{t-1} (Bahdanau et al. 2015)."""
+
+    name: Literal["bahdanau"] = "bahdanau"
+    attention_size: int = Field(512, ge=1)
+    maxout_size: int = Field(512, ge=1, description="l in appendix A.2.2: the deep output size")
+
+
+class LuongConfig(_RNNBase):
+    """``luong``: multiplicative attention, queried with s_t (Luong et al. 2015)."""
+
+    name: Literal["luong"] = "luong"
+    score: Literal["dot", "general", "concat"] = "general"
+    input_feeding: bool = True
+    attention_size: int = Field(512, ge=1, description="size of W_a's output for the concat score")
+
+    @model_validator(mode="after")
+    def _dot_needs_equal_sizes(self) -> LuongConfig:
+        dirs = 2 if self.bidirectional else 1
+        enc = self.enc_size * dirs
+        if self.score == "dot" and enc != self.hidden_size:
+            raise ValueError(
+                f"score 'dot' needs equal encoder and decoder sizes, but the encoder states are {enc} "
+                f"wide ({dirs} x encoder_hidden_size {self.enc_size}) and the decoder state is "
+                f"{self.hidden_size} (hidden_size): set encoder_hidden_size to "
+                f"{self.hidden_size // dirs if self.hidden_size % dirs == 0 else 'hidden_size / 2'}"
+                " or use score: general"
+            )
+        return self
+
+
+class TransformerConfig(_Section):
+    """``transformer`` (Vaswani et al. 2017)."""
+
+    name: Literal["transformer"] = "transformer"
+    d_model: int = Field(256, ge=1)
+    n_heads: int = Field(4, ge=1)
+    d_ff: int = Field(1024, ge=1)
+    n_encoder_layers: int = Field(3, ge=1)
+    n_decoder_layers: int = Field(3, ge=1)
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    pre_norm: bool = False
+    learned_positions: bool = False
+    max_positions: int = Field(1024, ge=1)
+    share_embeddings: bool = Field(True, description="share src/tgt/output embeddings if joint vocab")
+
+    @model_validator(mode="after")
+    def _heads_divide_d_model(self) -> TransformerConfig:
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
+            )
+        return self
+
+
+ModelConfig = Annotated[
+    RNNConfig | BahdanauConfig | LuongConfig | TransformerConfig, Field(discriminator="name")
+]
+
+
+class TrainConfig(_Section):
+    """The training loop. Steps count optimizer updates."""
+
+    seed: int = 1
+    batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
+    max_steps: int | None = Field(None, ge=1)
+    max_epochs: int | None = Field(None, ge=1)
+    max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = Field(1e-3, gt=0)
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = Field(0.0, ge=0)
+    schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    plateau_factor: float = Field(0.5, gt=0, lt=1)
+    plateau_patience: int = Field(2, ge=0, description="validations without improvement")
+    min_lr: float = Field(0.0, ge=0)
+    clip_norm: float | None = Field(1.0, gt=0)
+    label_smoothing: float = Field(0.1, ge=0, lt=1)
+    teacher_forcing_ratio: float = Field(1.0, ge=0, le=1)
+    update_freq: int = Field(1, ge=1, description="batches accumulated into one update")
+    valid_every: int = Field(1000, ge=1, description="steps between validations")
+    valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
+    best_metric: Literal["bleu", "chrf", "loss"] = Field(
+        "bleu", description="metric that picks best.pt, drives plateau and early stopping"
+    )
+    patience: int | None = Field(None, ge=1, description="stop after N validations without gain")
+    keep_best: int = Field(1, ge=1, description="keep the k best checkpoints (best-1.pt ...)")
+    checkpoint_every: int | None = Field(
+        None, ge=1, description="steps between last.pt saves (default: at each validation)"
+    )
+    max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
+    log_every: int = Field(50, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
+
+    @model_validator(mode="after")
+    def _needs_a_stop(self) -> TrainConfig:
+        if self.max_steps is None and self.max_epochs is None and self.max_time is None:
+            raise ValueError("set at least one of max_steps, max_epochs, max_time")
+        if self.schedule == "noam" and self.warmup_steps == 0:
+            raise ValueError("schedule 'noam' needs warmup_steps > 0")
+        if self.schedule == "cosine" and self.max_steps is None:
+            raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
+        if self.best_metric != "loss" and not self.valid_bleu:
+            raise ValueError(f"best_metric {self.best_metric!r} needs valid_bleu: true")
+        return self
+
+
+class DecodeConfig(_Section):
+    """Search settings used by validation BLEU, ``translate`` and ``eval``."""
+
+    beam_size: int = Field(1, ge=1)
+    length_penalty: float = Field(0.0, ge=0, description="GNMT alpha; 0 = raw log-probability")
+    max_len_a: float = Field(1.5, ge=0)
+    max_len_b: int = Field(10, ge=1)
+    min_len: int = Field(0, ge=0)
+    batch_size: int = Field(128, ge=1, description="sentences per decoding batch")
+
+
+class Config(_Section):
+    """A whole experiment."""
+
+    name: str = "experiment"
+    run_dir: str | None = Field(None, description="default: runs/<name>")
+    data: DataConfig = DataConfig()
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    model: ModelConfig = BahdanauConfig()
+    train: TrainConfig = TrainConfig(max_epochs=10)
+    decode: DecodeConfig = DecodeConfig()
+
+
+def _one_line(err: ValidationError, source: str) -> str:
+    """Turn pydantic's multi-line report into one line per problem, joined by '; '."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
+        loc = ".".join(p for p in loc.split(".") if p not in {"rnn", "bahdanau", "luong", "transformer"})
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "union_tag_invalid":
+            msg = "unknown model name; choose rnn, bahdanau, luong or transformer"
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return f"{source}: " + "; ".join(parts)
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"model.hidden_size=256"`` -> (["model", "hidden_size"], 256); the value is read as YAML."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set train.lr=0.0005")
+    key, value = item.split("=", 1)
+    return key.strip().split("."), yaml.safe_load(value) if value.strip() else None
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    for item in overrides:
+        keys, value = parse_override(item)
+        node = raw
+        for k in keys[:-1]:
+            child = node.get(k)
+            if child is None:
+                child = node[k] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: {k} is not a section")
+            node = child
+        node[keys[-1]] = value
+    return raw
+
+
+def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply ``key=value`` overrides, validate.
+
+    Raises:
+        ConfigError: missing/unreadable file, bad YAML, unknown key or invalid value (one line).
+    """
+    source = str(path) if path else "config"
+    raw: dict = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{p}: config file not found")
+        try:
+            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark else ""
+            raise ConfigError(f"{p}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
+    raw = apply_overrides(raw, overrides or [])
+    return validate_config(raw, source)
+
+
+def validate_config(raw: dict, source: str = "config") -> Config:
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, source)) from None
+
+
+def data_root() -> Path:
+    """The root that relative corpus prefixes are resolved against."""
+    return Path(os.environ.get("SEQ2SEQ_DATA_DIR", "../shared/data"))
+
+
+def to_yaml(cfg: Config) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

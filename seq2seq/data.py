@@ -1,0 +1,309 @@
+"""Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> ids -> token batches.
+
+Reading policy (stated in the README, "Data hygiene"):
+- A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are read
+  as plain text. Characters that other readers treat as line breaks inside a line (a lone ``\\r``,
+  U+0085, U+2028, U+2029, vertical tab, form feed) become one space, so a file of N lines is always N
+  pairs. A NUL byte is removed, with a warning that names the file and line.
+- Invalid UTF-8 stops with the file, the line and the byte offset.
+- Source and target files with different line counts stop before anything is trained.
+- Cleaning strips whitespace; a side that is empty (or holds only whitespace and invisible format
+  characters such as zero-width spaces) drops the pair; pairs over ``max_len`` tokens are dropped
+  after tokenisation. Every drop is counted in the log, with line numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import random
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import DataConfig, data_root
+
+log = logging.getLogger("seq2seq")
+
+_LINE_BREAK_LIKE = str.maketrans({c: " " for c in "\r\x0b\x0c\x85\u2028\u2029\x1c\x1d\x1e"})
+
+
+class DataError(ValueError):
+    """Unusable input data; the message names the file, the line and what to do."""
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` has nothing but whitespace and invisible format characters (Cf)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
+def clean_line(text: str) -> str:
+    """Normalise line-break-like characters to spaces and strip; blank-looking lines become ''."""
+    text = text.translate(_LINE_BREAK_LIKE).strip()
+    return "" if is_blank(text) else text
+
+
+def resolve_corpus_file(prefix: str, lang: str) -> Path:
+    """``multi30k/train`` + ``de`` -> the existing ``<root>/multi30k/train.de[.gz]``.
+
+    Raises:
+        DataError: neither the plain nor the gzipped file exists.
+    """
+    bases = [Path(prefix)] if Path(prefix).is_absolute() else [Path(prefix), data_root() / prefix]
+    for base in bases:
+        for c in (base.with_name(f"{base.name}.{lang}"), base.with_name(f"{base.name}.{lang}.gz")):
+            if c.is_file():
+                return c
+    candidates = [bases[-1].with_name(f"{bases[-1].name}.{lang}{ext}") for ext in ("", ".gz")]
+    raise DataError(
+        f"{candidates[0]}: corpus file not found (nor {candidates[1].name}); set SEQ2SEQ_DATA_DIR "
+        "to the folder holding multi30k/, or fetch it with scripts/get_multi30k.sh"
+    )
+
+
+def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]:
+    """Read a text file (plain or ``.gz``) as lines, splitting on ``\\n`` only.
+
+    Returns the lines unstripped except for the ``\\r`` of ``\\r\\n`` and a leading BOM; other
+    line-break-like characters are replaced by spaces and NUL bytes removed (see the module policy).
+
+    Raises:
+        DataError: the file is missing, not gzip though named .gz, or not valid UTF-8 (names the line).
+    """
+    path = Path(path)
+    try:
+        raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except (OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot read ({e})") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    chunks = raw.split(b"\n")
+    if chunks and chunks[-1] == b"":
+        chunks.pop()
+    lines = []
+    for i, chunk in enumerate(chunks, start=1):
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(
+                f"{path} line {i}: not valid UTF-8 (byte {e.start + 1} of the line); "
+                "convert the file with iconv -f <encoding> -t utf-8"
+            ) from None
+        if text.endswith("\r"):
+            text = text[:-1]
+        if "\x00" in text:
+            text = text.replace("\x00", "")
+            msg = f"{path} line {i}: NUL byte removed"
+            log.warning(msg)
+            if warnings is not None:
+                warnings.append(msg)
+        lines.append(text.translate(_LINE_BREAK_LIKE))
+    return lines
+
+
+@dataclass
+class ParallelText:
+    """Aligned source and target sentences, with the 1-based line each came from."""
+
+    src: list[str]
+    tgt: list[str]
+    line_no: list[int]
+    origin: str
+    dropped: dict[str, list[int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def read_parallel_files(src_path: Path, tgt_path: Path) -> ParallelText:
+    """Read two aligned files and drop pairs with an empty side (counted, not silent).
+
+    Raises:
+        DataError: different line counts (both files and counts named), unreadable files.
+    """
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: parallel files must "
+            "have one sentence per line, line for line"
+        )
+    return clean_pairs(src, tgt, origin=f"{src_path}")
+
+
+def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> ParallelText:
+    out = ParallelText([], [], [], origin)
+    empty: list[int] = []
+    for i, (s, t) in enumerate(zip(src, tgt, strict=True), start=1):
+        s, t = clean_line(s), clean_line(t)
+        if not s or not t:
+            empty.append(i)
+            continue
+        out.src.append(s)
+        out.tgt.append(t)
+        out.line_no.append(i)
+    if empty:
+        out.dropped["empty"] = empty
+    return out
+
+
+def _hf_column(ds, name: str) -> list[str]:
+    """A text column, where ``translation.de`` reaches into a dict column as WMT sets have."""
+    head, _, rest = name.partition(".")
+    if head not in ds.column_names:
+        raise DataError(f"dataset has no field {head!r}; its fields are {ds.column_names}")
+    col = ds[head]
+    if rest:
+        col = [row[rest] for row in col]
+    return ["" if x is None else str(x) for x in col]
+
+
+def load_hf_split(cfg: DataConfig, split: str) -> ParallelText:
+    """Read one split of a Hugging Face dataset (hub name or local path) with ``datasets``.
+
+    Raises:
+        DataError: the dataset, split or a field cannot be found or reached.
+    """
+    import datasets
+
+    hf = cfg.hf
+    assert hf is not None
+    try:
+        local = Path(hf.path)
+        if local.is_dir() and (local / "dataset_dict.json").exists():
+            ds = datasets.load_from_disk(str(local))[split]
+        else:
+            ds = datasets.load_dataset(hf.path, hf.name, split=split)
+    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"dataset {hf.path} split {split!r}: {first}") from None
+    src, tgt = _hf_column(ds, hf.src_field), _hf_column(ds, hf.tgt_field)
+    return clean_pairs(src, tgt, origin=f"{hf.path}[{split}]")
+
+
+def load_split(cfg: DataConfig, split: str) -> ParallelText:
+    """``split`` is ``train``, ``valid`` or ``test``."""
+    if cfg.hf is not None:
+        return load_hf_split(cfg, getattr(cfg.hf, f"{split}_split"))
+    prefix = getattr(cfg, split)
+    if prefix is None:
+        raise DataError(f"data.{split} is not set in the config")
+    return read_parallel_files(
+        resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
+    )
+
+
+def log_dropped(text: ParallelText, what: str) -> None:
+    n_in = len(text) + sum(len(v) for v in text.dropped.values())
+    log.info("%s: %d pairs read from %s", what, n_in, text.origin)
+    for reason, lines in text.dropped.items():
+        shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
+        log.info("%s: dropped %d pairs (%s) at lines %s", what, len(lines), reason, shown)
+
+
+@dataclass
+class TokenizedPairs:
+    """Token ids of kept pairs (no BOS/EOS), with the source line each came from."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+    line_no: list[int]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def tokenize_pairs(
+    text: ParallelText, encode_src, encode_tgt, max_len: int, what: str
+) -> TokenizedPairs:
+    """Encode both sides; drop pairs over ``max_len`` tokens or with a side that encodes to nothing."""
+    src_ids, tgt_ids = encode_src(text.src), encode_tgt(text.tgt)
+    out = TokenizedPairs([], [], [])
+    too_long, empty = [], []
+    for s, t, line in zip(src_ids, tgt_ids, text.line_no, strict=True):
+        if not s or not t:
+            empty.append(line)
+        elif len(s) > max_len or len(t) > max_len:
+            too_long.append(line)
+        else:
+            out.src.append(s)
+            out.tgt.append(t)
+            out.line_no.append(line)
+    if too_long:
+        text.dropped[f"over max_len {max_len} tokens"] = too_long
+    if empty:
+        text.dropped["no tokens left after normalisation"] = empty
+    log_dropped(text, what)
+    return out
+
+
+def concat_pairs(pairs: TokenizedPairs, k_max: int, seed: int) -> TokenizedPairs:
+    """Add training pairs made of k = 2..k_max consecutive (shuffled) pairs joined end to end."""
+    if k_max <= 1:
+        return pairs
+    rng = random.Random(seed)
+    out = TokenizedPairs(list(pairs.src), list(pairs.tgt), list(pairs.line_no))
+    n = len(pairs)
+    for k in range(2, k_max + 1):
+        order = list(range(n))
+        rng.shuffle(order)
+        for j in range(0, n - k + 1, k):
+            group = order[j : j + k]
+            out.src.append([x for i in group for x in pairs.src[i]])
+            out.tgt.append([x for i in group for x in pairs.tgt[i]])
+            out.line_no.append(pairs.line_no[group[0]])
+    return out
+
+
+def token_batches(
+    src_lens: Sequence[int],
+    tgt_lens: Sequence[int],
+    batch_tokens: int,
+    seed: int = 0,
+    epoch: int = 0,
+    shuffle: bool = True,
+) -> list[list[int]]:
+    """Length-bucketed batches of example indices, each within ``batch_tokens`` padded tokens.
+
+    The padded size of a batch is n_sentences x max(longest source, longest target + 1), the +1 for
+    the BOS/EOS shift. Examples are shuffled, then sorted by length (ties stay shuffled), cut into
+    batches, and the batch order is shuffled: a pure function of (seed, epoch), so a resumed run sees
+    the same batches.
+
+    Raises:
+        DataError: one example alone exceeds the budget.
+    """
+    rng = random.Random(seed * 1_000_003 + epoch)
+    idx = list(range(len(src_lens)))
+    if shuffle:
+        rng.shuffle(idx)
+    idx.sort(key=lambda i: (src_lens[i], tgt_lens[i]))
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    width = 0
+    for i in idx:
+        w = max(width, src_lens[i], tgt_lens[i] + 1)
+        if w > batch_tokens:
+            raise DataError(
+                f"one example has {max(src_lens[i], tgt_lens[i] + 1)} tokens, more than "
+                f"batch_tokens {batch_tokens}: raise train.batch_tokens or lower data.max_len"
+            )
+        if cur and w * (len(cur) + 1) > batch_tokens:
+            batches.append(cur)
+            cur, w = [], max(src_lens[i], tgt_lens[i] + 1)
+        cur.append(i)
+        width = w
+    if cur:
+        batches.append(cur)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def sentence_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices in batches of up to ``batch_size`` sentences, sorted by length for inference."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    for j in range(0, len(order), batch_size):
+        yield order[j : j + batch_size]

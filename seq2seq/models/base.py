@@ -1,0 +1,100 @@
+"""The one interface that training and search use, for every model family.
+
+Shape notation: B batch, S source length, T target length, D model/hidden size, V vocabulary.
+
+A decoding *state* is a ``dict[str, Tensor]`` whose tensors all have the batch on dim 0, so search
+can expand, select and reorder it without knowing the model. Entries that depend only on the source
+(encoder states, projected keys, the source mask) are named in ``static_state_keys``; moving a beam
+inside the same sentence never changes them, so ``reorder_state`` leaves them alone.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+State = dict[str, Tensor]
+
+
+def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
+    """Softmax over the last dim (S) where ``mask`` is True.
+
+    Args:
+        scores: (B, ..., S) attention energies.
+        mask: (B, S) bool, True at real source positions (broadcast over the middle dims).
+
+    Returns:
+        (B, ..., S) weights: rows sum to 1, exactly 0 at masked positions. A row with no real
+        position gets uniform weights instead of NaN (empty sources are filtered before this).
+    """
+    shape = (mask.shape[0],) + (1,) * (scores.dim() - 2) + (mask.shape[-1],)
+    fill = torch.finfo(scores.dtype).min
+    return torch.softmax(scores.masked_fill(~mask.view(shape), fill), dim=-1)
+
+
+class Seq2SeqModel(nn.Module):
+    """Encoder-decoder protocol.
+
+    Subclasses implement ``encode``, ``init_state``, ``decode_step`` and ``forward_attention``.
+    """
+
+    static_state_keys: frozenset[str] = frozenset({"src_mask"})
+    src_vocab_size: int
+    tgt_vocab_size: int
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits.
+
+        Args:
+            src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
+            tgt_in: (B, T) decoder input ids, BOS first.
+
+        Returns:
+            (B, T, V) unnormalised scores for the next token at every position.
+        """
+        return self.forward_attention(src, src_mask, tgt_in, need_attention=False)[0]
+
+    def forward_attention(
+        self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, need_attention: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Teacher-forced logits (B, T, V) and cross-attention weights (B, T, S) (None if the model
+        has none, or when ``need_attention`` is False and computing them costs extra)."""
+        raise NotImplementedError
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> State:
+        """Run the encoder; returns the static part of the decoding state."""
+        raise NotImplementedError
+
+    def init_state(self, enc: State) -> State:
+        """The decoder's state before the first step, given ``encode``'s output."""
+        raise NotImplementedError
+
+    def decode_step(
+        self, prev_tokens: Tensor, state: State, need_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None, State]:
+        """One decoder step.
+
+        Args:
+            prev_tokens: (B,) the previous target token (BOS at the first step).
+            state: the state returned by ``init_state`` or the previous step.
+
+        Returns:
+            logits (B, V), cross-attention weights (B, S) or None, the next state.
+        """
+        raise NotImplementedError
+
+    def reorder_state(self, state: State, index: Tensor) -> State:
+        """Reorder beams: row i of the result is row ``index[i]``; rows only move within their own
+        sentence, so source-side (static) entries are kept as they are."""
+        return {
+            k: v if k in self.static_state_keys else v.index_select(0, index)
+            for k, v in state.items()
+        }
+
+    @staticmethod
+    def select_state(state: State, index: Tensor) -> State:
+        """Select or repeat rows of every entry (expand to beams, drop finished sentences)."""
+        return {k: v.index_select(0, index) for k, v in state.items()}
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

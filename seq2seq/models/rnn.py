@@ -1,0 +1,301 @@
+"""RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings.
+
+Shape notation: B batch, S source length, T target steps, L layers, E embedding size,
+H decoder state size, He encoder state size per direction, V vocabulary.
+
+Each model runs its decoder through one method, ``_decode(tgt_in (B, T), state)``, for any T: the
+teacher-forced pass calls it with the whole target, ``decode_step`` with T = 1. Incremental decoding
+is therefore the same computation as training, step for step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..config import BahdanauConfig, LuongConfig, RNNConfig
+from .attention import BahdanauAttention, LuongAttention
+from .base import Seq2SeqModel, State
+
+
+def _rnn(cell: str, input_size: int, hidden: int, layers: int, dropout: float, bidir: bool):
+    cls = nn.GRU if cell == "gru" else nn.LSTM
+    return cls(
+        input_size,
+        hidden,
+        num_layers=layers,
+        dropout=dropout if layers > 1 else 0.0,
+        bidirectional=bidir,
+        batch_first=True,
+    )
+
+
+def _final_by_layer(h_n: Tensor, layers: int, dirs: int) -> Tensor:
+    """nn.GRU/LSTM's (L*dirs, B, He) final state -> (B, L, dirs*He), [forward; backward] per layer."""
+    _, b, he = h_n.shape
+    return h_n.view(layers, dirs, b, he).permute(2, 0, 1, 3).reshape(b, layers, dirs * he)
+
+
+class RNNEncoder(nn.Module):
+    """Embedding + (bi)directional GRU/LSTM over the real tokens only (packed sequences)."""
+
+    def __init__(self, vocab: int, cfg: RNNConfig | BahdanauConfig | LuongConfig, bidir: bool):
+        super().__init__()
+        self.dirs = 2 if bidir else 1
+        self.layers = cfg.num_layers
+        self.embed = nn.Embedding(vocab, cfg.emb_size, padding_idx=0)
+        self.rnn = _rnn(cfg.cell, cfg.emb_size, cfg.enc_size, cfg.num_layers, cfg.dropout, bidir)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.out_size = self.dirs * cfg.enc_size
+
+    def forward(self, src: Tensor, src_mask: Tensor) -> State:
+        """
+        Returns:
+            enc_out (B, S, dirs*He) the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He) the
+            final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
+        """
+        lengths = src_mask.sum(1).clamp(min=1).cpu()  # an empty row reads one pad, stays finite
+        packed = pack_padded_sequence(
+            self.dropout(self.embed(src)), lengths, batch_first=True, enforce_sorted=False
+        )
+        out, final = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        if isinstance(final, tuple):
+            return {
+                "enc_out": out,
+                "enc_h": _final_by_layer(final[0], self.layers, self.dirs),
+                "enc_c": _final_by_layer(final[1], self.layers, self.dirs),
+                "src_mask": src_mask,
+            }
+        return {"enc_out": out, "enc_h": _final_by_layer(final, self.layers, self.dirs),
+                "src_mask": src_mask}
+
+
+class OutputLayer(nn.Module):
+    """pre-output (…, P) -> logits (…, V); with a tied embedding, W_o = Eᵀ (Press & Wolf 2017),
+    after a projection P -> E when the sizes differ."""
+
+    def __init__(self, pre_size: int, vocab: int, dropout: float, tie_with: nn.Embedding | None):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.tie_with = tie_with
+        if tie_with is None:
+            self.proj = nn.Linear(pre_size, vocab)
+        else:
+            emb = tie_with.embedding_dim
+            self.to_emb = nn.Linear(pre_size, emb, bias=False) if pre_size != emb else None
+            self.bias = nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.dropout(x)
+        if self.tie_with is None:
+            return self.proj(x)
+        if self.to_emb is not None:
+            x = self.to_emb(x)
+        return F.linear(x, self.tie_with.weight, self.bias)
+
+
+class _RNNDecoderModel(Seq2SeqModel):
+    """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg, bidir: bool):
+        super().__init__()
+        self.cfg = cfg
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
+        self.encoder = RNNEncoder(src_vocab, cfg, bidir)
+        self.tgt_embed = nn.Embedding(tgt_vocab, cfg.emb_size, padding_idx=0)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.lstm = cfg.cell == "lstm"
+
+    def _bridge_state(self, enc: State, bridge: nn.Linear, bridge_c: nn.Linear | None) -> State:
+        """s_0 = tanh(W_b h_final) per layer (and c_0 = W_c c_final for an LSTM)."""
+        state = {"h": torch.tanh(bridge(enc["enc_h"]))}
+        if self.lstm:
+            state["c"] = bridge_c(enc["enc_c"])
+        return state
+
+    def _rnn_step(self, rnn: nn.RNNBase, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """Run ``rnn`` over x (B, T, in) from state h (B, L, H) [and c]; returns outputs (B, T, H)."""
+        h = state["h"].transpose(0, 1).contiguous()
+        if self.lstm:
+            out, (h, c) = rnn(x, (h, state["c"].transpose(0, 1).contiguous()))
+            return out, {"h": h.transpose(0, 1), "c": c.transpose(0, 1)}
+        out, h = rnn(x, h)
+        return out, {"h": h.transpose(0, 1)}
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> State:
+        return self.encoder(src, src_mask)
+
+    def forward_attention(self, src, src_mask, tgt_in, need_attention=True):
+        state = self.init_state(self.encode(src, src_mask))
+        logits, attn, _ = self._decode(tgt_in, state)
+        return logits, attn
+
+    def decode_step(self, prev_tokens, state, need_attention=False):
+        logits, attn, state = self._decode(prev_tokens.unsqueeze(1), state)
+        return logits.squeeze(1), None if attn is None else attn.squeeze(1), state
+
+    def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, Tensor | None, State]:
+        raise NotImplementedError
+
+
+class RNNSeq2Seq(_RNNDecoderModel):
+    """``rnn``: the fixed-vector encoder-decoder (Sutskever et al. 2014; Cho et al. 2014).
+
+    s_0 = tanh(W_b h_S);  s_t = RNN_dec(E(y_{t-1}), s_{t-1});  p(y_t) = softmax(W_o s_t), where h_S
+    is [→h_S; ←h_1] for a bidirectional encoder. With ``feed_context`` (Cho et al. 2014, §2.2) the
+    fixed c = h_S (top layer) also enters every step: s_t = RNN_dec([E(y_{t-1}); c], s_{t-1}) and
+    p(y_t) = softmax(W_o [s_t; c; E(y_{t-1})]). No other encoder state reaches the decoder: that is
+    the bottleneck. Returns no attention weights.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: RNNConfig):
+        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        enc = self.encoder.out_size
+        self.feed_context = cfg.feed_context
+        self.static_state_keys = frozenset({"src_mask", "context"})
+        self.bridge = nn.Linear(enc, cfg.hidden_size)
+        self.bridge_c = nn.Linear(enc, cfg.hidden_size) if self.lstm else None
+        ctx = enc if cfg.feed_context else 0
+        self.rnn = _rnn(cfg.cell, cfg.emb_size + ctx, cfg.hidden_size, cfg.num_layers, cfg.dropout,
+                        False)
+        pre = cfg.hidden_size + (ctx + cfg.emb_size if cfg.feed_context else 0)
+        tie = self.tgt_embed if cfg.tie_embeddings else None
+        self.out = OutputLayer(pre, tgt_vocab, cfg.dropout, tie)
+
+    def init_state(self, enc: State) -> State:
+        state = self._bridge_state(enc, self.bridge, self.bridge_c)
+        state["src_mask"] = enc["src_mask"]
+        if self.feed_context:
+            state["context"] = enc["enc_h"][:, -1]  # (B, dirs*He): c = h_S of the top layer
+        return state
+
+    def _decode(self, tgt_in, state):
+        emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        if self.feed_context:
+            c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
+            out, new = self._rnn_step(self.rnn, torch.cat([emb, c], -1), state)
+            pre = torch.cat([out, c, emb], -1)
+        else:
+            out, new = self._rnn_step(self.rnn, emb, state)
+            pre = out
+        new.update({k: state[k] for k in self.static_state_keys if k in state})
+        return self.out(pre), None, new
+
+
+class BahdanauSeq2Seq(_RNNDecoderModel):
+    """``bahdanau``: RNNsearch (Bahdanau et al. 2015, §3.1 and appendix A), attend *before* the step.
+
+    Wiring (the paper's, not the Luong-style "additive score after the step" some toolkits ship):
+        s_0   = tanh(W_s ←h_1)                                   (A.2.2; per layer)
+        e_t,i = v_aᵀ tanh(W_a s_{t-1} + U_a h_i)                   (query: the PREVIOUS state)
+        c_t   = Σ_i softmax_i(e_t,i) h_i
+        s_t   = RNN_dec([E(y_{t-1}); c_t], s_{t-1})               (context enters the RNN input)
+        t_t   = maxout(U_o s_t + V_o E(y_{t-1}) + C_o c_t)         (deep output, pool size 2)
+        p(y_t) = softmax(W_o t_t)
+    The output layer conditions on s_t, following §3.1 eq. 4 (appendix A.2.2 writes s_{t-1}); most
+    reimplementations do the same. With several decoder layers the query is the top layer's state.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: BahdanauConfig):
+        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        enc, self.he = self.encoder.out_size, cfg.enc_size
+        self.bidir = cfg.bidirectional
+        self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
+        self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
+        self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
+        self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
+        self.rnn = _rnn(cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout,
+                        False)
+        self.maxout_size = cfg.maxout_size
+        self.pre_output = nn.Linear(cfg.hidden_size + cfg.emb_size + enc, 2 * cfg.maxout_size)
+        tie = self.tgt_embed if cfg.tie_embeddings else None
+        self.out = OutputLayer(cfg.maxout_size, tgt_vocab, cfg.dropout, tie)
+
+    def init_state(self, enc: State) -> State:
+        # ←h_1 is the backward half of the final state (the forward half if unidirectional).
+        back = {"enc_h": enc["enc_h"][..., -self.he :]}
+        if self.lstm:
+            back["enc_c"] = enc["enc_c"][..., -self.he :]
+        state = self._bridge_state(back, self.W_s, self.W_s_c)
+        state.update(src_mask=enc["src_mask"], enc_out=enc["enc_out"],
+                     keys=self.attention.project_keys(enc["enc_out"]))
+        return state
+
+    def _decode(self, tgt_in, state):
+        emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        rnn_state = {k: state[k] for k in ("h", "c") if k in state}
+        outs, contexts, weights = [], [], []
+        for t in range(tgt_in.shape[1]):
+            query = rnn_state["h"][:, -1:]  # s_{t-1}, top layer: (B, 1, H)
+            c, a = self.attention(query, state["keys"], state["enc_out"], state["src_mask"])
+            out, rnn_state = self._rnn_step(self.rnn, torch.cat([emb[:, t : t + 1], c], -1),
+                                            rnn_state)
+            outs.append(out)
+            contexts.append(c)
+            weights.append(a)
+        s, c = torch.cat(outs, 1), torch.cat(contexts, 1)  # (B, T, H), (B, T, 2He)
+        t_pre = self.pre_output(torch.cat([s, emb, c], -1))  # U_o s + V_o E(y) + C_o c
+        t_max = t_pre.view(*t_pre.shape[:-1], self.maxout_size, 2).amax(-1)  # maxout, pool 2
+        rnn_state.update({k: state[k] for k in self.static_state_keys})
+        return self.out(t_max), torch.cat(weights, 1), rnn_state
+
+
+class LuongSeq2Seq(_RNNDecoderModel):
+    """``luong``: global attention (Luong et al. 2015, §3.1 and §3.3), attend *after* the step.
+
+        s_t   = RNN_dec(E(y_{t-1}), s_{t-1})     or, with input feeding (§3.3),
+        s_t   = RNN_dec([E(y_{t-1}); h̃_{t-1}], s_{t-1})
+        α_t   = softmax(score(s_t, h_i)),  score ∈ {dot, general, concat};  c_t = Σ_i α_t,i h_i
+        h̃_t   = tanh(W_c [c_t; s_t]);  p(y_t) = softmax(W_s h̃_t)
+    s_0 = tanh(W_b [→h_S; ←h_1]) per layer. Without input feeding the whole target runs through the
+    RNN in one call and all steps attend at once.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: LuongConfig):
+        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        enc, h = self.encoder.out_size, cfg.hidden_size
+        self.input_feeding = cfg.input_feeding
+        self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
+        self.bridge = nn.Linear(enc, h)
+        self.bridge_c = nn.Linear(enc, h) if self.lstm else None
+        self.attention = LuongAttention(cfg.score, h, enc, cfg.attention_size)
+        feed = h if cfg.input_feeding else 0
+        self.rnn = _rnn(cfg.cell, cfg.emb_size + feed, h, cfg.num_layers, cfg.dropout, False)
+        self.W_c = nn.Linear(enc + h, h, bias=False)
+        tie = self.tgt_embed if cfg.tie_embeddings else None
+        self.out = OutputLayer(h, tgt_vocab, cfg.dropout, tie)
+
+    def init_state(self, enc: State) -> State:
+        state = self._bridge_state(enc, self.bridge, self.bridge_c)
+        state.update(src_mask=enc["src_mask"], enc_out=enc["enc_out"],
+                     keys=self.attention.project_keys(enc["enc_out"]))
+        if self.input_feeding:
+            state["feed"] = state["h"].new_zeros(state["h"].shape[0], state["h"].shape[-1])
+        return state
+
+    def _attend(self, s: Tensor, state: State) -> tuple[Tensor, Tensor]:
+        c, a = self.attention(s, state["keys"], state["enc_out"], state["src_mask"])
+        return torch.tanh(self.W_c(torch.cat([c, s], -1))), a  # h̃ (B, T, H), α (B, T, S)
+
+    def _decode(self, tgt_in, state):
+        emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        rnn_state = {k: state[k] for k in ("h", "c") if k in state}
+        if not self.input_feeding:
+            s, rnn_state = self._rnn_step(self.rnn, emb, rnn_state)
+            h_tilde, weights = self._attend(s, state)
+        else:
+            feed, tildes, ws = state["feed"], [], []
+            for t in range(tgt_in.shape[1]):
+                x = torch.cat([emb[:, t : t + 1], self.dropout(feed).unsqueeze(1)], -1)
+                s, rnn_state = self._rnn_step(self.rnn, x, rnn_state)
+                h_t, a = self._attend(s, state)
+                feed = h_t.squeeze(1)
+                tildes.append(h_t)
+                ws.append(a)
+            h_tilde, weights = torch.cat(tildes, 1), torch.cat(ws, 1)
+            rnn_state["feed"] = feed
+        rnn_state.update({k: state[k] for k in self.static_state_keys})
+        return self.out(h_tilde), weights, rnn_state

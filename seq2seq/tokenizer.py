@@ -1,0 +1,122 @@
+"""sentencepiece subword tokenisation (Kudo & Richardson 2018), the one home of ``sentencepiece``.
+
+Ids are fixed for every model: pad 0, unk 1, bos 2, eos 3. The trained models travel inside each
+checkpoint as serialized protos, so a checkpoint alone can translate.
+
+Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side;
+on the output side ``<unk>`` pieces are removed before detokenising, so no raw ``⁇`` reaches the
+user (``keep_unk=True`` keeps them). With ``byte_fallback: true`` unseen characters are spelt as
+UTF-8 bytes instead and ``decode(encode(x)) == x`` holds after NFKC normalisation.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+from .config import TokenizerConfig
+
+log = logging.getLogger("seq2seq")
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_writer=buf,
+        model_type=cfg.type,
+        vocab_size=vocab_size,
+        character_coverage=cfg.character_coverage,
+        byte_fallback=cfg.byte_fallback,
+        pad_id=PAD,
+        unk_id=UNK,
+        bos_id=BOS,
+        eos_id=EOS,
+        unk_surface="⁇",
+        input_sentence_size=cfg.max_sentences,
+        shuffle_input_sentence=True,
+        hard_vocab_limit=False,
+        num_threads=2,
+        minloglevel=2,
+    )
+    return buf.getvalue()
+
+
+class Tokenizer:
+    """Source and target sentencepiece models (the same one when the vocabulary is joint)."""
+
+    pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+
+    def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None):
+        self.src_proto = src_proto
+        self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
+        self.joint = tgt_proto is None or tgt_proto == src_proto
+        self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
+        self.tgt_sp = self.src_sp if self.joint else spm.SentencePieceProcessor(
+            model_proto=self.tgt_proto
+        )
+
+    @classmethod
+    def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
+        """Train on the training split only; ``joint`` shares one model between both sides."""
+        if cfg.joint:
+            return cls(_train_proto(list(src) + list(tgt), cfg, cfg.vocab_size))
+        return cls(_train_proto(src, cfg, cfg.vocab_size), _train_proto(tgt, cfg, cfg.vocab_size))
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src_sp.get_piece_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt_sp.get_piece_size()
+
+    def encode_src(self, sentences: Iterable[str]) -> list[list[int]]:
+        return self.src_sp.encode(list(sentences))
+
+    def encode_tgt(self, sentences: Iterable[str]) -> list[list[int]]:
+        return self.tgt_sp.encode(list(sentences))
+
+    def decode_tgt(self, ids: Iterable[Sequence[int]], keep_unk: bool = False) -> list[str]:
+        """Detokenise target ids (BOS/EOS/pad already removed by the caller or skipped here)."""
+        specials = {PAD, BOS, EOS} if keep_unk else {PAD, BOS, EOS, UNK}
+        return self.tgt_sp.decode([[int(i) for i in seq if int(i) not in specials] for seq in ids])
+
+    def src_pieces(self, sentence: str) -> list[str]:
+        return self.src_sp.encode(sentence, out_type=str)
+
+    def tgt_pieces(self, ids: Sequence[int]) -> list[str]:
+        return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
+
+    def uncovered(self, sentence: str) -> bool:
+        """True when the source sentence has a character the source model cannot spell."""
+        return UNK in self.src_sp.encode(sentence)
+
+    def save(self, directory: str | Path) -> None:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.joint:
+            (d / "spm.model").write_bytes(self.src_proto)
+        else:
+            (d / "spm.src.model").write_bytes(self.src_proto)
+            (d / "spm.tgt.model").write_bytes(self.tgt_proto)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Tokenizer:
+        d = Path(directory)
+        if (d / "spm.model").is_file():
+            return cls((d / "spm.model").read_bytes())
+        return cls((d / "spm.src.model").read_bytes(), (d / "spm.tgt.model").read_bytes())
+
+    def state_dict(self) -> dict:
+        return {"src": self.src_proto, "tgt": None if self.joint else self.tgt_proto}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> Tokenizer:
+        return cls(state["src"], state["tgt"])
