@@ -53,6 +53,7 @@ def train(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this folder exactly where its last.pt stopped."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh in a run directory that already holds a run."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of wall time."),
@@ -73,7 +74,7 @@ def train(
             overrides.append(f"train.{key}={value}")
     cfg = load_config(config, overrides)
     target = resume or run_dir
-    summary = run_training(cfg, target, resume=resume is not None)
+    summary = run_training(cfg, target, resume=resume is not None, overwrite=overwrite)
     console.print_json(json.dumps(summary))
 
 

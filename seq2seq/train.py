@@ -259,9 +259,14 @@ def train_step(
 class Run:
     """Everything the loop touches, built by ``setup``; the loop itself is ``train``."""
 
-    def __init__(self, cfg: Config, run_dir: Path, resume: bool):
+    def __init__(self, cfg: Config, run_dir: Path, resume: bool, overwrite: bool = False):
         self.run_dir, self.cfg = run_dir, cfg
         t = cfg.train
+        if not resume and not overwrite and (run_dir / "last.pt").exists():
+            raise TrainingError(
+                f"{run_dir} already holds a run (last.pt): continue it with --resume {run_dir}, "
+                "or pass --overwrite, or choose another --run-dir"
+            )
         if t.num_threads:
             torch.set_num_threads(t.num_threads)
         self.device = pick_device(t.device)
@@ -415,7 +420,9 @@ class Run:
         return broadcast_flag(stop, self.info, self.device)
 
 
-def train(cfg: Config, run_dir: str | Path | None = None, resume: bool = False) -> dict:
+def train(
+    cfg: Config, run_dir: str | Path | None = None, resume: bool = False, overwrite: bool = False
+) -> dict:
     """Train ``cfg`` into ``run_dir`` (default ``cfg.run_dir`` or ``runs/<name>``).
 
     Returns:
@@ -425,7 +432,7 @@ def train(cfg: Config, run_dir: str | Path | None = None, resume: bool = False) 
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
     run_dir = Path(run_dir or cfg.run_dir or f"runs/{cfg.name}")
-    run = Run(cfg, run_dir, resume)
+    run = Run(cfg, run_dir, resume, overwrite)
     t, st, info = cfg.train, run.state, run.info
     log.info("model %s: %s parameters; %d training pairs; device %s%s", cfg.model.name,
              f"{run.model.num_parameters():,}", len(run.data.train), run.device,
@@ -464,8 +471,10 @@ def train(cfg: Config, run_dir: str | Path | None = None, resume: bool = False) 
                 tok_s = (st.tokens_seen - tokens0) / max(time0, 1e-9)
                 if info.is_main:
                     run.log_step(r, lr, tok_s)
-                progress.update(task, completed=st.step, stats=(
-                    f"epoch {st.epoch + 1} loss {r['loss']:.3f} lr {lr:.2e} {tok_s:,.0f} tok/s"))
+                stats = f"epoch {st.epoch + 1} loss {r['loss']:.3f} lr {lr:.2e} {tok_s:,.0f} tok/s"
+                progress.update(task, completed=st.step, stats=stats)
+                if info.is_main and not console.is_terminal and st.step % t.log_every == 0:
+                    log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
                 if st.step % t.valid_every == 0:
                     run.validate_and_save()
                     last_valid = st.step

@@ -228,11 +228,11 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
         rnn_state = {k: state[k] for k in ("h", "c") if k in state}
         outs, contexts, weights = [], [], []
-        for t in range(tgt_in.shape[1]):
+        # unbind, not emb[:, t]: its backward is one stack instead of T full-size zero-and-add
+        for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
             query = rnn_state["h"][:, -1:]  # s_{t-1}, top layer: (B, 1, H)
             c, a = self.attention(query, state["keys"], state["enc_out"], state["src_mask"])
-            out, rnn_state = self._rnn_step(self.rnn, torch.cat([emb[:, t : t + 1], c], -1),
-                                            rnn_state)
+            out, rnn_state = self._rnn_step(self.rnn, torch.cat([emb_t, c], -1), rnn_state)
             outs.append(out)
             contexts.append(c)
             weights.append(a)
@@ -288,8 +288,8 @@ class LuongSeq2Seq(_RNNDecoderModel):
             h_tilde, weights = self._attend(s, state)
         else:
             feed, tildes, ws = state["feed"], [], []
-            for t in range(tgt_in.shape[1]):
-                x = torch.cat([emb[:, t : t + 1], self.dropout(feed).unsqueeze(1)], -1)
+            for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
+                x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
                 s, rnn_state = self._rnn_step(self.rnn, x, rnn_state)
                 h_t, a = self._attend(s, state)
                 feed = h_t.squeeze(1)

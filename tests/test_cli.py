@@ -1,0 +1,145 @@
+"""The command line end to end on a small slice of Multi30k, and its error contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+import yaml
+
+
+def run(*args, stdin: str | None = None, cwd=None, env_extra=None):
+    env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "seq2seq", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def tiny_config(tmp_path, slice_dir, model: dict, **train):
+    cfg = {
+        "name": "tiny",
+        "data": {"train": str(slice_dir / "train"), "valid": str(slice_dir / "val"),
+                 "max_len": 60},
+        "tokenizer": {"vocab_size": 400},
+        "model": model,
+        "train": {"max_steps": 40, "batch_tokens": 1500, "valid_every": 20, "lr": 0.003,
+                  "seed": 1, **train},
+        "decode": {"batch_size": 50},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, multi30k_slice):
+    tmp = tmp_path_factory.mktemp("cli")
+    cfg = tiny_config(tmp, multi30k_slice, {"name": "bahdanau", "emb_size": 32, "hidden_size": 32,
+                                            "attention_size": 32, "maxout_size": 32})
+    r = run("train", cfg, "--run-dir", tmp / "run")
+    assert r.returncode == 0, r.stderr
+    return tmp / "run", json.loads(r.stdout)
+
+
+def test_train_writes_a_complete_run(trained_run):
+    run_dir, summary = trained_run
+    assert summary["steps"] == 40
+    for name in ("best.pt", "last.pt", "config.yaml", "run_info.json", "spm.model",
+                 "train_log.jsonl"):
+        assert (run_dir / name).is_file(), name
+    assert any((run_dir / "tensorboard").iterdir())
+    info = json.loads((run_dir / "run_info.json").read_text())
+    assert info["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    steps = [json.loads(x) for x in (run_dir / "train_log.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps if "loss" in s] == list(range(1, 41))
+
+
+def test_translate_keeps_lines_in_order(trained_run, multi30k_slice):
+    run_dir, _ = trained_run
+    text = "Ein Hund läuft.\n\n   \nZwei Männer spielen Fußball.\nEin Hund läuft.\n"
+    r = run("translate", "-c", run_dir, stdin=text)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split("\n")
+    assert len(out) == 6 and out[-1] == ""  # five lines, each newline-terminated
+    assert out[1] == "" and out[2] == ""
+    assert out[0] == out[4] and out[0]
+
+
+def test_translate_file_to_file_and_nbest(trained_run, multi30k_slice, tmp_path):
+    run_dir, _ = trained_run
+    src = multi30k_slice / "val.de"
+    r = run("translate", "-c", run_dir, "-i", src, "-o", tmp_path / "hyp.en", "--beam", "3")
+    assert r.returncode == 0, r.stderr
+    assert len((tmp_path / "hyp.en").read_text().splitlines()) == 100
+    r = run("translate", "-c", run_dir, "--beam", "3", "--n-best", "2", stdin="Ein Hund.\n\n")
+    rows = [x.split("\t") for x in r.stdout.splitlines()]
+    assert [x[0] for x in rows] == ["1", "1", "2"]
+    assert float(rows[0][1]) >= float(rows[1][1])
+
+
+def test_eval_bleu_equals_sacrebleu(trained_run, multi30k_slice, tmp_path):
+    run_dir, _ = trained_run
+    r = run("eval", "-c", run_dir, "--src", multi30k_slice / "val.de", "--ref",
+            multi30k_slice / "val.en", "--bleu", "--chrf", "-o", tmp_path / "hyp",
+            "--json", tmp_path / "s.json")
+    assert r.returncode == 0, r.stderr
+    assert "signature: nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
+    hyps = (tmp_path / "hyp").read_text().splitlines()
+    refs = (multi30k_slice / "val.en").read_text().splitlines()
+    expected = sacrebleu.corpus_bleu(hyps, [refs]).score
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["bleu"]["score"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_training_beats_chance_on_the_slice(trained_run):
+    """40 steps on 1,000 pairs: the loss must fall well below its starting point."""
+    run_dir, _ = trained_run
+    losses = [json.loads(x)["loss"] for x in (run_dir / "train_log.jsonl").read_text().splitlines()
+              if '"loss"' in x]
+    assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5
+
+
+def test_refuses_to_overwrite_a_run(trained_run):
+    run_dir, _ = trained_run
+    r = run("train", run_dir / "config.yaml", "--run-dir", run_dir)
+    assert r.returncode == 2
+    assert "already holds a run" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["train", "nope.yaml"], "nope.yaml: config file not found"),
+        (["translate", "-c", "no_such_run"], "no_such_run: no such checkpoint"),
+        (["eval", "--hyp", "a.txt", "--ref", "b.txt"], "a.txt: file not found"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(tmp_path, args, needle):
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_config_key_and_mismatched_files(tmp_path, multi30k_slice):
+    cfg = tiny_config(tmp_path, multi30k_slice, {"name": "rnn", "hiden_size": 3})
+    r = run("train", cfg, "--run-dir", tmp_path / "r1")
+    assert r.returncode == 2 and "model.hiden_size: unknown key" in r.stderr
+    (tmp_path / "x.de").write_text("a\nb\nc\n")
+    (tmp_path / "x.en").write_text("a\nb\nc\nd\n")
+    cfg = tiny_config(tmp_path, multi30k_slice, {"name": "rnn"})
+    r = run("train", cfg, "--run-dir", tmp_path / "r2", "--set", f"data.train={tmp_path / 'x'}")
+    assert r.returncode == 2
+    assert "x.de has 3 lines" in r.stderr and "x.en has 4" in r.stderr
+    assert not (tmp_path / "r2" / "last.pt").exists()
+
+
+def test_help_lists_every_option():
+    r = run("translate", "--help")
+    assert r.returncode == 0
+    for opt in ("--checkpoint", "--input", "--output", "--beam", "--n-best", "--batch-size"):
+        assert opt in r.stdout
