@@ -1,10 +1,11 @@
 """Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> ids -> token batches.
 
 Reading policy (stated in the README, "Data hygiene"):
-- A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are read
-  as plain text. Characters that other readers treat as line breaks inside a line (a lone ``\\r``,
-  U+0085, U+2028, U+2029, vertical tab, form feed) become one space, so a file of N lines is always N
-  pairs. A NUL byte is removed, with a warning that names the file and line.
+- A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are
+  read as plain text. Characters that other readers treat as line breaks inside a line (a lone
+  ``\\r``, U+0085, U+2028, U+2029, vertical tab, form feed) become one space, so a file of N lines
+  is always N pairs. A NUL byte is removed, with a warning that names the file and line.
+  ``translate`` reads stdin by the same rules.
 - Invalid UTF-8 stops with the file, the line and the byte offset.
 - Source and target files with different line counts stop before anything is trained.
 - Cleaning strips whitespace; a side that is empty (or holds only whitespace and invisible format
@@ -27,6 +28,8 @@ from .config import DataConfig, data_root
 log = logging.getLogger("seq2seq")
 
 _LINE_BREAK_LIKE = str.maketrans({c: " " for c in "\r\x0b\x0c\x85\u2028\u2029\x1c\x1d\x1e"})
+# Sentences handed over in Python (not read from a file) may still hold a newline or a NUL.
+_IN_SENTENCE = str.maketrans({"\n": " ", "\x00": None})
 
 
 class DataError(ValueError):
@@ -39,8 +42,9 @@ def is_blank(text: str) -> bool:
 
 
 def clean_line(text: str) -> str:
-    """Normalise line-break-like characters to spaces and strip; blank-looking lines become ''."""
-    text = text.translate(_LINE_BREAK_LIKE).strip()
+    """Normalise line-break-like characters (``\\n`` too) to spaces, remove NULs and strip;
+    blank-looking lines become ''."""
+    text = text.translate(_LINE_BREAK_LIKE).translate(_IN_SENTENCE).strip()
     return "" if is_blank(text) else text
 
 
@@ -69,7 +73,8 @@ def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]
     line-break-like characters are replaced by spaces and NUL bytes removed (see the module policy).
 
     Raises:
-        DataError: the file is missing, not gzip though named .gz, or not valid UTF-8 (names the line).
+        DataError: the file is missing, not gzip though named .gz, or not valid UTF-8 (names the
+            line).
     """
     path = Path(path)
     try:
@@ -83,25 +88,35 @@ def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]
     chunks = raw.split(b"\n")
     if chunks and chunks[-1] == b"":
         chunks.pop()
-    lines = []
-    for i, chunk in enumerate(chunks, start=1):
-        try:
-            text = chunk.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(
-                f"{path} line {i}: not valid UTF-8 (byte {e.start + 1} of the line); "
-                "convert the file with iconv -f <encoding> -t utf-8"
-            ) from None
-        if text.endswith("\r"):
-            text = text[:-1]
-        if "\x00" in text:
-            text = text.replace("\x00", "")
-            msg = f"{path} line {i}: NUL byte removed"
-            log.warning(msg)
-            if warnings is not None:
-                warnings.append(msg)
-        lines.append(text.translate(_LINE_BREAK_LIKE))
-    return lines
+    return [decode_line(chunk, str(path), i, warnings) for i, chunk in enumerate(chunks, start=1)]
+
+
+def decode_line(raw: bytes, where: str, line_no: int, warnings: list[str] | None = None) -> str:
+    """One line's bytes (``\\n`` already removed) -> text, by the module's reading policy.
+
+    Shared by files and ``translate``'s stdin, so both read a line the same way: a trailing
+    ``\\r`` is dropped, NUL bytes are removed with a warning naming ``where`` and the line, and
+    line-break-like characters become spaces.
+
+    Raises:
+        DataError: not valid UTF-8 (names ``where``, the line and the byte).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{where} line {line_no}: not valid UTF-8 (byte {e.start + 1} of the line); "
+            "convert the file with iconv -f <encoding> -t utf-8"
+        ) from None
+    if text.endswith("\r"):
+        text = text[:-1]
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+        msg = f"{where} line {line_no}: NUL byte removed"
+        log.warning(msg)
+        if warnings is not None:
+            warnings.append(msg)
+    return text.translate(_LINE_BREAK_LIKE)
 
 
 @dataclass
@@ -200,7 +215,8 @@ def log_dropped(text: ParallelText, what: str) -> None:
     log.info("%s: %d pairs read from %s", what, n_in, text.origin)
     for reason, lines in text.dropped.items():
         shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
-        log.info("%s: dropped %d pairs (%s) at lines %s", what, len(lines), reason, shown)
+        log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, len(lines), reason, shown,
+                 text.origin)
 
 
 @dataclass
@@ -218,7 +234,8 @@ class TokenizedPairs:
 def tokenize_pairs(
     text: ParallelText, encode_src, encode_tgt, max_len: int, what: str
 ) -> TokenizedPairs:
-    """Encode both sides; drop pairs over ``max_len`` tokens or with a side that encodes to nothing."""
+    """Encode both sides; drop pairs over ``max_len`` tokens or with a side that encodes to
+    nothing. Runs before batching, so no batch ever sees a dropped pair."""
     src_ids, tgt_ids = encode_src(text.src), encode_tgt(text.tgt)
     out = TokenizedPairs([], [], [])
     too_long, empty = [], []
@@ -269,8 +286,8 @@ def token_batches(
 
     The padded size of a batch is n_sentences x max(longest source, longest target + 1), the +1 for
     the BOS/EOS shift. Examples are shuffled, then sorted by length (ties stay shuffled), cut into
-    batches, and the batch order is shuffled: a pure function of (seed, epoch), so a resumed run sees
-    the same batches.
+    batches, and the batch order is shuffled: a pure function of (seed, epoch), so a resumed run
+    sees the same batches.
 
     Raises:
         DataError: one example alone exceeds the budget.
