@@ -1,21 +1,30 @@
 """Greedy and batched beam search, against the model protocol only (``models.base``).
 
-Shape notation: B sentences, K beam size, N n-best kept, L maximum output length, S source length,
-V vocabulary.
+Shape notation: B sentences (b of them still decoding), K beam size, N n-best kept, L maximum output
+length, S source length, V vocabulary.
 
 Conventions shared by both searches:
 - A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
+- Its ``score`` is log P(Y|X) / lp(|Y|) with the GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6)^α
+  (Wu et al. 2016, eq. 14); α = 0 ranks by the raw log-probability (``log_prob``).
 - ``max_len`` of sentence i is ``floor(max_len_a * src_len_i + max_len_b)`` tokens, EOS included.
-  A hypothesis still open at that length is returned with ``finished=False`` ("cut").
-- ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated.
+  A hypothesis still open at that length is *cut*: returned with ``finished=False`` and no EOS. Its
+  score lacks the EOS probability, so it is not comparable with a finished one: beam search returns
+  cut hypotheses only to fill an n-best list that has fewer than N finished ones.
+- ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
+  probabilities are not renormalised, so scores stay the model's log-probabilities).
 - PAD and BOS are never generated.
+- ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
+  real source positions only, so it does not depend on how the sentence was batched.
 
 Beam search keeps, per sentence, the K best open hypotheses and a pool of the N best finished ones,
-all in (B, K, ·) / (B, N, ·) tensors: each step is a fixed number of tensor operations whatever B
-is, and no Python loop runs over sentences or beams. An expansion ending in EOS enters the pool when
-it ranks among the step's top K; the top K expansions that do not end in EOS stay open. A sentence
-stops as soon as its N-th best pooled score beats every open beam's best reachable score (the
-length penalty taken at its most favourable, the maximum length), so early stopping is exact.
+all in (b, K, ·) / (b, N, ·) tensors: each step is a fixed number of tensor operations whatever b
+is, and no Python loop runs over sentences or beams. Of the 2K best expansions of a step, those
+ending in EOS among the top K enter the pool; the K best that do not end in EOS stay open (as in
+fairseq). A sentence stops as soon as its N-th pooled score is at least every open beam's best
+reachable score -- log-probabilities only fall, and lp grows with length, so that bound is the
+beam's log-probability over lp(max_len) -- which makes early stopping exact. Finished sentences
+leave the batch at once.
 """
 
 from __future__ import annotations
@@ -28,11 +37,20 @@ from torch import Tensor
 from .models.base import Seq2SeqModel
 from .tokenizer import BOS, EOS, PAD
 
+NEG_INF = float("-inf")
+
 
 @dataclass
 class Hypothesis:
-    """One output. ``tokens`` has no BOS and ends with EOS iff ``finished``; ``score`` is the
-    length-normalised log-probability (equal to ``log_prob`` when α = 0); ``attention`` (T, S)."""
+    """One output.
+
+    Attributes:
+        tokens: generated ids, no BOS; ends with EOS iff ``finished``.
+        score: ``log_prob`` / lp(len(tokens)); equal to ``log_prob`` when α = 0.
+        log_prob: log P(tokens | source) under the model.
+        finished: False for a hypothesis cut at the maximum length.
+        attention: (T, S_i) cross-attention over the real source positions, or None.
+    """
 
     tokens: list[int]
     score: float
@@ -42,20 +60,22 @@ class Hypothesis:
 
 
 def max_lengths(src_mask: Tensor, a: float, b: int) -> Tensor:
-    """(B,) maximum output lengths, at least 1."""
+    """(B, S) mask -> (B,) maximum output lengths floor(a * src_len + b), at least 1."""
     return (src_mask.sum(1).float() * a + b).floor().long().clamp(min=1)
 
 
-def length_penalty(length: Tensor, alpha: float) -> Tensor:
+def length_penalty(length: Tensor | int, alpha: float) -> Tensor:
     """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14); 1 when α = 0."""
-    return ((5.0 + length.float()) / 6.0) ** alpha
+    return ((5.0 + torch.as_tensor(length, dtype=torch.float)) / 6.0) ** alpha
 
 
-def _block(logp: Tensor, step: int, min_len: int) -> Tensor:
-    logp[:, PAD] = float("-inf")
-    logp[:, BOS] = float("-inf")
+def _log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
+    """(R, V) logits -> log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf."""
+    logp = torch.log_softmax(logits.float(), -1)
+    logp[:, PAD] = NEG_INF
+    logp[:, BOS] = NEG_INF
     if step < min_len:
-        logp[:, EOS] = float("-inf")
+        logp[:, EOS] = NEG_INF
     return logp
 
 
@@ -68,50 +88,161 @@ def greedy_search(
     max_len_b: int = 10,
     min_len: int = 0,
     need_attention: bool = False,
+    length_penalty_alpha: float = 0.0,
 ) -> list[Hypothesis]:
-    """Pick the most probable token at every step, for a whole batch at once.
+    """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
+    the batch as soon as it produces EOS or reaches its maximum length.
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
+        length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
 
     Returns:
         B hypotheses, in input order.
     """
-    b = src.shape[0]
+    dev, b, S = src.device, src.shape[0], src.shape[1]
     max_len = max_lengths(src_mask, max_len_a, max_len_b)
     L = int(max_len.max())
     state = model.init_state(model.encode(src, src_mask))
-    tokens = torch.full((b, L), PAD, dtype=torch.long, device=src.device)
-    logp_sum = torch.zeros(b, device=src.device)
-    attn = src.new_zeros(b, L, src.shape[1], dtype=torch.float) if need_attention else None
-    length = torch.zeros(b, dtype=torch.long, device=src.device)
-    finished = torch.zeros(b, dtype=torch.bool, device=src.device)
-    alive = torch.arange(b, device=src.device)  # original rows still decoding
-    prev = torch.full((b,), BOS, dtype=torch.long, device=src.device)
+    tokens = torch.full((b, L), PAD, dtype=torch.long, device=dev)
+    logp_sum = torch.zeros(b, device=dev)
+    attn = torch.zeros(b, L, S, device=dev) if need_attention else None
+    length = torch.zeros(b, dtype=torch.long, device=dev)
+    alive = torch.arange(b, device=dev)  # original rows still decoding
+    prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
-        logp = _block(torch.log_softmax(logits.float(), -1), t, min_len)
-        best_lp, best = logp.max(-1)
+        best_lp, best = _log_probs(logits, t, min_len).max(-1)
         tokens[alive, t] = best
         logp_sum[alive] += best_lp
         length[alive] = t + 1
-        if attn is not None:
-            attn[alive, t, : a.shape[-1]] = a.float()
-        ended = best == EOS
-        finished[alive] = ended
-        keep = ~(ended | (t + 1 >= max_len[alive]))
+        if a is None:
+            attn = None
+        elif attn is not None:
+            attn[alive, t] = a.float()
+        keep = (best != EOS) & (t + 1 < max_len[alive])
         if not keep.any():
             break
         if not keep.all():
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
+    score = logp_sum / length_penalty(length, length_penalty_alpha).to(dev)
     out = []
-    for i in range(b):
-        n = int(length[i])
-        out.append(Hypothesis(tokens[i, :n].tolist(), float(logp_sum[i]), float(logp_sum[i]),
-                              bool(finished[i]), None if attn is None else attn[i, :n]))
+    rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), strict=True)
+    for i, (n, s, lp) in enumerate(rows):
+        toks = tokens[i, :n].tolist()
+        att = None if attn is None else attn[i, :n][:, src_mask[i]]
+        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att))
     return out
+
+
+@dataclass
+class _Beams:
+    """The K open hypotheses of each of b sentences, best first; an empty slot has lp -inf."""
+
+    lp: Tensor  # (b, K) cumulative log-probabilities
+    tok: Tensor  # (b, K, L)
+    att: Tensor | None  # (b, K, L, S)
+
+    def select(self, keep: Tensor) -> _Beams:
+        return _Beams(self.lp[keep], self.tok[keep], None if self.att is None else self.att[keep])
+
+
+@dataclass
+class _Pool:
+    """The N best finished hypotheses of each of b sentences, best first; empty slots score -inf."""
+
+    score: Tensor  # (b, N)
+    lp: Tensor  # (b, N)
+    tok: Tensor  # (b, N, L)
+    length: Tensor  # (b, N)
+    att: Tensor | None  # (b, N, L, S)
+
+    def select(self, keep: Tensor) -> _Pool:
+        att = None if self.att is None else self.att[keep]
+        return _Pool(self.score[keep], self.lp[keep], self.tok[keep], self.length[keep], att)
+
+
+def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, _Pool]:
+    """Open beams with only beam 0 live (lp 0, the others -inf) and an empty pool."""
+    lp = torch.full((B, K), NEG_INF, device=dev)
+    lp[:, 0] = 0.0
+    tok = torch.full((B, K, L), PAD, dtype=torch.long, device=dev)
+    att = None if S is None else torch.zeros(B, K, L, S, device=dev)
+    pool = _Pool(
+        torch.full((B, N), NEG_INF, device=dev),
+        torch.full((B, N), NEG_INF, device=dev),
+        torch.full((B, N, L), PAD, dtype=torch.long, device=dev),
+        torch.zeros(B, N, dtype=torch.long, device=dev),
+        None if S is None else torch.zeros(B, N, L, S, device=dev),
+    )
+    return _Beams(lp, tok, att), pool
+
+
+def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
+    """Rank every one-token expansion and keep the best 2K, whose histories are built here.
+
+    Every beam has at most one EOS expansion, so the 2K best always hold K that do not end in EOS.
+
+    Args:
+        logp: (b*K, V) step log-probabilities.  att: (b*K, S) step attention or None.
+
+    Returns:
+        The 2K candidates (b, 2K, ·) best first, and each one's parent beam (b, 2K).
+    """
+    b, K = beams.lp.shape
+    V, L = logp.shape[-1], beams.tok.shape[-1]
+    # 1) cumulative log-probability of all K x V expansions; 2) the 2K best, sorted
+    cand = (beams.lp.unsqueeze(2) + logp.view(b, K, V)).view(b, K * V)
+    top_lp, top_idx = cand.topk(min(2 * K, K * V), dim=1)
+    parent, token = top_idx // V, top_idx % V
+    # 3) copy each parent's history and append the new token (and its attention row)
+    tok = beams.tok.gather(1, parent.unsqueeze(2).expand(-1, -1, L)).clone()
+    tok[:, :, t] = token
+    cand_att = None
+    if beams.att is not None and att is not None:
+        S = beams.att.shape[-1]
+        cand_att = beams.att.gather(1, parent[:, :, None, None].expand(-1, -1, L, S)).clone()
+        step_att = att.float().view(b, K, S)
+        cand_att[:, :, t] = step_att.gather(1, parent.unsqueeze(2).expand(-1, -1, S))
+    return _Beams(top_lp, tok, cand_att), parent
+
+
+def _keep_open(cand: _Beams, parent: Tensor, K: int, t: int) -> tuple[_Beams, Tensor]:
+    """The K best candidates that do not end in EOS, best first, and their parents (b, K)."""
+    is_eos = cand.tok[:, :, t] == EOS
+    rank = torch.arange(cand.lp.shape[1], device=cand.lp.device).expand_as(cand.lp)
+    rank = torch.where(is_eos, rank + cand.lp.shape[1], rank)  # EOS candidates sort last
+    pos = rank.argsort(1)[:, :K]  # (b, K)
+    att = (
+        None
+        if cand.att is None
+        else cand.att.gather(1, pos[:, :, None, None].expand(-1, -1, *cand.att.shape[2:]))
+    )
+    tok = cand.tok.gather(1, pos.unsqueeze(2).expand(-1, -1, cand.tok.shape[2]))
+    return _Beams(cand.lp.gather(1, pos), tok, att), parent.gather(1, pos)
+
+
+def _merge(pool: _Pool, cand: _Beams, K: int, t: int, alpha: float) -> _Pool:
+    """Add the candidates that end in EOS among the top K ranks to the pool; keep the N best."""
+    N, L = pool.score.shape[1], pool.tok.shape[2]
+    lp, tok = cand.lp[:, :K], cand.tok[:, :K]
+    ends = tok[:, :, t] == EOS
+    score = torch.where(ends, lp / length_penalty(t + 1, alpha).item(), NEG_INF)
+    best, pick = torch.cat([pool.score, score], 1).topk(N, dim=1)
+    length = torch.cat([pool.length, torch.full_like(tok[:, :, 0], t + 1)], 1)
+    att = None
+    if pool.att is not None and cand.att is not None:
+        merged = torch.cat([pool.att, cand.att[:, :K]], 1)
+        att = merged.gather(1, pick[:, :, None, None].expand(-1, -1, *merged.shape[2:]))
+    return _Pool(
+        best,
+        torch.cat([pool.lp, lp], 1).gather(1, pick),
+        torch.cat([pool.tok, tok], 1).gather(1, pick.unsqueeze(2).expand(-1, -1, L)),
+        length.gather(1, pick),
+        att,
+    )
 
 
 @torch.no_grad()
@@ -127,7 +258,7 @@ def beam_search(
     min_len: int = 0,
     need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
-    """Batched beam search over B sentences x K beams.
+    """Batched beam search over B sentences x K beams (see the module docstring).
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
@@ -135,119 +266,68 @@ def beam_search(
         length_penalty_alpha: α of the GNMT penalty; 0 ranks by raw log-probability.
 
     Returns:
-        For each sentence in input order, its N best hypotheses.
+        For each sentence in input order, its N best hypotheses (finished ones first).
 
     Raises:
         ValueError: n_best > beam_size.
     """
     if n_best > beam_size:
         raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({beam_size})")
-    dev, B, K, N, V = src.device, src.shape[0], beam_size, n_best, model.tgt_vocab_size
-    S = src.shape[1]
+    dev, B, K = src.device, src.shape[0], beam_size
     max_len = max_lengths(src_mask, max_len_a, max_len_b)
     L = int(max_len.max())
-    lp_max = length_penalty(max_len, length_penalty_alpha)  # (B,) most favourable penalty
-
+    bound_lp = length_penalty(max_len, length_penalty_alpha).to(dev)  # (B,) most favourable lp
     state = model.init_state(model.encode(src, src_mask))
     state = model.select_state(state, torch.arange(B, device=dev).repeat_interleave(K))
-    # Open beams: cumulative log-probs (only beam 0 is live at the start), token history, attention.
-    beam_lp = torch.full((B, K), float("-inf"), device=dev)
-    beam_lp[:, 0] = 0.0
-    beam_tok = torch.full((B, K, L), PAD, dtype=torch.long, device=dev)
-    beam_att = torch.zeros(B, K, L, S, device=dev) if need_attention else None
-    # Pool of finished (or cut) hypotheses.
-    pool_score = torch.full((B, N), float("-inf"), device=dev)
-    pool_lp = torch.full((B, N), float("-inf"), device=dev)
-    pool_tok = torch.full((B, N, L), PAD, dtype=torch.long, device=dev)
-    pool_len = torch.zeros(B, N, dtype=torch.long, device=dev)
-    pool_fin = torch.zeros(B, N, dtype=torch.bool, device=dev)
-    pool_att = torch.zeros(B, N, L, S, device=dev) if need_attention else None
-
-    results: list[list[Hypothesis] | None] = [None] * B
-    alive = torch.arange(B, device=dev)  # original index of each row of the (b, ...) tensors
+    beams, pool = _start(B, K, n_best, L, src.shape[1] if need_attention else None, dev)
+    results: list[list[Hypothesis]] = [[] for _ in range(B)]
+    alive = torch.arange(B, device=dev)  # original index of each sentence still decoding
     prev = torch.full((B * K,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
-        b = alive.shape[0]
-        logits, a, state = model.decode_step(prev, state, need_attention)
-        logp = _block(torch.log_softmax(logits.float(), -1), t, min_len)  # (b*K, V)
-        # 1) rank all K x V expansions by cumulative log-prob; 2K of them hold >= K without EOS
-        cand = (beam_lp.unsqueeze(2) + logp.view(b, K, V)).view(b, K * V)
-        top_lp, top_idx = cand.topk(min(2 * K, K * V), dim=1)  # (b, 2K)
-        top_beam, top_tok = top_idx // V, top_idx % V
-        length = torch.full_like(top_lp, t + 1)
-        # 2) EOS expansions in the top K ranks are finished hypotheses
-        is_eos = top_tok == EOS
-        eos_in_top = is_eos.clone()
-        eos_in_top[:, K:] = False
-        # 3) the first K expansions that are not EOS stay open
-        rank = torch.where(is_eos, torch.full_like(top_lp, float("inf")),
-                           torch.arange(top_lp.shape[1], device=dev).float().expand_as(top_lp))
-        open_pos = rank.argsort(1)[:, :K]  # (b, K) positions in the 2K list
-        new_lp = top_lp.gather(1, open_pos)
-        new_beam = top_beam.gather(1, open_pos)
-        new_tok = top_tok.gather(1, open_pos)
-        # 4) move histories to the new beams (index into the flat b*K rows)
-        flat = (new_beam + torch.arange(b, device=dev).unsqueeze(1) * K).view(-1)
-        cand_tok_hist = beam_tok.gather(1, top_beam.unsqueeze(2).expand(-1, -1, L)).clone()
-        cand_tok_hist[:, :, t] = top_tok
-        beam_tok = cand_tok_hist.gather(1, open_pos.unsqueeze(2).expand(-1, -1, L))
-        if need_attention:
-            step_att = a.float().view(b, K, -1)  # (b, K, S_b)
-            cand_att = beam_att.gather(1, top_beam[:, :, None, None].expand(-1, -1, L, S)).clone()
-            cand_att[:, :, t, : step_att.shape[-1]] = step_att.gather(
-                1, top_beam.unsqueeze(2).expand(-1, -1, step_att.shape[-1]))
-            beam_att = cand_att.gather(1, open_pos[:, :, None, None].expand(-1, -1, L, S))
-        beam_lp = new_lp
-        # 5) at a sentence's maximum length its open beams are cut and pooled too
-        at_max = (t + 1) >= max_len[alive]  # (b,)
-        lp_now = length_penalty(length, length_penalty_alpha)
-        cand_score = torch.where(eos_in_top, top_lp / lp_now, torch.full_like(top_lp, -float("inf")))
-        cut_score = torch.where(at_max.unsqueeze(1), new_lp / lp_now[:, :K],
-                                torch.full_like(new_lp, -float("inf")))
-        merged_score = torch.cat([pool_score, cand_score, cut_score], 1)
-        merged_lp = torch.cat([pool_lp, top_lp, new_lp], 1)
-        merged_tok = torch.cat([pool_tok, cand_tok_hist, beam_tok], 1)
-        merged_len = torch.cat([pool_len, length.long(), length[:, :K].long()], 1)
-        merged_fin = torch.cat([pool_fin, torch.ones_like(is_eos), torch.zeros_like(at_max)
-                                .unsqueeze(1).expand(-1, K)], 1)
-        pool_score, pick = merged_score.topk(N, dim=1)
-        pool_lp = merged_lp.gather(1, pick)
-        pool_tok = merged_tok.gather(1, pick.unsqueeze(2).expand(-1, -1, L))
-        pool_len = merged_len.gather(1, pick)
-        pool_fin = merged_fin.gather(1, pick)
-        if need_attention:
-            merged_att = torch.cat([pool_att, cand_att, beam_att], 1)
-            pool_att = merged_att.gather(1, pick[:, :, None, None].expand(-1, -1, L, S))
-        # 6) a sentence is done at its maximum length, or when no open beam can beat its pool
-        best_open = beam_lp.max(1).values / lp_max[alive]
-        done = at_max | (pool_score[:, N - 1] >= best_open)
+        logits, att, state = model.decode_step(prev, state, need_attention)
+        cand, parent = _expand(beams, _log_probs(logits, t, min_len), att, t)
+        pool = _merge(pool, cand, K, t, length_penalty_alpha)
+        beams, parent = _keep_open(cand, parent, K, t)
+        at_max = t + 1 >= max_len[alive]
+        done = at_max | (pool.score[:, -1] >= beams.lp[:, 0] / bound_lp[alive])
         for i in done.nonzero().squeeze(1).tolist():
-            results[int(alive[i])] = _collect(pool_tok[i], pool_len[i], pool_score[i], pool_lp[i],
-                                              pool_fin[i], None if pool_att is None else pool_att[i])
+            j = int(alive[i])
+            cut = _cut(beams, i, t, length_penalty_alpha) if at_max[i] else []
+            results[j] = (_finished(pool, i) + cut)[:n_best]
+            for h in results[j] if need_attention else []:
+                h.attention = None if h.attention is None else h.attention[:, src_mask[j]]
         if done.all():
             break
-        state = model.reorder_state(state, flat)
-        prev = new_tok.view(-1)
-        if done.any():
-            keep = (~done).nonzero().squeeze(1)
-            rows = (keep.unsqueeze(1) * K + torch.arange(K, device=dev)).view(-1)
+        # Move each kept beam's decoder state to its parent's and drop finished sentences, in one
+        # index: source-side entries are equal across a sentence's beams, so any row of it will do.
+        keep = (~done).nonzero().squeeze(1)
+        rows = (parent + torch.arange(len(alive), device=dev).unsqueeze(1) * K)[keep].view(-1)
+        if len(keep) < len(alive):
             state = model.select_state(state, rows)
-            prev = prev[rows]
-            alive, beam_lp, beam_tok = alive[keep], beam_lp[keep], beam_tok[keep]
-            pool_score, pool_lp, pool_tok = pool_score[keep], pool_lp[keep], pool_tok[keep]
-            pool_len, pool_fin = pool_len[keep], pool_fin[keep]
-            if need_attention:
-                beam_att, pool_att = beam_att[keep], pool_att[keep]
-    return results  # type: ignore[return-value]
+        else:
+            state = model.reorder_state(state, rows)
+        beams, pool, alive = beams.select(keep), pool.select(keep), alive[keep]
+        prev = beams.tok[:, :, t].reshape(-1)
+    return results
 
 
-def _collect(tok, length, score, lp, fin, att) -> list[Hypothesis]:
-    """One sentence's pool (N, ·) -> hypotheses, best first, dropping empty slots."""
+def _finished(pool: _Pool, i: int) -> list[Hypothesis]:
+    """Sentence i's pooled hypotheses, best first, without empty slots."""
     out = []
-    for j in range(tok.shape[0]):
-        if score[j] == float("-inf"):
-            continue
-        n = int(length[j])
-        out.append(Hypothesis(tok[j, :n].tolist(), float(score[j]), float(lp[j]), bool(fin[j]),
-                              None if att is None else att[j, :n]))
+    rows = zip(pool.score[i].tolist(), pool.lp[i].tolist(), pool.length[i].tolist(), strict=True)
+    for j, (s, lp, n) in enumerate(rows):
+        if s != NEG_INF:
+            att = None if pool.att is None else pool.att[i, j, :n]
+            out.append(Hypothesis(pool.tok[i, j, :n].tolist(), s, lp, True, att))
+    return out
+
+
+def _cut(beams: _Beams, i: int, t: int, alpha: float) -> list[Hypothesis]:
+    """Sentence i's open beams at its maximum length t + 1, best first, as cut hypotheses."""
+    penalty = length_penalty(t + 1, alpha).item()
+    out = []
+    for j, lp in enumerate(beams.lp[i].tolist()):
+        if lp != NEG_INF:
+            att = None if beams.att is None else beams.att[i, j, : t + 1]
+            out.append(Hypothesis(beams.tok[i, j, : t + 1].tolist(), lp / penalty, lp, False, att))
     return out
