@@ -1,15 +1,31 @@
 """Corpus metrics through sacrebleu (Post 2018), the one home of ``sacrebleu``.
 
 Scores are computed on detokenised, cased text against raw references, exactly as the ``sacrebleu``
-command line does, and always reported with their signature.
+command line does (each line right-stripped, nothing dropped: an empty hypothesis or reference line
+counts as an empty segment), and always reported with their signature.
+
+Scoring tokenizer: BLEU uses sacrebleu's own choice for the target language -- ``zh`` for Chinese,
+``ja-mecab`` for Japanese, ``ko-mecab`` for Korean (these two need ``sacrebleu[ja]`` /
+``sacrebleu[ko]``), ``13a`` otherwise. chrF and TER have no language-specific tokenizer.
+``lowercase`` lowercases BLEU and chrF with Unicode rules (``str.lower``); TER is case-insensitive
+whatever it says, as with sacrebleu's defaults (its signature shows ``case:lc``). The command-line
+equivalent of ``lowercase`` is ``sacrebleu -lc --chrf-lowercase``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF, TER
+
+METRICS = ("bleu", "chrf", "ter")
+DEFAULT_BUCKETS = (10, 20, 30, 40, 60)
+
+# A space before a sentence-final period or a comma, or split English clitics: "cat .", "do n't".
+_PRETOKENISED = re.compile(r" [.,](?: |$)| n't\b| 's\b")
+_SUBWORD = re.compile(r"▁|@@ |@@$")
 
 
 @dataclass
@@ -23,13 +39,19 @@ class Score:
         return {"score": self.score, "signature": self.signature, "text": self.text}
 
 
-def _metric(name: str, tgt_lang: str | None, lowercase: bool, tokenize: str | None):
+def _metric(name: str, tgt_lang: str | None, lowercase: bool):
     if name == "bleu":
-        return BLEU(lowercase=lowercase, tokenize=tokenize, trg_lang=tgt_lang or "")
+        try:
+            return BLEU(lowercase=lowercase, trg_lang=tgt_lang or "")
+        except (ImportError, RuntimeError):  # sacrebleu's message spans lines: say it in one
+            raise ValueError(
+                f"BLEU for target language {tgt_lang!r} needs sacrebleu's extra tokenizer; "
+                f"install it with: pip install 'sacrebleu[{tgt_lang}]'"
+            ) from None
     if name == "chrf":
         return CHRF(lowercase=lowercase)
     if name == "ter":
-        return TER(case_sensitive=not lowercase)
+        return TER()  # case-insensitive, as sacrebleu's default (--ter-case-sensitive is opt-in)
     raise ValueError(f"unknown metric {name!r}; choose bleu, chrf or ter")
 
 
@@ -39,22 +61,164 @@ def corpus_score(
     refs: Sequence[Sequence[str]],
     tgt_lang: str | None = None,
     lowercase: bool = False,
-    tokenize: str | None = None,
 ) -> Score:
     """One corpus-level score.
 
     Args:
         name: ``bleu``, ``chrf`` or ``ter``.
         hyps: one hypothesis per line.  refs: one or more reference streams, each as long as hyps.
-        tgt_lang: target language code; lets sacrebleu pick its tokenizer (zh, ja, ko) for BLEU.
-        tokenize: force a sacrebleu BLEU tokenizer (default: 13a, or the language's own).
+        tgt_lang: target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko get their own).
+        lowercase: case-insensitive scoring (Unicode lowercasing).
 
     Raises:
-        ValueError: a reference stream's length differs from the hypotheses'.
+        ValueError: a reference stream's length differs from the hypotheses', or the language's
+            tokenizer is not installed.
     """
     for r in refs:
         if len(r) != len(hyps):
             raise ValueError(f"{len(hyps)} hypotheses but a reference stream of {len(r)} lines")
-    metric = _metric(name, tgt_lang, lowercase, tokenize)
-    result = metric.corpus_score(list(hyps), [list(r) for r in refs])
+    metric = _metric(name, tgt_lang, lowercase)
+    refs = [[x.rstrip() for x in r] for r in refs]
+    result = metric.corpus_score([h.rstrip() for h in hyps], refs)
     return Score(name, float(result.score), str(metric.get_signature()), str(result))
+
+
+def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Every (name, lines) stream must have as many lines as the first one.
+
+    Raises:
+        ValueError: one line naming both files and both counts.
+    """
+    first, lines = streams[0]
+    for name, other in streams[1:]:
+        if len(other) != len(lines):
+            raise ValueError(
+                f"{name} has {len(other)} lines but {first} has {len(lines)}: "
+                "hypotheses, references and sources must align line for line"
+            )
+
+
+def parse_buckets(spec: str | None) -> tuple[int, ...]:
+    """``"10,20,30"`` -> (10, 20, 30), the upper bounds of buckets 1-10, 11-20, 21-30, 31+.
+
+    Raises:
+        ValueError: not a comma-separated list of increasing positive integers.
+    """
+    if spec is None:
+        return DEFAULT_BUCKETS
+    try:
+        edges = tuple(int(x) for x in spec.split(","))
+    except ValueError:
+        edges = ()
+    if not edges or edges[0] < 1 or any(a >= b for a, b in zip(edges, edges[1:], strict=False)):
+        raise ValueError(f"--buckets {spec!r}: give increasing positive word counts, e.g. 10,20,30")
+    return edges
+
+
+def bucket_label(n_words: int, edges: Sequence[int]) -> str:
+    """The bucket of a source of ``n_words`` words: ``"0"`` (empty), ``"1-10"``, ..., ``"61+"``."""
+    if n_words == 0:
+        return "0"
+    low = 1
+    for high in edges:
+        if n_words <= high:
+            return f"{low}-{high}"
+        low = high + 1
+    return f"{low}+"
+
+
+def bleu_by_length(
+    sources: Sequence[str],
+    hyps: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    edges: Sequence[int] = DEFAULT_BUCKETS,
+    tgt_lang: str | None = None,
+    lowercase: bool = False,
+) -> list[dict]:
+    """Corpus BLEU of each source-length bucket (length in whitespace-separated words).
+
+    Returns:
+        One row per bucket, shortest first: ``{"bucket", "sentences", "bleu"}``; ``bleu`` is None
+        for a bucket with no sentence. An empty-source bucket ``"0"`` appears only when needed.
+    """
+    labels = [bucket_label(len(s.split()), edges) for s in sources]
+    order = ["0"] if "0" in labels else []
+    order += [bucket_label(e, edges) for e in edges] + [bucket_label(edges[-1] + 1, edges)]
+    rows = []
+    for label in order:
+        idx = [i for i, x in enumerate(labels) if x == label]
+        bleu = None
+        if idx:
+            sub_refs = [[r[i] for i in idx] for r in refs]
+            bleu = corpus_score("bleu", [hyps[i] for i in idx], sub_refs, tgt_lang, lowercase).score
+        rows.append({"bucket": label, "sentences": len(idx), "bleu": bleu})
+    return rows
+
+
+def format_buckets(rows: Sequence[dict]) -> str:
+    """The by-length rows as an aligned plain-text table."""
+    lines = [f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}"]
+    for r in rows:
+        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
+        lines.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
+    return "\n".join(lines)
+
+
+def tokenisation_warnings(lines: Sequence[str], name: str) -> list[str]:
+    """One-line warnings when ``lines`` do not look like plain detokenised text.
+
+    Subword-tokenised: sentencepiece ``▁`` or BPE ``@@`` in more than 10% of the non-empty lines.
+    Pre-tokenised: a space before ``.``/``,`` or split clitics (``n't``) in more than half of them.
+    Either makes BLEU incomparable with published (detokenised) scores.
+    """
+    text = [x for x in lines if x.strip()]
+    if not text:
+        return []
+    out = []
+    sub = sum(bool(_SUBWORD.search(x)) for x in text)
+    if sub > 0.1 * len(text):
+        out.append(
+            f"{name}: {sub} of {len(text)} non-empty lines look subword-tokenised "
+            "(sentencepiece '▁' or BPE '@@'); detokenise before scoring, or scores are "
+            "not comparable"
+        )
+    pre = sum(bool(_PRETOKENISED.search(x)) for x in text)
+    if pre > 0.5 * len(text):
+        out.append(
+            f"{name}: {pre} of {len(text)} non-empty lines look pre-tokenised (a space "
+            "before punctuation, e.g. 'cat .'); sacrebleu expects detokenised text, so "
+            "scores are not comparable"
+        )
+    return out
+
+
+def evaluation_report(
+    names: Sequence[str],
+    hyps: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    ref_names: Sequence[str],
+    hyp_name: str,
+    sources: Sequence[str] | None = None,
+    edges: Sequence[int] = DEFAULT_BUCKETS,
+    tgt_lang: str | None = None,
+    lowercase: bool = False,
+) -> dict:
+    """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
+    tokenisation warnings for every file, and (given ``sources``) BLEU by source length."""
+    warnings = tokenisation_warnings(hyps, hyp_name)
+    for lines, name in zip(refs, ref_names, strict=True):
+        warnings += tokenisation_warnings(lines, name)
+    report: dict = {
+        "hyp": hyp_name,
+        "refs": list(ref_names),
+        "sentences": len(hyps),
+        "tgt_lang": tgt_lang,
+        "lowercase": lowercase,
+        "warnings": warnings,
+    }
+    for n in names:
+        report[n] = corpus_score(n, hyps, refs, tgt_lang, lowercase).as_dict()
+    if sources is not None:
+        rows = bleu_by_length(sources, hyps, refs, edges, tgt_lang, lowercase)
+        report["by_length"] = {"unit": "source words", "buckets": rows}
+    return report

@@ -1,0 +1,105 @@
+"""Attention heatmaps, drawn with matplotlib's Agg canvas (no display, no global pyplot state).
+
+Shape notation: T output tokens (rows), S source tokens (columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def attention_figure(
+    attention: torch.Tensor | np.ndarray,
+    src_pieces: Sequence[str],
+    tgt_pieces: Sequence[str],
+    title: str | None = None,
+) -> Figure:
+    """A heatmap of cross-attention weights: source pieces across (x), output pieces down (y).
+
+    Args:
+        attention: (T, S) weights in [0, 1], one row per output piece.
+        src_pieces: S source pieces (x tick labels).  tgt_pieces: T output pieces (y tick labels).
+
+    Raises:
+        ValueError: the labels do not match the attention's shape.
+    """
+    att = attention.detach().float().cpu().numpy() if torch.is_tensor(attention) else attention
+    if att.shape != (len(tgt_pieces), len(src_pieces)):
+        raise ValueError(
+            f"attention of shape {tuple(att.shape)} needs {att.shape[0]} output and "
+            f"{att.shape[1]} source labels, got {len(tgt_pieces)} and {len(src_pieces)}"
+        )
+    size = (min(16.0, 2 + 0.35 * len(src_pieces)), min(16.0, 1.5 + 0.3 * len(tgt_pieces)))
+    fig = Figure(figsize=size, dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    image = ax.imshow(att, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(src_pieces)), list(src_pieces), rotation=90, fontsize=8)
+    ax.set_yticks(range(len(tgt_pieces)), list(tgt_pieces), fontsize=8)
+    ax.set_xlabel("source")
+    ax.set_ylabel("output")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def save_attention_png(
+    path: str | Path,
+    attention: torch.Tensor | np.ndarray,
+    src_pieces: Sequence[str],
+    tgt_pieces: Sequence[str],
+    title: str | None = None,
+) -> Path:
+    """Draw ``attention`` (T, S) with its labels and write it as a PNG; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    attention_figure(attention, src_pieces, tgt_pieces, title).savefig(path)
+    return path
+
+
+def figure_rgb(fig: Figure) -> np.ndarray:
+    """Render a figure to an (H, W, 3) uint8 RGB array (e.g. for TensorBoard's ``add_image``)."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+def plot_translations(results, tok, first_line_no: int, directory: str | Path) -> list[Path]:
+    """One heatmap per translated line, ``<directory>/line<N>.png``, for its best hypothesis.
+
+    Args:
+        results: ``translate.Translation`` objects decoded with attention; blank lines are skipped.
+        tok: the ``Tokenizer`` that encoded the sources (gives the source and output pieces).
+        first_line_no: the input line number of ``results[0]``.
+
+    Raises:
+        ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
+    """
+    from .data import clean_line
+
+    paths = []
+    for k, r in enumerate(results):
+        if not r.hypotheses:
+            continue
+        h = r.hypotheses[0]
+        if h.attention is None:
+            raise ValueError(
+                "--attention-dir: this model has no attention to plot (the rnn "
+                "bottleneck model has none)"
+            )
+        src_pieces = tok.src_pieces(clean_line(r.source))[: h.attention.shape[1]]
+        title = f"line {first_line_no + k}: {r.text}"
+        title = title if len(title) <= 80 else title[:77] + "..."
+        path = Path(directory) / f"line{first_line_no + k:05d}.png"
+        paths.append(
+            save_attention_png(path, h.attention, src_pieces, tok.tgt_pieces(h.tokens), title)
+        )
+    return paths
