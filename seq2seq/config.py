@@ -42,6 +42,11 @@ class DataConfig(_Section):
     Local corpora are named by a prefix: ``multi30k/train`` with ``src_lang: de`` reads
     ``multi30k/train.de`` or ``multi30k/train.de.gz``. A relative prefix is looked up in the working
     directory first, then under the data root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``).
+
+    ``backend`` says how the training split is held (validation sets are small and always read into
+    memory): ``memory`` reads it into Python lists; ``arrow`` tokenises it once into memory-mapped
+    Arrow files cached under ``cache_dir`` by content hash; ``stream`` reads and tokenises it on the
+    fly, for corpora that do not fit on disk twice (see ``seq2seq/corpus.py``).
     """
 
     src_lang: str = "de"
@@ -54,6 +59,22 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
+    backend: Literal["memory", "arrow", "stream"] = Field(
+        "memory", description="how the training split is held: lists, Arrow files, or a stream"
+    )
+    num_proc: int = Field(1, ge=1, description="arrow: processes that tokenise the training split")
+    cache_dir: str | None = Field(
+        None, description="arrow caches (default $SEQ2SEQ_CACHE_DIR, else ~/.cache/seq2seq)"
+    )
+    shuffle_buffer: int = Field(
+        100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
+    )
+
+    @model_validator(mode="after")
+    def _concat_needs_memory(self) -> DataConfig:
+        if self.concat_k > 1 and self.backend != "memory":
+            raise ValueError(f"concat_k > 1 needs backend 'memory', not {self.backend!r}")
+        return self
 
 
 class TokenizerConfig(_Section):

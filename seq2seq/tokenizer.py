@@ -12,6 +12,7 @@ UTF-8 bytes instead and ``decode(encode(x)) == x`` holds after NFKC normalisatio
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -64,9 +65,13 @@ class Tokenizer:
 
     @classmethod
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
-        """Train on the training split only; ``joint`` shares one model between both sides."""
+        """Train on the training split only; ``joint`` shares one model between both sides.
+
+        ``src`` and ``tgt`` may be any iterables, read once: sentencepiece keeps a uniform sample
+        of at most ``max_sentences`` of them, so a streamed corpus is never held whole.
+        """
         if cfg.joint:
-            return cls(_train_proto(list(src) + list(tgt), cfg, cfg.vocab_size))
+            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size))
         return cls(_train_proto(src, cfg, cfg.vocab_size), _train_proto(tgt, cfg, cfg.vocab_size))
 
     @property

@@ -24,6 +24,7 @@ from .batch import Batch
 from .checkpoint import config_of, load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, TrainConfig, to_yaml
 from .console import console
+from .corpus import Corpus
 from .data import DataError, ParallelText, TokenizedPairs, load_split, token_batches, tokenize_pairs
 from .distributed import DistInfo, all_reduce_sum, barrier, broadcast_flag, init_distributed, shutdown
 from .loss import token_loss_sum
@@ -144,13 +145,23 @@ def set_rng_states(s: dict) -> None:
 @dataclass
 class Data:
     tok: Tokenizer
-    train: TokenizedPairs
+    train: TokenizedPairs | Corpus
     valid: TokenizedPairs
     valid_text: ParallelText
 
 
 def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistInfo) -> Data:
-    """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len."""
+    """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
+    With ``data.backend`` arrow or stream the training split stays on disk (corpus.py)."""
+    if cfg.data.backend != "memory":
+        from .corpus import prepare_corpus
+
+        tok, corpus = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
+        valid_text = load_split(cfg.data, "valid")
+        if cfg.data.max_valid_pairs:
+            _truncate(valid_text, cfg.data.max_valid_pairs)
+        valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, 10**9, "valid")
+        return Data(tok, corpus, valid, valid_text)
     train_text = load_split(cfg.data, "train")
     if cfg.data.max_train_pairs:
         _truncate(train_text, cfg.data.max_train_pairs)
@@ -179,8 +190,11 @@ def _truncate(text: ParallelText, n: int) -> None:
     del text.src[n:], text.tgt[n:], text.line_no[n:]
 
 
-def epoch_batches(pairs: TokenizedPairs, t: TrainConfig, epoch: int, info: DistInfo):
-    """This rank's share of the epoch's batches (every rank gets the same number)."""
+def epoch_batches(pairs: TokenizedPairs | Corpus, t: TrainConfig, epoch: int, info: DistInfo):
+    """This rank's share of the epoch's batches (every rank gets the same number). An Arrow or
+    stream corpus (``data.backend``, corpus.py) cuts its own batches by the same rule."""
+    if not isinstance(pairs, TokenizedPairs):
+        return pairs.epoch_batches(t.batch_tokens, t.seed, epoch, info.rank, info.world)
     src_lens = [len(s) for s in pairs.src]
     tgt_lens = [len(s) for s in pairs.tgt]
     order = token_batches(src_lens, tgt_lens, t.batch_tokens, t.seed, epoch)
@@ -188,7 +202,9 @@ def epoch_batches(pairs: TokenizedPairs, t: TrainConfig, epoch: int, info: DistI
     return order[info.rank : usable : info.world]
 
 
-def make_batch(pairs: TokenizedPairs, idx: list[int], device: torch.device) -> Batch:
+def make_batch(pairs: TokenizedPairs | Corpus, idx, device: torch.device) -> Batch:
+    if not isinstance(pairs, TokenizedPairs):
+        return pairs.batch(idx).to(device)
     return Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)
 
 

@@ -1,0 +1,331 @@
+"""Training corpora larger than memory: ``data.backend`` ``arrow`` or ``stream``.
+
+The ``memory`` backend (data.py) reads the training split into Python lists. The two backends here
+keep it on disk and hold only an index in memory; validation sets are small and stay in data.py.
+
+- ``arrow`` (corpus_arrow.py): read -> clean -> write an Arrow file of (line_no, src, tgt), one line
+  at a time; the tokenizer is trained from that file; ``datasets.Dataset.map(num_proc=...)``
+  tokenises it into memory-mapped Arrow files. Both are cached under ``data.cache_dir`` by content
+  hash and reused by the next run. In memory: each kept pair's row and lengths (16 bytes a pair).
+- ``stream`` (corpus_stream.py): for corpora that do not fit on disk twice. A
+  ``datasets.IterableDataset`` reads, cleans and tokenises on the fly; pairs are bucketed by length
+  within buffers of ``data.shuffle_buffer`` pairs. Resume stays exact (see ``StreamEpoch``).
+
+This module holds what both share: data.py's reading policy one line at a time, the tokenising
+function ``Dataset.map`` runs, the drop log (counts and first line numbers, as data.py logs them),
+and ``length_batches``, ``data.token_batches``'s batching rule on numpy arrays.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .batch import Batch
+from .config import Config, DataConfig
+from .data import DataError, clean_line, decode_line, resolve_corpus_file
+from .tokenizer import Tokenizer
+
+log = logging.getLogger("seq2seq")
+
+ROWS_PER_CHUNK = 1000  # rows per Arrow record batch written, and per chunk read back
+# Why a pair is dropped, as stored in the ``drop`` column (0 = kept); see data.tokenize_pairs.
+_DROP_REASONS = {1: "empty", 2: "no tokens left after normalisation", 3: "over max_len {} tokens"}
+
+
+class Corpus(Protocol):
+    """What training asks of a training corpus kept on disk (``ArrowCorpus``, ``StreamCorpus``)."""
+
+    def __len__(self) -> int:
+        """Kept pairs."""
+        ...
+
+    def epoch_batches(
+        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
+    ) -> Sequence:
+        """This rank's batches of ``epoch``, a pure function of (seed, epoch); every rank gets the
+        same number."""
+        ...
+
+    def batch(self, item) -> Batch:
+        """One element of ``epoch_batches`` as a ``Batch`` on the CPU."""
+        ...
+
+
+# ---- reading and cleaning, one line at a time ------------------------------------------------
+
+
+def iter_lines(path: Path) -> Iterator[str]:
+    """``data.read_lines`` one line at a time: split on ``\\n`` only, BOM dropped, ``decode_line``.
+
+    Raises:
+        DataError: the file is missing, unreadable, not gzip though named .gz, or not UTF-8.
+    """
+    try:
+        f = gzip.open(path) if path.suffix == ".gz" else open(path, "rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    with f:
+        try:
+            for i, raw in enumerate(f, start=1):
+                if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
+        except (OSError, EOFError) as e:
+            raise DataError(f"{path}: cannot read ({e})") from None
+
+
+def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    src, tgt = iter_lines(src_path), iter_lines(tgt_path)
+    n = 0
+    for s, t in itertools.zip_longest(src, tgt):
+        if s is None or t is None:
+            n_src = n + (s is not None) + sum(1 for _ in src)
+            n_tgt = n + (t is not None) + sum(1 for _ in tgt)
+            raise DataError(
+                f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: parallel files must "
+                "have one sentence per line, line for line"
+            )
+        n += 1
+        yield s, t
+
+
+def open_hf(cfg: DataConfig, split: str, streaming: bool):
+    """A split of a Hugging Face dataset (hub name or ``save_to_disk`` folder), mapped or
+    streamed."""
+    import datasets
+
+    hf = cfg.hf
+    split = getattr(hf, f"{split}_split")
+    try:
+        local = Path(hf.path)
+        if local.is_dir() and (local / "dataset_dict.json").exists():
+            ds = datasets.load_from_disk(str(local))[split]
+            return ds.to_iterable_dataset() if streaming else ds
+        return datasets.load_dataset(hf.path, hf.name, split=split, streaming=streaming)
+    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"dataset {hf.path} split {split!r}: {first}") from None
+
+
+def _field(row: dict, name: str) -> str:
+    """``translation.de`` reaches into a dict column, as WMT sets have."""
+    head, _, rest = name.partition(".")
+    if head not in row:
+        raise DataError(f"dataset has no field {head!r}; its fields are {sorted(row)}")
+    value = row[head][rest] if rest else row[head]
+    return "" if value is None else str(value)
+
+
+def _raw_pairs(cfg: DataConfig, split: str, streaming: bool) -> Iterator[tuple[str, str]]:
+    if cfg.hf is not None:
+        for row in open_hf(cfg, split, streaming):
+            yield _field(row, cfg.hf.src_field), _field(row, cfg.hf.tgt_field)
+        return
+    prefix = getattr(cfg, split)
+    if prefix is None:
+        raise DataError(f"data.{split} is not set in the config")
+    yield from _zip_files(
+        resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
+    )
+
+
+def clean_rows(cfg_json: str, split: str, streaming: bool = True) -> Iterator[dict]:
+    """Cleaned rows {line_no, src, tgt} of a split, in order; a side left empty is kept as '' (the
+    tokeniser marks it dropped). Stops after ``max_<split>_pairs`` non-empty pairs. Takes the config
+    as JSON so ``datasets`` can hash and pickle it."""
+    cfg = DataConfig.model_validate_json(cfg_json)
+    limit = getattr(cfg, f"max_{split}_pairs", None)
+    kept = 0
+    for i, (s, t) in enumerate(_raw_pairs(cfg, split, streaming), start=1):
+        s, t = clean_line(s), clean_line(t)
+        yield {"line_no": i, "src": s if s and t else "", "tgt": t if s and t else ""}
+        kept += bool(s and t)
+        if limit and kept >= limit:
+            return
+
+
+def origin_of(cfg: DataConfig, split: str) -> str:
+    if cfg.hf is not None:
+        return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
+    return str(resolve_corpus_file(getattr(cfg, split), cfg.src_lang))
+
+
+# ---- tokenising and dropping -----------------------------------------------------------------
+
+_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def encode_rows(batch: dict, src_proto: bytes, tgt_proto: bytes | None, max_len: int) -> dict:
+    """``Dataset.map`` function: ids of both sides and a ``drop`` code (0 = kept, see
+    ``_DROP_REASONS``); the tokenizer is built once per worker process."""
+    key = hashlib.sha256(src_proto + (tgt_proto or b"")).hexdigest()
+    tok = _TOKENIZERS.get(key) or _TOKENIZERS.setdefault(key, Tokenizer(src_proto, tgt_proto))
+    src_ids, tgt_ids = tok.encode_src(batch["src"]), tok.encode_tgt(batch["tgt"])
+    drop = [
+        1 if not s_text else 2 if not s or not t else 3 if max(len(s), len(t)) > max_len else 0
+        for s_text, s, t in zip(batch["src"], src_ids, tgt_ids, strict=True)
+    ]
+    return {"src_ids": src_ids, "tgt_ids": tgt_ids, "drop": drop}
+
+
+def token_features():
+    from datasets import Features, List, Value
+
+    ids = List(Value("int32"))
+    return Features(
+        {"line_no": Value("int64"), "src_ids": ids, "tgt_ids": ids, "drop": Value("int8")}
+    )
+
+
+class Drops:
+    """Dropped pairs per reason: a count and the first lines (a log line, not a list of all)."""
+
+    def __init__(self, max_len: int):
+        self.max_len, self.n_read = max_len, 0
+        self.count: Counter[int] = Counter()
+        self.first: dict[int, list[int]] = {}
+
+    def add(self, codes: np.ndarray, line_no: np.ndarray) -> None:
+        self.n_read += len(codes)
+        for code in np.unique(codes[codes > 0]).tolist():
+            lines = line_no[codes == code]
+            self.count[code] += len(lines)
+            self.first.setdefault(code, [])
+            self.first[code] += lines[: 10 - len(self.first[code])].tolist()
+
+    def log(self, what: str, origin: str) -> None:
+        log.info("%s: %d pairs read from %s", what, self.n_read, origin)
+        for code, n in sorted(self.count.items()):
+            lines = self.first[code]
+            shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if n > 10 else "")
+            reason = _DROP_REASONS[code].format(self.max_len)
+            log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, n, reason, shown, origin)
+
+
+# ---- batching by length on arrays ------------------------------------------------------------
+
+
+def cut_runs(runs: Iterable[tuple[int, int]], batch_tokens: int) -> list[int]:
+    """Batch sizes for examples sorted by length, given as runs of (width, count), by the greedy
+    rule of ``data.token_batches``: a batch grows while n_sentences x widest <= ``batch_tokens``.
+    Costs O(runs + batches), not O(examples).
+
+    Raises:
+        DataError: one example alone exceeds the budget.
+    """
+    sizes: list[int] = []
+    size = width = 0
+    for need, k in runs:
+        if need > batch_tokens:
+            raise DataError(
+                f"one example has {need} tokens, more than batch_tokens {batch_tokens}: raise "
+                "train.batch_tokens or lower data.max_len"
+            )
+        while k:
+            w = max(width, need)
+            if size and w * (size + 1) > batch_tokens:
+                sizes.append(size)
+                size = width = 0
+                continue
+            m = min(k, batch_tokens // w - size)
+            size, k, width = size + m, k - m, w
+    if size:
+        sizes.append(size)
+    return sizes
+
+
+def length_batches(
+    src_lens: np.ndarray,
+    tgt_lens: np.ndarray,
+    batch_tokens: int,
+    seed: int = 0,
+    epoch: int = 0,
+    shuffle: bool = True,
+    part: int = 0,
+) -> list[np.ndarray]:
+    """``data.token_batches`` on arrays: shuffle, sort by (source, target) length with ties left
+    shuffled, cut (width = max(source, target + 1)), shuffle the batches. A pure function of
+    (seed, epoch) with numpy's generator; with ``shuffle=False`` the same batches as
+    ``token_batches``. ``part`` numbers independent draws within an epoch (stream buffers).
+    Memory: a few bytes an example.
+    """
+    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
+    rng = np.random.default_rng([seed % 2**63, epoch, part])
+    idx = rng.permutation(len(src_lens)) if shuffle else np.arange(len(src_lens))
+    idx = idx[np.lexsort((tgt_lens[idx], src_lens[idx]))]  # lexsort is stable
+    need = np.maximum(src_lens[idx], tgt_lens[idx] + 1)
+    starts = np.flatnonzero(np.diff(need, prepend=-1))
+    counts = np.diff(np.append(starts, len(need)))
+    sizes = cut_runs(zip(need[starts].tolist(), counts.tolist(), strict=True), batch_tokens)
+    batches = np.split(idx, np.cumsum(sizes)[:-1]) if sizes else []
+    return [batches[i] for i in rng.permutation(len(batches))] if shuffle else batches
+
+
+def shard(batches: Sequence, rank: int, world: int) -> Sequence:
+    """This rank's share; every rank gets the same number (the remainder is dropped)."""
+    return batches[rank : len(batches) - len(batches) % world : world]
+
+
+def table_lengths(table) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) int32 source and target token counts of a Table with ``src_ids`` and ``tgt_ids``."""
+    import pyarrow.compute as pc
+
+    return tuple(
+        pc.list_value_length(table.column(c)).to_numpy().astype(np.int32)
+        for c in ("src_ids", "tgt_ids")
+    )
+
+
+def table_batch(table) -> Batch:
+    """A pyarrow Table of pairs -> ``Batch`` (the teacher-forcing shift happens there)."""
+    return Batch.from_ids(table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist())
+
+
+def _stream_sentences(cfg: DataConfig, side: str) -> Iterator[str]:
+    """One side's sentences of the kept pairs, streamed (for tokenizer training)."""
+    return (row[side] for row in clean_rows(cfg.model_dump_json(), "train") if row[side])
+
+
+# ---- the entry point training calls ----------------------------------------------------------
+
+
+def prepare_corpus(
+    cfg: Config, run_dir: Path, tok: Tokenizer | None, is_main: bool, barrier: Callable[[], None]
+) -> tuple[Tokenizer, Corpus]:
+    """Tokenizer and training corpus for ``data.backend`` arrow or stream. Rank 0 builds the caches
+    and trains the tokenizer (unless ``tok`` is given) into ``run_dir``; other ranks wait, then
+    open them."""
+    d = cfg.data
+    if is_main and tok is None:
+        log.info(
+            "training %s sentencepiece model(s), vocab %d",
+            cfg.tokenizer.type,
+            cfg.tokenizer.vocab_size,
+        )
+        if d.backend == "arrow":
+            from .corpus_arrow import arrow_text, text_sentences
+
+            text = arrow_text(d)
+            sents = text_sentences(text, "src"), text_sentences(text, "tgt")
+        else:
+            sents = _stream_sentences(d, "src"), _stream_sentences(d, "tgt")
+        Tokenizer.train(*sents, cfg.tokenizer).save(run_dir)
+    barrier()
+    tok = tok or Tokenizer.load(run_dir)
+    # The backends import this module, so they are imported here, not at the top.
+    from .corpus_arrow import open_arrow
+    from .corpus_stream import StreamCorpus
+
+    opener = open_arrow if d.backend == "arrow" else StreamCorpus
+    corpus = opener(d, tok) if is_main else None  # rank 0 first: it builds the cache
+    barrier()
+    return tok, opener(d, tok) if corpus is None else corpus

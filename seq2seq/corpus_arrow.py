@@ -1,0 +1,193 @@
+"""``data.backend: arrow``: the training split as memory-mapped Arrow files, cached by content hash.
+
+Read -> clean -> ``text.arrow`` (line_no, src, tgt), written one chunk of lines at a time; then
+``datasets.Dataset.map(encode_rows, num_proc=data.num_proc)`` -> ``ids*.arrow`` (line_no, src_ids,
+tgt_ids, drop). The folders are named by hashes of what they depend on, under ``data.cache_dir``:
+``train-<sha256 of the data files, or the HF dataset fingerprint; max_train_pairs>/`` and, inside,
+``ids-<tokenizer protos, max_len>/``; a folder appears (renamed from a temporary one) only when
+complete, so a killed build is redone and a finished one reused. In memory: the rows of kept pairs
+and their lengths, read from the ``drop`` column and the list lengths (the Arrow offsets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .batch import Batch
+from .config import DataConfig
+from .corpus import (
+    ROWS_PER_CHUNK,
+    Drops,
+    clean_rows,
+    encode_rows,
+    length_batches,
+    open_hf,
+    origin_of,
+    shard,
+    table_batch,
+    table_lengths,
+    token_features,
+)
+from .data import resolve_corpus_file
+from .tokenizer import Tokenizer
+
+log = logging.getLogger("seq2seq")
+
+CACHE_VERSION = 1  # bump when the cached files' layout or the cleaning changes
+
+
+def cache_root(cfg: DataConfig) -> Path:
+    if cfg.cache_dir:
+        return Path(cfg.cache_dir)
+    if os.environ.get("SEQ2SEQ_CACHE_DIR"):
+        return Path(os.environ["SEQ2SEQ_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seq2seq"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _text_key(cfg: DataConfig, split: str) -> str:
+    """Content hash of a split's source: the files' sha256 or the HF dataset's fingerprint."""
+    if cfg.hf is not None:
+        source = [
+            open_hf(cfg, split, streaming=False)._fingerprint,
+            cfg.hf.src_field,
+            cfg.hf.tgt_field,
+        ]
+    else:
+        prefix = getattr(cfg, split)
+        langs = (cfg.src_lang, cfg.tgt_lang)
+        source = [_sha256(resolve_corpus_file(prefix, lang)) for lang in langs]
+    parts = [CACHE_VERSION, split, *source, getattr(cfg, f"max_{split}_pairs", None)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+
+
+def _build_once(folder: Path, build: Callable[[Path], None]) -> Path:
+    """Run ``build`` into a temporary folder, renamed to ``folder`` when complete; skip it when
+    ``folder`` exists (a cache hit)."""
+    if folder.is_dir():
+        return folder
+    tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        build(tmp)
+        os.replace(tmp, folder)
+    except OSError:
+        if not folder.is_dir():  # another process finished first: use its copy
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _write_text(cfg: DataConfig, split: str, folder: Path) -> None:
+    import pyarrow as pa
+
+    schema = pa.schema([("line_no", pa.int64()), ("src", pa.string()), ("tgt", pa.string())])
+    rows = clean_rows(cfg.model_dump_json(), split, streaming=False)
+    with pa.OSFile(str(folder / "text.arrow"), "wb") as sink, pa.ipc.new_stream(sink, schema) as w:
+        while chunk := list(itertools.islice(rows, ROWS_PER_CHUNK)):
+            w.write_batch(pa.RecordBatch.from_pylist(chunk, schema))
+
+
+def arrow_text(cfg: DataConfig, split: str = "train"):
+    """The cleaned split as a memory-mapped ``datasets.Dataset`` of (line_no, src, tgt), built on
+    first use and cached."""
+    from datasets import Dataset
+
+    folder = cache_root(cfg) / f"{split}-{_text_key(cfg, split)}"
+    if not folder.is_dir():
+        log.info("%s: writing cleaned text to %s", split, folder)
+    return Dataset.from_file(
+        str(_build_once(folder, lambda d: _write_text(cfg, split, d)) / "text.arrow")
+    )
+
+
+def text_sentences(text, side: str) -> Iterator[str]:
+    """One side's sentences of the kept pairs, read in chunks (for tokenizer training)."""
+    for chunk in text.with_format("arrow").iter(batch_size=ROWS_PER_CHUNK):
+        yield from (s for s in chunk.column(side).to_pylist() if s)
+
+
+class ArrowCorpus:
+    """Tokenised pairs in memory-mapped Arrow files; in memory only the index of kept pairs.
+
+    Attributes:
+        rows: (N,) int64 the kept pairs' rows in the Arrow files.
+        src_lens, tgt_lens: (N,) int32 their token counts (no BOS/EOS).
+    """
+
+    def __init__(self, ds, rows: np.ndarray, src_lens: np.ndarray, tgt_lens: np.ndarray):
+        self.ds = ds.with_format("arrow")  # ds[indices] is a pyarrow Table of those rows
+        self.rows, self.src_lens, self.tgt_lens = rows, src_lens, tgt_lens
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def epoch_batches(
+        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
+    ) -> Sequence[np.ndarray]:
+        """This rank's batches of pair indices for ``epoch``, a pure function of (seed, epoch)."""
+        batches = length_batches(self.src_lens, self.tgt_lens, batch_tokens, seed, epoch)
+        return shard(batches, rank, world)
+
+    def batch(self, idx: np.ndarray) -> Batch:
+        return table_batch(self.ds[self.rows[idx].tolist()])
+
+
+def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -> None:
+    ds = text.map(
+        encode_rows,
+        batched=True,
+        remove_columns=["src", "tgt"],
+        features=token_features(),
+        fn_kwargs={
+            "src_proto": tok.src_proto,
+            "tgt_proto": None if tok.joint else tok.tgt_proto,
+            "max_len": max_len,
+        },
+        num_proc=num_proc if num_proc > 1 else None,
+        cache_file_name=str(folder / "ids.arrow"),
+        new_fingerprint=folder.name,
+        desc="tokenising",
+    )
+    files = [Path(f["filename"]).name for f in ds.cache_files]
+    (folder / "files.json").write_text(json.dumps(files))
+
+
+def open_arrow(cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
+    """The tokenised split as an ``ArrowCorpus``: tokenised (``num_proc`` processes) and cached on
+    first use; the index of kept pairs is read from the ``drop`` and length columns."""
+    from datasets import Dataset, concatenate_datasets
+
+    text = arrow_text(cfg, split)
+    protos = tok.src_proto + b"|" + (b"" if tok.joint else tok.tgt_proto)
+    key = hashlib.sha256(protos + str(cfg.max_len).encode()).hexdigest()[:20]
+    folder = Path(text.cache_files[0]["filename"]).parent / f"ids-{key}"
+    folder = _build_once(folder, lambda d: _tokenise(text, tok, cfg.max_len, cfg.num_proc, d))
+    files = json.loads((folder / "files.json").read_text())
+    ds = concatenate_datasets([Dataset.from_file(str(folder / f)) for f in files])
+    table = ds.data
+    drop = table.column("drop").to_numpy()
+    drops = Drops(cfg.max_len)
+    drops.add(drop, table.column("line_no").to_numpy())
+    drops.log(what, origin_of(cfg, split))
+    rows = np.flatnonzero(drop == 0)
+    src_lens, tgt_lens = table_lengths(table)
+    return ArrowCorpus(ds, rows, src_lens[rows], tgt_lens[rows])

@@ -1,0 +1,158 @@
+"""``data.backend: stream``: the training split read, cleaned and tokenised on the fly.
+
+For corpora that do not fit on disk twice. ``StreamCorpus.dataset()`` is a ``datasets``
+``IterableDataset`` (``clean_rows`` -> ``encode_rows``); kept pairs are gathered into consecutive
+buffers of ``data.shuffle_buffer`` pairs (pyarrow Tables), and each buffer is shuffled, sorted by
+length and cut by ``length_batches`` seeded with (seed, epoch, buffer). Pairs mix within a buffer,
+never across buffers: shuffle a corpus whose order matters (one sorted by domain or length) once
+beforehand. A counting pass at start-up keeps each buffer's histogram of lengths, which is all it
+takes to know how many batches an epoch has. Every rank reads the whole stream and keeps its share.
+
+Resume is exact: an epoch's batches are a pure function of (seed, epoch), and ``StreamEpoch``
+replays the epoch's stream up to the batch a resumed run starts from (reading and tokenising, not
+training), so a resume costs up to one epoch of tokenisation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .batch import Batch
+from .config import DataConfig
+from .corpus import (
+    Drops,
+    clean_rows,
+    cut_runs,
+    encode_rows,
+    length_batches,
+    origin_of,
+    table_batch,
+    table_lengths,
+)
+from .tokenizer import Tokenizer
+
+
+class StreamCorpus:
+    """Pairs read, cleaned and tokenised on the fly (``datasets.IterableDataset``), bucketed by
+    length within consecutive buffers of ``shuffle_buffer`` kept pairs, held as Arrow tables."""
+
+    def __init__(self, cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
+        self.cfg, self.tok, self.split = cfg, tok, split
+        # The counting pass: per buffer, the distinct (source, target) lengths (K, 2), sorted, and
+        # how many pairs have each (K,); enough to count an epoch's batches for any budget.
+        self.lengths: list[tuple[np.ndarray, np.ndarray]] = []
+        drops = Drops(cfg.max_len)
+        for buf in self._buffers(drops):
+            lens = np.stack(table_lengths(buf), 1)
+            self.lengths.append(np.unique(lens, axis=0, return_counts=True))
+        drops.log(what, origin_of(cfg, split))
+        self.n = int(sum(counts.sum() for _, counts in self.lengths))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def dataset(self):
+        """The ``datasets.IterableDataset`` of rows {line_no, src_ids, tgt_ids, drop}."""
+        from datasets import IterableDataset
+
+        rows = IterableDataset.from_generator(
+            clean_rows, gen_kwargs={"cfg_json": self.cfg.model_dump_json(), "split": self.split}
+        )
+        return rows.map(
+            encode_rows,
+            batched=True,
+            remove_columns=["src", "tgt"],
+            fn_kwargs={
+                "src_proto": self.tok.src_proto,
+                "tgt_proto": None if self.tok.joint else self.tok.tgt_proto,
+                "max_len": self.cfg.max_len,
+            },
+        )
+
+    def _buffers(self, drops: Drops | None = None) -> Iterator:
+        """Consecutive buffers of ``shuffle_buffer`` kept pairs, as pyarrow Tables."""
+        import pyarrow as pa
+
+        size, parts, n = self.cfg.shuffle_buffer, [], 0
+        ids = pa.list_(pa.int32())
+        # Rows come as Python lists: datasets' own Arrow formatting of an IterableDataset is slower.
+        for chunk in itertools.chain(self.dataset().iter(batch_size=1000), [None]):
+            if chunk is not None:
+                codes = np.asarray(chunk["drop"], dtype=np.int8)
+                if drops is not None:
+                    drops.add(codes, np.asarray(chunk["line_no"]))
+                keep = np.flatnonzero(codes == 0).tolist()
+                cols = {
+                    c: pa.array([chunk[c][i] for i in keep], ids) for c in ("src_ids", "tgt_ids")
+                }
+                parts.append(pa.table(cols))
+                n += len(keep)
+            while n >= size or (chunk is None and n):
+                table = pa.concat_tables(parts)
+                yield table.slice(0, size)
+                parts, n = [table.slice(size)], max(0, n - size)
+
+    def epoch_batches(
+        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
+    ) -> StreamEpoch:
+        """This rank's batches for ``epoch``; their number is known from the counting pass."""
+        total = 0
+        for pairs, counts in self.lengths:
+            need = np.maximum(pairs[:, 0], pairs[:, 1] + 1)
+            total += len(cut_runs(zip(need.tolist(), counts.tolist(), strict=True), batch_tokens))
+        return StreamEpoch(self, batch_tokens, seed, epoch, total, rank, world)
+
+    def global_batches(self, batch_tokens: int, seed: int, epoch: int) -> Iterator:
+        """Every batch of the epoch in order, as pyarrow Tables; buffer i is shuffled and cut by
+        ``length_batches`` seeded with (seed, epoch, i)."""
+        for i, buf in enumerate(self._buffers()):
+            for idx in length_batches(*table_lengths(buf), batch_tokens, seed, epoch, part=i):
+                yield buf.take(idx)
+
+    def batch(self, table) -> Batch:
+        return table_batch(table)
+
+
+class StreamEpoch(Sequence):
+    """One rank's batches of one stream epoch, made in order as they are asked for. Asking for a
+    position other than the next replays the epoch from its start (exact, as batches are a pure
+    function of (seed, epoch)); the training loop asks in order, so only a resume replays."""
+
+    def __init__(
+        self,
+        corpus: StreamCorpus,
+        batch_tokens: int,
+        seed: int,
+        epoch: int,
+        total: int,
+        rank: int,
+        world: int,
+    ):
+        self.corpus, self.args = corpus, (batch_tokens, seed, epoch)
+        self.rank, self.world = rank, world
+        self.n = (total - total % world) // world
+        self.pos, self.it = 0, self._mine()
+
+    def _mine(self) -> Iterator[tuple]:
+        stream = itertools.islice(self.corpus.global_batches(*self.args), self.n * self.world)
+        return itertools.islice(stream, self.rank, None, self.world)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, key):
+        if isinstance(key, int):
+            return self[key : key + 1][0]
+        start, stop, step = key.indices(self.n)
+        if step != 1:
+            raise IndexError("a stream epoch is read in order, without a step")
+        if start != self.pos:
+            self.pos, self.it = 0, self._mine()
+            for _ in itertools.islice(self.it, start):
+                self.pos += 1
+        out = list(itertools.islice(self.it, max(0, stop - start)))
+        self.pos += len(out)
+        return out
