@@ -8,12 +8,16 @@ so a crash leaves either the old file or the new one, never half of one.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import random
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from .config import Config, ConfigError, validate_config
@@ -58,14 +62,28 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Atomically save ``payload`` (adds the format tag and version).
 
     Raises:
-        ValueError: a floating-point tensor of the model holds NaN or inf (never written).
+        CheckpointError: a floating-point tensor of the model holds NaN or inf (never written; the
+            file already at ``path`` stays as it was).
     """
     for name, t in payload.get("model", {}).items():
         if t.is_floating_point() and not torch.isfinite(t).all():
-            raise ValueError(f"refusing to write {path}: model weight {name} is not finite")
+            raise CheckpointError(f"refusing to write {path}: model weight {name} is not finite")
     buf = io.BytesIO()
     torch.save({"format": FORMAT, "version": VERSION, **payload}, buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def link_checkpoint(src: Path, dst: Path) -> None:
+    """Make ``dst`` another name for ``src``'s current content, atomically (hard link, or a copy
+    where the file system has none). ``src`` is later replaced, never rewritten, so they stay
+    independent."""
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -96,7 +114,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         ckpt = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types for a damaged file
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-        raise CheckpointError(f"{p}: cannot read checkpoint (corrupt or truncated?): {first}") from None
+        msg = f"{p}: cannot read checkpoint (corrupt or truncated?): {first}"
+        raise CheckpointError(msg) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a seq2seq checkpoint")
     if ckpt.get("version", 0) > VERSION:
@@ -129,7 +148,8 @@ def model_from_checkpoint(ckpt: dict[str, Any], source: str = "checkpoint") -> t
         model.load_state_dict(ckpt["model"])
     except RuntimeError as e:
         first = str(e).strip().splitlines()[0]
-        raise CheckpointError(f"{source}: weights do not match the model config ({first})") from None
+        msg = f"{source}: weights do not match the model config ({first})"
+        raise CheckpointError(msg) from None
     return model.eval(), tok, cfg
 
 
@@ -140,3 +160,42 @@ def load_for_inference(
     p = resolve_checkpoint(path)
     model, tok, cfg = model_from_checkpoint(load_checkpoint(p), str(p))
     return model.to(device), tok, cfg
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's, numpy's and torch's (CPU and CUDA) generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def rng_states() -> dict[str, Any]:
+    """Every RNG state a run draws from, in a form ``torch.load(weights_only=True)`` reads."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": [kind, torch.from_numpy(keys.copy()), pos, has_gauss, gauss],
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_states(s: dict[str, Any]) -> None:
+    """Restore what ``rng_states`` captured (CUDA states only where CUDA is present)."""
+    version, internal, gauss = s["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, gauss = s["numpy"]
+    np.random.set_state((kind, keys.numpy(), pos, has_gauss, gauss))
+    torch.set_rng_state(s["torch"])
+    if s["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])
+
+
+def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:
+    """sha256 over every tensor's name, dtype, shape and bytes: equal digests, equal weights."""
+    h = hashlib.sha256()
+    for name, t in state_dict.items():
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()

@@ -75,7 +75,8 @@ def train(
     cfg = load_config(config, overrides)
     target = resume or run_dir
     summary = run_training(cfg, target, resume=resume is not None, overwrite=overwrite)
-    console.print_json(json.dumps(summary))
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for all
+        typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
 
 
 @app.command()
@@ -231,6 +232,22 @@ def evaluate(
                                                indent=2))
 
 
+@app.command()
+def average(
+    checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Run directory."),
+    last: Optional[int] = typer.Option(None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."),
+    best: Optional[int] = typer.Option(None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the averaged checkpoint."),
+):
+    """Average the weights of the last or best K checkpoints of a run into one checkpoint that
+    translates (it holds no optimizer state, so it cannot resume training)."""
+    from .average import average_run
+
+    setup_logging()
+    paths = average_run(checkpoint, output, last=last, best=best)
+    typer.echo(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}")
+
+
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     from .checkpoint import CheckpointError
@@ -241,6 +258,8 @@ def main() -> None:
         app()
     except (ConfigError, DataError, CheckpointError, UserError) as e:
         _fail(str(e))
+    except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C
+        _fail("interrupted", code=130)
     except Exception as e:
         from .train import TrainingError
 

@@ -174,8 +174,54 @@ ModelConfig = Annotated[
 ]
 
 
+class TeacherForcingConfig(_Section):
+    """Scheduled sampling for the RNN models (Bengio et al. 2015, §2.4).
+
+    At update ``i`` (from 1) each decoder step is fed the gold previous token with probability
+    ε_i and the model's own argmax otherwise; ε_i = 1 is plain teacher forcing. Schedules:
+
+    - ``constant``: ε_i = start
+    - ``linear``: ε_i = max(end, start - (start - end) · i / decay_steps)  (Bengio: max(ε, k - c·i))
+    - ``exponential``: ε_i = max(end, start · k^i), with 0 < k < 1
+    - ``inverse_sigmoid``: ε_i = end + (start - end) · k / (k + exp(i / k)), with k ≥ 1
+
+    Example: ``teacher_forcing: {schedule: inverse_sigmoid, k: 2000}``.
+    """
+
+    schedule: Literal["constant", "linear", "exponential", "inverse_sigmoid"] = "constant"
+    start: float = Field(1.0, ge=0, le=1, description="ε at the first update (constant: always)")
+    end: float = Field(0.0, ge=0, le=1, description="the floor ε decays towards")
+    k: float | None = Field(None, gt=0, description="exponential: 0<k<1; inverse_sigmoid: k>=1")
+    decay_steps: int | None = Field(None, ge=1, description="linear: updates from start to end")
+
+    @model_validator(mode="after")
+    def _schedule_needs(self) -> TeacherForcingConfig:
+        s = self.schedule
+        if s == "linear" and self.decay_steps is None:
+            raise ValueError("schedule 'linear' needs decay_steps")
+        if s == "exponential" and not (self.k is not None and self.k < 1):
+            raise ValueError("schedule 'exponential' needs k between 0 and 1 (ε_i = start·k^i)")
+        if s == "inverse_sigmoid" and not (self.k is not None and self.k >= 1):
+            raise ValueError("schedule 'inverse_sigmoid' needs k >= 1 (ε_i = k / (k + exp(i/k)))")
+        if s != "constant" and self.end > self.start:
+            raise ValueError(f"end ({self.end}) must not exceed start ({self.start})")
+        return self
+
+    @property
+    def always(self) -> bool:
+        """True when every update is fully teacher-forced."""
+        return self.schedule == "constant" and self.start >= 1.0
+
+
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates."""
+    """The training loop. Steps count optimizer updates.
+
+    ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
+    copies of the newest k); every validation writes ``last.pt`` and ``best.pt``, and with
+    ``keep_best`` > 1 keeps ``best-step<N>.pt`` for the k best validations by ``best_metric``.
+    ``seq2seq average`` averages either set. ``patience`` stops training (early stopping) after that
+    many validations without improvement in ``best_metric``, whatever the schedule.
+    """
 
     seed: int = 1
     batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
@@ -193,7 +239,7 @@ class TrainConfig(_Section):
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
-    teacher_forcing_ratio: float = Field(1.0, ge=0, le=1)
+    teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
     update_freq: int = Field(1, ge=1, description="batches accumulated into one update")
     valid_every: int = Field(1000, ge=1, description="steps between validations")
     valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
@@ -201,7 +247,8 @@ class TrainConfig(_Section):
         "bleu", description="metric that picks best.pt, drives plateau and early stopping"
     )
     patience: int | None = Field(None, ge=1, description="stop after N validations without gain")
-    keep_best: int = Field(1, ge=1, description="keep the k best checkpoints (best-1.pt ...)")
+    keep_best: int = Field(1, ge=1, description="keep the k best checkpoints (best-step<N>.pt)")
+    keep_last: int = Field(1, ge=1, description="keep the k newest checkpoints (step<N>.pt)")
     checkpoint_every: int | None = Field(
         None, ge=1, description="steps between last.pt saves (default: at each validation)"
     )
@@ -221,6 +268,8 @@ class TrainConfig(_Section):
             raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
         if self.best_metric != "loss" and not self.valid_bleu:
             raise ValueError(f"best_metric {self.best_metric!r} needs valid_bleu: true")
+        if self.precision == "fp16" and self.device == "cpu":
+            raise ValueError("precision fp16 needs CUDA; use bf16 or fp32 on the CPU")
         return self
 
 
@@ -245,6 +294,15 @@ class Config(_Section):
     model: ModelConfig = BahdanauConfig()
     train: TrainConfig = TrainConfig(max_epochs=10)
     decode: DecodeConfig = DecodeConfig()
+
+    @model_validator(mode="after")
+    def _sampling_needs_an_rnn(self) -> Config:
+        if self.model.name == "transformer" and not self.train.teacher_forcing.always:
+            raise ValueError(
+                "train.teacher_forcing: scheduled sampling is for the RNN models (rnn, bahdanau, "
+                "luong); remove it for the transformer"
+            )
+        return self
 
 
 def _one_line(err: ValidationError, source: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -47,13 +48,36 @@ def all_reduce_sum(value: float, info: DistInfo, device: torch.device) -> float:
     return float(t.item())
 
 
-def broadcast_flag(flag: bool, info: DistInfo, device: torch.device) -> bool:
-    """Rank 0's decision (e.g. stop training) for every rank."""
+def broadcast_int(value: int, info: DistInfo, device: torch.device) -> int:
+    """Rank 0's ``value`` (e.g. a reason to stop training) on every rank."""
     if not info.enabled:
-        return flag
-    t = torch.tensor([1 if flag else 0], device=device)
+        return value
+    t = torch.tensor([value], dtype=torch.long, device=device)
     dist.broadcast(t, 0)
-    return bool(t.item())
+    return int(t.item())
+
+
+def broadcast_flag(flag: bool, info: DistInfo, device: torch.device) -> bool:
+    """Rank 0's decision for every rank."""
+    return bool(broadcast_int(int(flag), info, device))
+
+
+def broadcast_object(obj: Any, info: DistInfo) -> Any:
+    """Rank 0's ``obj`` (picklable) on every rank, e.g. the training state after validation."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, 0)
+    return box[0]
+
+
+def gather_objects(obj: Any, info: DistInfo) -> list[Any]:
+    """Every rank's ``obj``, in rank order, on every rank."""
+    if not info.enabled:
+        return [obj]
+    out: list[Any] = [None] * info.world
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def barrier(info: DistInfo) -> None:

@@ -1,0 +1,99 @@
+"""Checkpoint averaging: the element-wise mean of the weights of several checkpoints of one run
+(Vaswani et al. 2017, §6.1 averages the last 5 or 20), saved as a checkpoint that translates.
+
+``--last K`` takes the newest K ``step<N>.pt`` files (kept with ``train.keep_last``); ``--best K``
+takes the K best ``best-step<N>.pt`` files (kept with ``train.keep_best``) in the order last.pt
+ranks them, or best.pt alone for K = 1.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from .checkpoint import CheckpointError, config_of, load_checkpoint, save_checkpoint
+
+
+def _step_files(run_dir: Path, prefix: str) -> list[Path]:
+    """``<prefix><N>.pt`` files, oldest step first."""
+    pattern = re.compile(rf"{re.escape(prefix)}(\d+)\.pt")
+    found = [(int(m.group(1)), p) for p in run_dir.iterdir() if (m := pattern.fullmatch(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) -> list[Path]:
+    """The checkpoint files that ``--last K`` or ``--best K`` names in ``run_dir``.
+
+    Raises:
+        CheckpointError: not a run directory, neither or both of last/best, or fewer than K files.
+    """
+    d = Path(run_dir)
+    if not d.is_dir():
+        raise CheckpointError(f"{d}: not a run directory")
+    if (last is None) == (best is None) or (last or best) < 1:
+        raise CheckpointError("give exactly one of --last K or --best K, with K >= 1")
+    if last is not None:
+        files = _step_files(d, "step")[-last:]
+        if len(files) < last:
+            raise CheckpointError(
+                f"{d}: {len(files)} step<N>.pt checkpoints, fewer than --last "
+                f"{last}; train with train.keep_last >= {last}"
+            )
+        return files
+    if best == 1:
+        if not (d / "best.pt").is_file():
+            raise CheckpointError(f"{d}: no best.pt; train until a validation first")
+        return [d / "best.pt"]
+    ranked = [d / name for _, name in load_checkpoint(d / "last.pt")["train_state"]["best_k"]]
+    files = [p for p in ranked if p.is_file()][:best]
+    if len(files) < best:
+        raise CheckpointError(
+            f"{d}: {len(files)} best-step<N>.pt checkpoints, fewer than --best "
+            f"{best}; train with train.keep_best >= {best}"
+        )
+    return files
+
+
+def average_checkpoints(paths: list[Path]) -> dict:
+    """Mean of the floating-point weights of ``paths`` (in float64, cast back); everything else
+    (integer buffers, config, tokenizer) comes from the last one. No optimizer or RNG state: the
+    result translates but cannot resume training.
+
+    Raises:
+        CheckpointError: no paths, or checkpoints of different models or tokenizers.
+    """
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    ckpts = [load_checkpoint(p) for p in paths]
+    ref, ref_cfg = ckpts[-1], config_of(ckpts[-1], str(paths[-1]))
+    for p, c in zip(paths, ckpts, strict=True):
+        cfg = config_of(c, str(p))
+        if cfg.model != ref_cfg.model or c["tokenizer"] != ref["tokenizer"]:
+            raise CheckpointError(
+                f"{p}: a different model or tokenizer than {paths[-1]}; "
+                "average checkpoints of one run only"
+            )
+    model = {}
+    for name, t in ref["model"].items():
+        if t.is_floating_point():
+            mean = torch.stack([c["model"][name].double() for c in ckpts]).mean(0)
+            model[name] = mean.to(t.dtype)
+        else:
+            model[name] = t
+    return {
+        "config": ref["config"],
+        "model": model,
+        "tokenizer": ref["tokenizer"],
+        "averaged_from": [str(p) for p in paths],
+    }
+
+
+def average_run(
+    run_dir: str | Path, output: str | Path, last: int | None = None, best: int | None = None
+) -> list[Path]:
+    """Average the selected checkpoints of ``run_dir`` into ``output``; returns the inputs."""
+    paths = select_checkpoints(run_dir, last, best)
+    save_checkpoint(output, average_checkpoints(paths))
+    return paths

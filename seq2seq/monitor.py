@@ -1,0 +1,136 @@
+"""What a run reports while it trains; only rank 0 builds a ``Monitor``.
+
+- ``train_log.jsonl``: one JSON line per update (loss, lr, grad norm, tokens, teacher-forcing ratio)
+  and one per validation.
+- TensorBoard (``tensorboard/``): train loss, perplexity, learning rate, gradient norm, target
+  tokens/s and teacher-forcing ratio every ``log_every`` updates; validation loss, perplexity, BLEU
+  and chrF, sample translations of the first validation sentences, and (attention models) the
+  attention heatmap of the first one, also written to ``attention.png`` in the run directory.
+
+A resumed run first drops whatever a killed run logged past its checkpoint (both files), so each
+step appears once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .models import Seq2SeqModel
+from .tokenizer import BOS, Tokenizer
+from .translate import translate_sentences
+
+TRAIN_SCALARS = {
+    "loss": "train/loss",
+    "lr": "train/lr",
+    "grad_norm": "train/grad_norm",
+    "tokens_per_s": "train/target_tokens_per_s",
+    "tf_ratio": "train/teacher_forcing_ratio",
+}
+
+
+class Monitor:
+    """train_log.jsonl and TensorBoard for one run directory."""
+
+    def __init__(self, run_dir: Path, start_step: int, log_every: int):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.run_dir, self.log_every = run_dir, log_every
+        self.log_path = run_dir / "train_log.jsonl"
+        self._trim_log(start_step)
+        # purge_step hides events a killed run wrote after its checkpoint.
+        self.writer = SummaryWriter(
+            str(run_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None
+        )
+
+    def _trim_log(self, step: int) -> None:
+        if not self.log_path.exists():
+            return
+        keep = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by a kill
+                continue
+            if record.get("step", 0) <= step:
+                keep.append(line + "\n")
+        self.log_path.write_text("".join(keep))
+
+    def _append(self, record: dict) -> None:
+        with open(self.log_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def train_step(self, step: int, record: dict) -> None:
+        """Log one update: ``record`` holds loss, lr, grad_norm, tokens, tokens_per_s, tf_ratio."""
+        self._append({"step": step, **record})
+        if step % self.log_every:
+            return
+        for key, tag in TRAIN_SCALARS.items():
+            self.writer.add_scalar(tag, record[key], step)
+        self.writer.add_scalar("train/ppl", math.exp(min(record["loss"], 50)), step)
+
+    def validation(self, step: int, metrics: dict, heatmap: np.ndarray | None = None) -> None:
+        """Log validation ``metrics`` (loss, ppl, bleu, chrf, samples) and an HWC RGB heatmap."""
+        for key in ("loss", "ppl", "bleu", "chrf"):
+            if key in metrics:
+                self.writer.add_scalar(f"valid/{key}", metrics[key], step)
+        for i, (s, h, r) in enumerate(metrics.get("samples", [])):
+            self.writer.add_text(f"valid/sample{i}", f"src: {s}  \nhyp: {h}  \nref: {r}", step)
+        if heatmap is not None:
+            self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
+        self.writer.flush()
+        self._append({"step": step, "valid": {k: v for k, v in metrics.items() if k != "samples"}})
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@torch.no_grad()
+def attention_heatmap(
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    sentence: str,
+    device: torch.device,
+    png: Path | None = None,
+) -> np.ndarray | None:
+    """Greedy-translate ``sentence`` and draw its cross-attention (T, S) as an RGB image (H, W, 3),
+    source pieces across, output pieces down. None for a model without attention (``rnn``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from .config import DecodeConfig
+
+    hyp = translate_sentences(model, tok, [sentence], DecodeConfig(), device)[0]
+    if not hyp.hypotheses:
+        return None
+    src_ids, out_ids = tok.encode_src([sentence])[0], hyp.hypotheses[0].tokens
+    src = torch.tensor([src_ids], device=device)
+    tgt_in = torch.tensor([[BOS, *out_ids[:-1]]], device=device)
+    was_training = model.training
+    model.eval()
+    _, attn = model.forward_attention(src, src != 0, tgt_in, need_attention=True)
+    model.train(was_training)
+    if attn is None:
+        return None
+    # Fixed margins (1 inch for the labels) instead of tight_layout: one draw, not three.
+    w, h = min(16.0, 1.2 + 0.3 * len(src_ids)), min(16.0, 1.2 + 0.25 * len(out_ids))
+    fig = Figure(figsize=(w, h), dpi=80)
+    fig.subplots_adjust(left=1.0 / w, bottom=1.0 / h, right=1 - 0.1 / w, top=1 - 0.1 / h)
+    canvas = FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.imshow(attn[0].float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(
+        range(len(src_ids)), [tok.src_sp.id_to_piece(i) for i in src_ids], rotation=90, fontsize=8
+    )
+    ax.set_yticks(range(len(out_ids)), tok.tgt_pieces(out_ids), fontsize=8)
+    canvas.draw()
+    image = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    if png is not None:
+        from PIL import Image
+
+        Image.fromarray(image).save(png)
+    return image

@@ -1,0 +1,227 @@
+"""Checkpoints through the command line: exact resume after SIGKILL, Ctrl-C, averaging, and one
+clear line for a corrupt or incompatible checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import yaml
+
+from seq2seq.average import select_checkpoints
+from seq2seq.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_for_inference,
+    save_checkpoint,
+)
+from seq2seq.config import DecodeConfig, load_config, validate_config
+from seq2seq.models import build_model
+from seq2seq.train import train
+from seq2seq.translate import translate_sentences
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+
+
+def cli(*args, wait=True, stdin=None):
+    cmd = [sys.executable, "-m", "seq2seq", *map(str, args)]
+    if not wait:
+        return subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        )
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300, input=stdin)
+
+
+def write_config(tmp_path, slice_dir, **train):
+    cfg = {
+        "name": "resume",
+        "data": {
+            "train": str(slice_dir / "train"),
+            "valid": str(slice_dir / "val"),
+            "max_len": 60,
+            "max_train_pairs": 120,
+            "max_valid_pairs": 10,
+        },
+        "tokenizer": {"vocab_size": 400},
+        # dropout > 0: the resumed run must restore the RNG to draw the same masks
+        "model": {
+            "name": "bahdanau",
+            "emb_size": 16,
+            "hidden_size": 24,
+            "attention_size": 16,
+            "maxout_size": 16,
+            "dropout": 0.3,
+        },
+        "train": {
+            "batch_tokens": 800,
+            "lr": 0.003,
+            "seed": 3,
+            "log_every": 1,
+            "num_threads": 1,
+            "valid_bleu": False,
+            "best_metric": "loss",
+            **train,
+        },
+        "decode": {"batch_size": 50, "max_len_b": 5},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def step_losses(run_dir):
+    lines = (run_dir / "train_log.jsonl").read_text().splitlines()
+    return [(r["step"], r["loss"]) for r in map(json.loads, lines) if "loss" in r]
+
+
+def checkpoint_step(path):
+    try:
+        return load_checkpoint(path)["train_state"]["step"]
+    except (CheckpointError, FileNotFoundError):
+        return 0
+
+
+def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
+    """2N steps straight == N steps, SIGKILL, --resume to 2N: same losses, same weights."""
+    n = 4  # checkpoint_every; 120 pairs make ~6 batches an epoch, so step N is mid-epoch
+    cfg = write_config(tmp_path, multi30k_slice, checkpoint_every=n, valid_every=3, keep_last=2)
+    killed = tmp_path / "killed"
+    proc = cli("train", cfg, "--run-dir", killed, "--max-steps", 1000, wait=False)
+    deadline = time.time() + 240
+    while checkpoint_step(killed / "last.pt") < n and proc.poll() is None:
+        assert time.time() < deadline, "no checkpoint at step N in time"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    state = load_checkpoint(killed / "last.pt")["train_state"]
+    k = state["step"]  # N, unless the poll missed it and the run reached the next multiple
+    assert k % n == 0 and state["epoch"] == 0 and state["batch_in_epoch"] > 0  # mid-epoch
+
+    r = cli("train", cfg, "--resume", killed, "--max-steps", 2 * k)
+    assert r.returncode == 0, r.stderr
+    r = cli("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * k)
+    assert r.returncode == 0, r.stderr
+
+    straight, resumed = step_losses(tmp_path / "straight"), step_losses(killed)
+    assert [s for s, _ in resumed] == [s for s, _ in straight] == list(range(1, 2 * k + 1))
+    assert max(abs(a - b) for (_, a), (_, b) in zip(straight, resumed, strict=True)) <= 1e-6
+    a, b = (load_checkpoint(d / "last.pt") for d in (tmp_path / "straight", killed))
+    assert a["train_state"]["epoch"] >= 1  # the second half crossed an epoch boundary
+    for name, w in a["model"].items():
+        assert (w - b["model"][name]).abs().max() <= 1e-6, name
+
+    # keep_last survived the kill; `average --last 2` is the mean of those two and translates
+    saved = sorted({s for s in range(1, 2 * k + 1) if s % 3 == 0 or s % n == 0})
+    kept = sorted(killed.glob("step*.pt"), key=lambda p: int(p.stem[4:]))
+    assert [p.name for p in kept] == [f"step{s}.pt" for s in saved[-2:]]
+    r = cli("average", "-c", killed, "--last", 2, "-o", tmp_path / "avg.pt")
+    assert r.returncode == 0, r.stderr
+    x, y = (load_checkpoint(p)["model"] for p in kept)
+    avg = load_checkpoint(tmp_path / "avg.pt")["model"]
+    assert all(torch.allclose(avg[k], (x[k] + y[k]) / 2, atol=1e-7) for k in x)
+    model, tok, _ = load_for_inference(tmp_path / "avg.pt")
+    assert translate_sentences(model, tok, ["Ein Hund läuft."], DecodeConfig())[0].hypotheses
+
+
+def test_ctrl_c_saves_and_exits_cleanly(tmp_path, multi30k_slice):
+    cfg = write_config(tmp_path, multi30k_slice, valid_every=1000)
+    run = tmp_path / "run"
+    proc = cli("train", cfg, "--run-dir", run, "--max-steps", 1000, wait=False)
+    log = run / "train_log.jsonl"
+    deadline = time.time() + 240
+    while not (log.exists() and len(log.read_text().splitlines()) >= 3):
+        assert proc.poll() is None and time.time() < deadline, "training did not start"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["stopped"] == "interrupted" and 3 <= summary["steps"] < 1000
+    assert load_checkpoint(run / "last.pt")["train_state"]["step"] == summary["steps"]
+    assert "Traceback" not in err
+
+
+def _checkpoint(tmp_path, tok, hidden=24, **extra):
+    cfg = validate_config(
+        {"train": {"max_steps": 1}, "model": {"name": "rnn", "emb_size": 8, "hidden_size": hidden}}
+    )
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
+    path = tmp_path / "model.pt"
+    save_checkpoint(
+        path,
+        {
+            "config": cfg.model_dump(mode="json"),
+            "model": model.state_dict(),
+            "tokenizer": tok.state_dict(),
+            **extra,
+        },
+    )
+    return path, cfg
+
+
+def _truncated(tmp_path, tok):
+    path, _ = _checkpoint(tmp_path, tok)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return path
+
+
+def _newer_version(tmp_path, tok):
+    path, _ = _checkpoint(tmp_path, tok)
+    ckpt = torch.load(path, weights_only=True)
+    torch.save({**ckpt, "version": 99}, path)
+    return path
+
+
+def _wrong_weights(tmp_path, tok):
+    path, cfg = _checkpoint(tmp_path, tok)
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["config"]["model"]["hidden_size"] = 32
+    torch.save(ckpt, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (_truncated, "cannot read checkpoint (corrupt or truncated?)"),
+        (_newer_version, "format version 99 is newer"),
+        (_wrong_weights, "weights do not match the model config"),
+    ],
+)
+def test_bad_checkpoint_is_one_line_exit_2(tmp_path, slice_tokenizer, make, needle):
+    path = make(tmp_path, slice_tokenizer)
+    r = cli("translate", "-c", path, "-i", os.devnull)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_resume_refuses_a_corrupt_or_inference_only_checkpoint(
+    tmp_path, multi30k_slice, slice_tokenizer
+):
+    cfg = write_config(tmp_path, multi30k_slice, max_steps=2)
+    run = tmp_path / "run"
+    run.mkdir()
+    path, _ = _checkpoint(tmp_path, slice_tokenizer)  # no optimizer, like an averaged checkpoint
+    path.rename(run / "last.pt")
+    with pytest.raises(CheckpointError, match="can translate but not resume training"):
+        train(load_config(cfg), run, resume=True)
+    (run / "last.pt").write_bytes(b"\x00" * 100)
+    r = cli("train", cfg, "--resume", run)
+    assert r.returncode == 2 and "corrupt or truncated" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_average_needs_enough_checkpoints(tmp_path):
+    (tmp_path / "run").mkdir()
+    with pytest.raises(CheckpointError, match="fewer than --last 2; train with train.keep_last"):
+        select_checkpoints(tmp_path / "run", last=2, best=None)
+    with pytest.raises(CheckpointError, match="exactly one of --last K or --best K"):
+        select_checkpoints(tmp_path / "run", last=2, best=2)
