@@ -1,0 +1,225 @@
+"""Decode benchmark: sentences/s and target tokens/s, greedy vs beam search, on test_2016_flickr.
+
+For each run directory (or each run inside a folder of runs) this loads ``best.pt``, translates
+``multi30k/test_2016_flickr.<src>`` from $SEQ2SEQ_DATA_DIR end to end (tokenise, batch, search,
+detokenise) greedily and with beam K at a stated batch size, scores BLEU and chrF against the
+reference, prints a table and writes JSON. Wall times include everything but model loading; one
+small warm-up batch runs first.
+
+``--random-transformer`` times the search alone on a Transformer of the issue's size (d_model 256,
+3+3 layers, 8,000-piece vocabulary) with random weights and random sources shaped like the test
+set; random weights never emit EOS, so every sentence runs to its maximum length in both modes.
+``--profile`` adds a torch.profiler table of the beam-search run.
+
+Usage:
+    python scripts/bench_decode.py runs/a runs/b --batch-size 64 --beam 5 --json bench.json
+    python scripts/bench_decode.py --random-transformer --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+from seq2seq.batch import pad_sequences
+from seq2seq.checkpoint import load_for_inference
+from seq2seq.config import DecodeConfig, TransformerConfig, data_root
+from seq2seq.data import read_lines, resolve_corpus_file
+from seq2seq.metrics import corpus_score
+from seq2seq.models import build_model
+from seq2seq.translate import search, translate_sentences
+
+TEST_SET = "multi30k/test_2016_flickr"
+
+
+def run_dirs(paths: list[str]) -> list[Path]:
+    """Run directories holding best.pt; a folder without one contributes each run inside it."""
+    out = []
+    for p in map(Path, paths):
+        if (p / "best.pt").is_file():
+            out.append(p)
+        else:
+            found = sorted(d for d in p.glob("*") if (d / "best.pt").is_file())
+            if not found:
+                raise SystemExit(f"{p}: no best.pt in it or in any folder inside it")
+            out += found
+    return out
+
+
+def timed(fn):
+    """(seconds, result) of fn(), wall clock."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def bench_run(run_dir: Path, args) -> list[dict]:
+    """Greedy and beam rows for one trained run."""
+    model, tok, cfg = load_for_inference(run_dir, args.device)
+    src_path = resolve_corpus_file(TEST_SET, cfg.data.src_lang)
+    ref_path = resolve_corpus_file(TEST_SET, cfg.data.tgt_lang)
+    sources, refs = read_lines(src_path), read_lines(ref_path)
+    if args.limit:
+        sources, refs = sources[: args.limit], refs[: args.limit]
+    rows = []
+    for beam in (1, args.beam):
+        dcfg = cfg.decode.model_copy(update={"beam_size": beam, "batch_size": args.batch_size})
+        translate_sentences(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
+        seconds, res = timed(
+            lambda d=dcfg: translate_sentences(model, tok, sources, d, args.device)
+        )
+        hyps = [r.text for r in res]
+        n_tok = sum(len(r.hypotheses[0].tokens) for r in res if r.hypotheses)
+        rows.append(
+            {
+                "run": str(run_dir),
+                "model": cfg.model.name,
+                "params": model.num_parameters(),
+                "mode": "greedy" if beam == 1 else f"beam{beam}",
+                "beam": beam,
+                "batch_size": args.batch_size,
+                "sentences": len(sources),
+                "seconds": seconds,
+                "sentences_per_s": len(sources) / seconds,
+                "tgt_tokens_per_s": n_tok / seconds,
+                "bleu": corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score,
+                "chrf": corpus_score("chrf", hyps, [refs]).score,
+                "length_penalty": dcfg.length_penalty,
+            }
+        )
+    return rows
+
+
+def random_sources(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
+    """n random id sequences whose lengths follow test_2016_flickr's source word counts x 1.3
+    (about the sentencepiece pieces per word on Multi30k), or 8-24 tokens without the data."""
+    g = torch.Generator().manual_seed(seed)
+    try:
+        words = [len(s.split()) for s in read_lines(resolve_corpus_file(TEST_SET, "de"))][:n]
+    except Exception:
+        words = torch.randint(6, 19, (n,), generator=g).tolist()
+    lengths = [max(1, round(1.3 * w)) for w in words]
+    return [torch.randint(4, vocab, (k,), generator=g).tolist() for k in lengths]
+
+
+def bench_random_transformer(args) -> list[dict]:
+    """Search-only timing of a random d_model-256, 3+3-layer Transformer (vocabulary 8,000)."""
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3, dropout=0.0
+    )
+    model = build_model(cfg, 8000, 8000, joint_vocab=True).to(args.device).eval()
+    ids = sorted(random_sources(args.limit or 1000, 8000), key=len)
+    batches = [
+        pad_sequences(ids[k : k + args.batch_size]).to(args.device)
+        for k in range(0, len(ids), args.batch_size)
+    ]
+    rows = []
+    for beam in (1, args.beam):
+        dcfg = DecodeConfig(beam_size=beam, batch_size=args.batch_size)
+
+        def decode(d=dcfg):
+            with torch.inference_mode():
+                return [h for src in batches for h in search(model, src, src != 0, d)]
+
+        with torch.inference_mode():
+            search(model, batches[0][:8], batches[0][:8] != 0, dcfg)  # warm-up
+        seconds, hyps = timed(decode)
+        if args.profile and beam > 1:
+            profile(model, batches, dcfg)
+        n_tok = sum(len(h[0].tokens) for h in hyps)
+        rows.append(
+            {
+                "run": "random-transformer",
+                "model": "transformer",
+                "params": model.num_parameters(),
+                "mode": "greedy" if beam == 1 else f"beam{beam}",
+                "beam": beam,
+                "batch_size": args.batch_size,
+                "sentences": len(ids),
+                "seconds": seconds,
+                "sentences_per_s": len(ids) / seconds,
+                "tgt_tokens_per_s": n_tok / seconds,
+                "bleu": None,
+                "chrf": None,
+                "length_penalty": dcfg.length_penalty,
+            }
+        )
+    return rows
+
+
+def profile(model, batches, dcfg: DecodeConfig) -> None:
+    """torch.profiler's top operators (by self CPU time) over two batches of the beam run."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof, torch.inference_mode():
+        for src in batches[:2]:
+            search(model, src, src != 0, dcfg)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+
+
+def print_table(rows: list[dict]) -> None:
+    head = (
+        f"{'run':<28} {'model':<12} {'mode':<7} {'batch':>5} {'sent/s':>8} {'tok/s':>8} "
+        f"{'BLEU':>6} {'chrF':>6} {'x greedy':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    greedy = {r["run"]: r["seconds"] for r in rows if r["beam"] == 1}
+    for r in rows:
+        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
+        chrf = "-" if r["chrf"] is None else f"{r['chrf']:.2f}"
+        ratio = r["seconds"] / greedy[r["run"]]
+        print(
+            f"{Path(r['run']).name[:28]:<28} {r['model']:<12} {r['mode']:<7} "
+            f"{r['batch_size']:>5} {r['sentences_per_s']:>8.1f} {r['tgt_tokens_per_s']:>8.0f} "
+            f"{bleu:>6} {chrf:>6} {ratio:>8.2f}"
+        )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="*", help="run directories, or folders of runs")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    p.add_argument("--beam", type=int, default=5, help="beam size compared with greedy")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--limit", type=int, default=0, help="only the first N test sentences")
+    p.add_argument("--json", type=Path, help="also write the rows and settings here")
+    p.add_argument(
+        "--random-transformer",
+        action="store_true",
+        help="time a random-weight d_model-256 3+3-layer Transformer instead",
+    )
+    p.add_argument("--profile", action="store_true", help="torch.profiler table of beam search")
+    args = p.parse_args()
+    if not args.runs and not args.random_transformer:
+        p.error("give run directories, or --random-transformer")
+    rows = bench_random_transformer(args) if args.random_transformer else []
+    for run_dir in run_dirs(args.runs):
+        rows += bench_run(run_dir, args)
+    settings = {
+        "device": args.device,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "batch_size": args.batch_size,
+        "beam": args.beam,
+        "data": str(data_root()),
+        "test_set": TEST_SET,
+    }
+    print(
+        f"decode benchmark, {TEST_SET}, batch size {args.batch_size} sentences, "
+        f"{settings['threads']} threads, {args.device}"
+    )
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
