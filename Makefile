@@ -52,7 +52,7 @@ clean:
 # Decode speed and quality on test_2016_flickr, greedy vs beam: make bench-decode RUNS="runs/a runs/b"
 # (a folder of runs benchmarks each run inside it). Prints a table, writes $(BENCH_DECODE_JSON).
 BENCH_BATCH       ?= 64
-BENCH_DECODE_JSON ?= bench_decode.json
+BENCH_DECODE_JSON ?= runs/bench_decode.json
 bench-decode: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_decode.py $(RUNS) \
 		--batch-size $(BENCH_BATCH) --json $(BENCH_DECODE_JSON)

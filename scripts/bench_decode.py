@@ -218,6 +218,7 @@ def main() -> None:
     )
     print_table(rows)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
 
 
