@@ -91,21 +91,28 @@ def translate(
     max_len_b: Optional[int] = typer.Option(None, "--max-len-b", help="Output length limit a*src_len+b: b."),
     min_len: Optional[int] = typer.Option(None, "--min-len", help="Tokens required before EOS."),
     length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."),
+    max_src_len: Optional[int] = typer.Option(None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning [default: the run's decode.max_src_len]."),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
-    """Translate text line by line: one output line per input line, in order; empty in, empty out."""
+    """Translate text line by line: one output line per input line, in order; empty in, empty out.
+    A summary line on stderr counts sources with uncovered characters, sources cut to the length
+    limit, and translations that stopped at the maximum length without EOS."""
     from .checkpoint import load_for_inference
-    from .translate import translate_sentences
+    from .translate import TranslationReport, translate_sentences
 
     setup_logging()
     dev = _device(device)
     model, tok, cfg = load_for_inference(checkpoint, dev)
-    dcfg = _decode_cfg(cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty)
+    dcfg = _decode_cfg(cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty,
+                       max_src_len)
     if n_best > dcfg.beam_size:
         raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
+    report = TranslationReport()
 
     def render(lines: list[str], first_line_no: int) -> list[str]:
-        res = translate_sentences(model, tok, lines, dcfg, dev, n_best=n_best)
+        res = translate_sentences(model, tok, lines, dcfg, dev, n_best=n_best,
+                                  first_line_no=first_line_no)
+        report.add(res)
         if n_best == 1:
             return [r.text for r in res]
         out = []
@@ -124,11 +131,16 @@ def translate(
         lines = read_lines(input)
         result = render(lines, 1)
         _write_lines(output, result)
+    if report.summary():
+        typer.echo(f"translate: {report.summary()}", err=True)
 
 
 def _stream(render, batch_size: int, output: str) -> None:
-    """stdin -> output: translate whatever lines are available (up to a batch), flush, repeat."""
+    """stdin -> output: translate whatever lines are available (up to a batch), flush, repeat.
+    Lines are read by the same rules as files (``data.decode_line``)."""
     import select
+
+    from .data import decode_line
 
     out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
     line_no = 1
@@ -143,7 +155,7 @@ def _stream(render, batch_size: int, output: str) -> None:
             if not nxt:
                 break
             batch.append(nxt)
-        lines = [b.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r") for b in batch]
+        lines = [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
         for text in render(lines, line_no):
             out.write(text + "\n")
         out.flush()
@@ -163,9 +175,11 @@ def _write_lines(output: str, lines: list[str]) -> None:
         atomic_write_text(output, text)
 
 
-def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty):
+def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty,
+                max_src_len=None):
     updates = {k: v for k, v in {"beam_size": beam, "batch_size": batch_size, "max_len_a": max_len_a,
-               "max_len_b": max_len_b, "min_len": min_len, "length_penalty": length_penalty}.items()
+               "max_len_b": max_len_b, "min_len": min_len, "length_penalty": length_penalty,
+               "max_src_len": max_src_len}.items()
                if v is not None}
     from pydantic import ValidationError
 

@@ -274,13 +274,20 @@ class TrainConfig(_Section):
 
 
 class DecodeConfig(_Section):
-    """Search settings used by validation BLEU, ``translate`` and ``eval``."""
+    """Search settings used by validation BLEU, ``translate`` and ``eval``.
+
+    ``min_len`` defaults to 1 (as fairseq's and Joey NMT's do): an empty translation of a non-empty
+    sentence is never right, and an undertrained model's beam otherwise often prefers EOS at once.
+    A source longer than ``max_src_len`` tokens (or than a Transformer's ``max_positions`` leaves
+    room for, its output included) is cut to fit, with a warning naming the line.
+    """
 
     beam_size: int = Field(1, ge=1)
     length_penalty: float = Field(0.0, ge=0, description="GNMT alpha; 0 = raw log-probability")
     max_len_a: float = Field(1.5, ge=0)
     max_len_b: int = Field(10, ge=1)
-    min_len: int = Field(0, ge=0)
+    min_len: int = Field(1, ge=0, description="tokens required before EOS (0 allows empty output)")
+    max_src_len: int = Field(1024, ge=1, description="longer sources are cut, with a warning")
     batch_size: int = Field(128, ge=1, description="sentences per decoding batch")
 
 
@@ -294,6 +301,26 @@ class Config(_Section):
     model: ModelConfig = BahdanauConfig()
     train: TrainConfig = TrainConfig(max_epochs=10)
     decode: DecodeConfig = DecodeConfig()
+
+    @model_validator(mode="after")
+    def _fits_max_positions(self) -> Config:
+        """A Transformer embeds at most ``max_positions`` tokens: the longest training pair (BOS
+        added, ``concat_k`` pairs joined) and the shortest-source output must fit."""
+        if self.model.name != "transformer":
+            return self
+        n_pos, d = self.model.max_positions, self.data
+        longest = d.max_len * d.concat_k + 1
+        if longest > n_pos:
+            raise ValueError(
+                f"model.max_positions ({n_pos}) must be at least data.max_len x data.concat_k + 1 "
+                f"= {longest}: raise max_positions or lower data.max_len"
+            )
+        if self.decode.max_len_a + self.decode.max_len_b > n_pos:
+            raise ValueError(
+                f"decode.max_len_b ({self.decode.max_len_b}) leaves no room for output within "
+                f"model.max_positions ({n_pos})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sampling_needs_an_rnn(self) -> Config:

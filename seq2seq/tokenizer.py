@@ -3,10 +3,14 @@
 Ids are fixed for every model: pad 0, unk 1, bos 2, eos 3. The trained models travel inside each
 checkpoint as serialized protos, so a checkpoint alone can translate.
 
-Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side;
-on the output side ``<unk>`` pieces are removed before detokenising, so no raw ``⁇`` reaches the
-user (``keep_unk=True`` keeps them). With ``byte_fallback: true`` unseen characters are spelt as
-UTF-8 bytes instead and ``decode(encode(x)) == x`` holds after NFKC normalisation.
+Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side
+(``translate`` reports the share of such lines); on the output side ``<unk>`` pieces are removed
+before detokenising, so no raw ``⁇`` or ``<unk>`` reaches the user (``keep_unk=True`` keeps them).
+With ``byte_fallback: true`` unseen characters are spelt as UTF-8 bytes instead, nothing is lost,
+and ``decode(encode(x)) == normalize(x)``: sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width
+letters become ASCII and U+3000 a space; some invisible characters become spaces) with runs of
+whitespace collapsed to one space and the ends stripped. A byte sequence that is not valid UTF-8 in
+an output decodes to U+FFFD.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from .config import TokenizerConfig
+from .config import ConfigError, TokenizerConfig
 
 log = logging.getLogger("seq2seq")
 
@@ -27,7 +31,25 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
+    """Train one model in memory.
+
+    Raises:
+        ConfigError: sentencepiece refused the settings (e.g. a vocabulary smaller than the
+            characters, or than the 256 byte pieces ``byte_fallback`` needs).
+    """
     buf = io.BytesIO()
+    try:
+        _run_trainer(sentences, cfg, vocab_size, buf)
+    except RuntimeError as e:
+        reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
+        raise ConfigError(
+            f"tokenizer: sentencepiece cannot train with vocab_size {vocab_size}"
+            f"{' and byte_fallback' if cfg.byte_fallback else ''}: {reason}"
+        ) from None
+    return buf.getvalue()
+
+
+def _run_trainer(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int, buf) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
         model_writer=buf,
@@ -46,7 +68,6 @@ def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int
         num_threads=2,
         minloglevel=2,
     )
-    return buf.getvalue()
 
 
 class Tokenizer:
@@ -102,6 +123,11 @@ class Tokenizer:
     def uncovered(self, sentence: str) -> bool:
         """True when the source sentence has a character the source model cannot spell."""
         return UNK in self.src_sp.encode(sentence)
+
+    def normalize(self, sentence: str) -> str:
+        """The text the source model actually sees: ``nmt_nfkc``, whitespace runs collapsed to one
+        space, ends stripped. With ``byte_fallback`` this is what ``decode(encode(x))`` returns."""
+        return self.src_sp.normalize(sentence).replace("▁", " ").strip()
 
     def save(self, directory: str | Path) -> None:
         d = Path(directory)

@@ -1,36 +1,114 @@
 """Sentences -> batches -> search -> detokenised text; shared by ``translate``, ``eval`` and
 validation.
 
-Empty and blank-looking inputs are never sent to the model: they come back as empty outputs in
-their place, so the output always has one line per input line, in order.
+Input policy (stated in the README, "Data hygiene"):
+- Empty and blank-looking inputs (only whitespace and invisible format characters), and inputs that
+  encode to no tokens, are never sent to the model: they come back as empty outputs in their place,
+  so the output always has one line per input line, in order.
+- A source longer than ``source_limit`` tokens is cut to that length and translated, with a warning
+  naming the line; translation goes on (as in OpenNMT's ``src_seq_length_trunc``).
+- Sources with characters the tokenizer cannot spell, sources that were cut, and translations that
+  stopped at the maximum length without EOS are counted; ``TranslationReport`` turns the counts into
+  one summary line.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .batch import pad_sequences
-from .config import DecodeConfig
+from .config import ConfigError, DecodeConfig
 from .data import clean_line
 from .models import Seq2SeqModel
 from .search import Hypothesis, beam_search, greedy_search
-from .tokenizer import PAD, Tokenizer
+from .tokenizer import PAD, UNK, Tokenizer
+
+log = logging.getLogger("seq2seq")
 
 
 @dataclass
 class Translation:
-    """A source sentence's n-best outputs, best first (empty list for an empty input)."""
+    """A source sentence's n-best outputs, best first (empty list for an empty input).
+
+    ``uncovered``: the source has characters the tokenizer cannot spell (they became ``<unk>``).
+    ``truncated``: the source was cut to ``source_limit`` tokens.
+    """
 
     source: str
     hypotheses: list[Hypothesis]
     texts: list[str]
+    uncovered: bool = False
+    truncated: bool = False
 
     @property
     def text(self) -> str:
         return self.texts[0] if self.texts else ""
+
+    @property
+    def cut(self) -> bool:
+        """The best hypothesis stopped at the maximum length without EOS."""
+        return bool(self.hypotheses) and not self.hypotheses[0].finished
+
+
+@dataclass
+class TranslationReport:
+    """Counts over everything translated, for the one summary line ``translate`` prints."""
+
+    lines: int = 0
+    uncovered: int = 0
+    truncated: int = 0
+    cut: int = 0
+
+    def add(self, results: Sequence[Translation]) -> None:
+        self.lines += len(results)
+        self.uncovered += sum(r.uncovered for r in results)
+        self.truncated += sum(r.truncated for r in results)
+        self.cut += sum(r.cut for r in results)
+
+    def summary(self) -> str | None:
+        """One line for stderr, or None when every source was covered and whole and every
+        translation ended with EOS."""
+        parts = []
+        if self.uncovered:
+            parts.append(
+                f"{self.uncovered} of {self.lines} source lines "
+                f"({100 * self.uncovered / self.lines:.1f}%) have characters the tokenizer does "
+                "not cover (read as <unk>; tokenizer.byte_fallback keeps them)"
+            )
+        if self.truncated:
+            parts.append(f"{self.truncated} source lines cut to the length limit")
+        if self.cut:
+            parts.append(
+                f"{self.cut} translations stopped at the maximum length without EOS "
+                "(see --max-len-a/--max-len-b)"
+            )
+        return "; ".join(parts) if parts else None
+
+
+def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
+    """The longest source, in tokens, that is translated whole.
+
+    ``cfg.max_src_len``; for a model with positions (the Transformer's ``max_positions``) also the
+    longest source S whose output limit floor(a·S + b) still fits those positions.
+
+    Raises:
+        ConfigError: ``max_len_a`` + ``max_len_b`` alone exceed the model's positions.
+    """
+    n_pos = getattr(getattr(model, "cfg", None), "max_positions", None)
+    if n_pos is None:
+        return cfg.max_src_len
+    room = n_pos - cfg.max_len_b
+    if room < cfg.max_len_a:
+        raise ConfigError(
+            f"decode.max_len_b ({cfg.max_len_b}) leaves no room for output within the model's "
+            f"max_positions ({n_pos}): lower --max-len-b"
+        )
+    fit = n_pos if cfg.max_len_a == 0 else int(room / cfg.max_len_a)
+    return max(1, min(cfg.max_src_len, n_pos, fit))
 
 
 def search(
@@ -55,18 +133,14 @@ def translate_sentences(
     n_best: int = 1,
     need_attention: bool = False,
     progress=None,
+    first_line_no: int = 1,
 ) -> list[Translation]:
     """Translate in length-sorted batches of ``cfg.batch_size`` sentences; output in input order.
 
     ``progress`` (optional) is called with the number of sentences finished after each batch.
+    ``first_line_no`` is the line number of ``sentences[0]`` in warnings.
     """
-    cleaned = [clean_line(s) for s in sentences]
-    nonblank = [i for i, s in enumerate(cleaned) if s]
-    encoded = tok.encode_src([cleaned[i] for i in nonblank])
-    # A line that normalises to no tokens at all is treated like an empty line.
-    jobs = [i for i, e in zip(nonblank, encoded, strict=True) if e]
-    ids = [e for e in encoded if e]
-    results = [Translation(s, [], []) for s in sentences]
+    results, jobs, ids = _prepare(tok, sentences, source_limit(model, cfg), first_line_no)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
     was_training = model.training
     model.eval()
@@ -76,9 +150,32 @@ def translate_sentences(
             src = pad_sequences([ids[j] for j in chunk]).to(device)
             nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
             for j, hyps in zip(chunk, nbest, strict=True):
-                texts = tok.decode_tgt([h.tokens for h in hyps])
-                results[jobs[j]] = Translation(sentences[jobs[j]], hyps, texts)
+                r = results[jobs[j]]
+                r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
             if progress is not None:
                 progress(len(chunk))
     model.train(was_training)
     return results
+
+
+def _prepare(
+    tok: Tokenizer, sentences: Sequence[str], limit: int, first_line_no: int
+) -> tuple[list[Translation], list[int], list[list[int]]]:
+    """Clean and encode; returns a Translation per sentence (empty so far), the positions that
+    need the model, and their ids cut to ``limit`` tokens."""
+    cleaned = [clean_line(s) for s in sentences]
+    nonblank = [i for i, s in enumerate(cleaned) if s]
+    encoded = tok.encode_src([cleaned[i] for i in nonblank])
+    results = [Translation(s, [], []) for s in sentences]
+    jobs, ids = [], []
+    for i, e in zip(nonblank, encoded, strict=True):
+        if not e:  # a line that normalises to no tokens at all is treated like an empty line
+            continue
+        results[i].uncovered = UNK in e
+        if len(e) > limit:
+            log.warning("line %d: %d source tokens, cut to the first %d (decode.max_src_len, or "
+                        "the model's max_positions)", first_line_no + i, len(e), limit)
+            results[i].truncated, e = True, e[:limit]
+        jobs.append(i)
+        ids.append(e)
+    return results, jobs, ids
