@@ -278,14 +278,18 @@ def beam_search(
     L = int(max_len.max())
     bound_lp = length_penalty(max_len, length_penalty_alpha).to(dev)  # (B,) most favourable lp
     state = model.init_state(model.encode(src, src_mask))
-    state = model.select_state(state, torch.arange(B, device=dev).repeat_interleave(K))
     beams, pool = _start(B, K, n_best, L, src.shape[1] if need_attention else None, dev)
     results: list[list[Hypothesis]] = [[] for _ in range(B)]
     alive = torch.arange(B, device=dev)  # original index of each sentence still decoding
-    prev = torch.full((B * K,), BOS, dtype=torch.long, device=dev)
+    prev = torch.full((B,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, att, state = model.decode_step(prev, state, need_attention)
-        cand, parent = _expand(beams, _log_probs(logits, t, min_len), att, t)
+        logp = _log_probs(logits, t, min_len)
+        if t == 0:  # a sentence's K beams are all still BOS: decoded once, copied to K rows here
+            rows = torch.arange(B, device=dev).repeat_interleave(K)
+            state, logp = model.select_state(state, rows), logp[rows]
+            att = None if att is None else att[rows]
+        cand, parent = _expand(beams, logp, att, t)
         pool = _merge(pool, cand, K, t, length_penalty_alpha)
         beams, parent = _keep_open(cand, parent, K, t)
         at_max = t + 1 >= max_len[alive]

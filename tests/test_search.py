@@ -120,7 +120,9 @@ def test_a_mild_length_penalty_still_favours_the_shorter():
 def test_eos_on_the_first_step_stops_at_once():
     hyps, model = search_one({(): {EOS: 0.9, A: 0.1}, (A,): {EOS: 1.0}}, beam=3)
     assert_hyps(hyps, [([EOS], math.log(0.9), math.log(0.9), True)])
-    assert model.rows_per_step == [3]  # decided after one step: the open A (log .1) cannot win
+    # one step, one row (the K beams of a sentence are identical at the first step): decided at
+    # once, since the open A (log .1) cannot beat the finished [EOS] (log .9)
+    assert model.rows_per_step == [1]
 
 
 def test_min_len_blocks_eos_without_renormalising():
@@ -174,8 +176,9 @@ def test_each_sentence_leaves_the_batch_when_decided_and_order_is_kept():
     assert out[0][0].score == pytest.approx(math.log(0.4)) and out[1][0].score == pytest.approx(
         math.log(0.9)
     )
-    # step 1: both sentences (2 x 2 rows); sentence 2 is decided at once, sentence 1 after step 2
-    assert model.rows_per_step == [4, 2]
+    # step 1: one row per sentence; sentence 2 is decided at once, so step 2 decodes only the
+    # K = 2 beams of sentence 1, which is decided then
+    assert model.rows_per_step == [2, 2]
 
 
 def test_n_best_cannot_exceed_the_beam():
