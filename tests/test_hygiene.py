@@ -34,7 +34,7 @@ from seq2seq.models import Seq2SeqModel
 from seq2seq.search import Hypothesis
 from seq2seq.tokenizer import EOS, PAD, Tokenizer
 from seq2seq.translate import TranslationReport, source_limit, translate_sentences
-from tests.toys import tiny_model
+from tests.toys import TINY_MODELS, tiny_model
 
 WORDS = (
     "the cat dog sleeps runs a red blue door house we you walk home big small tree sun old "
@@ -457,6 +457,16 @@ def test_empty_rows_in_a_transformer_batch(toy, mode):
     assert torch.isfinite(
         token_loss_sum(model(batch.src, batch.src_mask, batch.tgt_in), batch.tgt_out)
     )
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+@pytest.mark.parametrize("name", list(TINY_MODELS))
+def test_every_encoder_keeps_shape_and_stays_finite_on_empty_rows(name, mode):
+    model = tiny_model(name).train(mode == "train")
+    src = pad_sequences([[], [5, 6, 7], [], [8]])
+    for mask in (src != PAD, torch.zeros_like(src, dtype=torch.bool)):
+        enc = model.encode(src, mask)["enc_out"]
+        assert enc.shape[:2] == (4, 3) and torch.isfinite(enc).all()
 
 
 # 6. Empty beam output
