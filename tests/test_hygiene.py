@@ -107,7 +107,8 @@ def toy(tmp_path_factory):
     )
     logger, collect = logging.getLogger("seq2seq"), Collect()
     logger.addHandler(collect)
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    logger.setLevel(logging.INFO)
     try:
         train(cfg, d / "run")
     finally:
