@@ -15,7 +15,13 @@ import torch
 
 from seq2seq.average import average_checkpoints, average_run
 from seq2seq.batch import Batch
-from seq2seq.checkpoint import CheckpointError, load_checkpoint, load_for_inference, save_checkpoint
+from seq2seq.checkpoint import (
+    CheckpointError,
+    atomic_write_bytes,
+    load_checkpoint,
+    load_for_inference,
+    save_checkpoint,
+)
 from seq2seq.config import ConfigError, DecodeConfig, TrainConfig, validate_config
 from seq2seq.distributed import DistInfo
 from seq2seq.models import build_model
@@ -365,7 +371,7 @@ def test_book_score_plateau_and_patience():
     assert (st.best_score, st.best_step, st.bad_validations) == (3.0, 6, 0)
 
 
-def test_tensorboard_and_log_hold_every_signal(multi30k_slice, tmp_path):
+def test_a_run_logs_and_checkpoints_everything(multi30k_slice, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     tf = {"schedule": "linear", "start": 1.0, "end": 0.5, "decay_steps": 4}
@@ -392,6 +398,31 @@ def test_tensorboard_and_log_hold_every_signal(multi30k_slice, tmp_path):
     assert ea.Images("valid/attention")
     assert "valid/sample0/text_summary" in ea.Tags()["tensors"]
     assert (tmp_path / "run" / "attention.png").stat().st_size > 1000
+
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    assert {"config", "model", "tokenizer", "optimizer", "scaler", "train_state", "rng"} <= set(
+        ckpt
+    )
+    assert set(ckpt["rng"]) == {"python", "numpy", "torch", "cuda"}
+    assert ckpt["optimizer"]["state"]  # Adam moments, not a fresh optimizer
+    st = ckpt["train_state"]
+    assert (st["step"], st["epoch"], st["best_step"], st["bad_validations"]) == (4, 0, 4, 0)
+    assert st["batch_in_epoch"] == 4 and st["best_score"] is not None
+    assert ckpt["config"]["train"]["teacher_forcing"]["decay_steps"] == 4  # resolved config
+
+
+def test_atomic_write_keeps_the_old_file_on_a_crash(tmp_path, monkeypatch):
+    target = tmp_path / "last.pt"
+    atomic_write_bytes(target, b"old")
+
+    def crash(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("seq2seq.checkpoint.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
 
 
 def test_attention_heatmap_only_for_attention_models(slice_tokenizer):
