@@ -516,7 +516,7 @@ class EagerEOS(Seq2SeqModel):
         return dict(enc)
 
     def decode_step(self, prev_tokens, state, need_attention=False):
-        return self.logits.expand(prev_tokens.shape[0], -1), None, state
+        return self.logits.repeat(prev_tokens.shape[0], 1), None, state  # search writes to it
 
 
 @pytest.mark.parametrize("beam", [1, 5])
