@@ -28,7 +28,8 @@ from seq2seq.models import build_model
 from seq2seq.monitor import attention_heatmap
 from seq2seq.schedules import lr_at, teacher_forcing_at
 from seq2seq.step import TeacherForcing, TrainingError, TrainState, book_score, epoch_batches
-from seq2seq.train import train, train_step
+from seq2seq.tokenizer import Tokenizer
+from seq2seq.train import prepare_data, train, train_step
 from seq2seq.translate import translate_sentences
 
 from .toys import tiny_model
@@ -248,6 +249,17 @@ def test_nan_in_a_row_stops_with_one_error_and_keeps_the_checkpoint(
     ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
     assert ckpt["train_state"]["step"] == 4
     assert all(torch.isfinite(t).all() for t in ckpt["model"].values() if t.is_floating_point())
+
+
+def test_max_epochs_stops_at_the_epoch_end_and_resume_checks_the_model(multi30k_slice, tmp_path):
+    summary = train(config(multi30k_slice, max_steps=None, max_epochs=1), tmp_path / "run")
+    assert (summary["stopped"], summary["epochs"]) == ("max_epochs", 1)
+    cfg, run = config(multi30k_slice), tmp_path / "run"
+    data = prepare_data(cfg, run, Tokenizer.load(run), DistInfo())
+    assert summary["steps"] == len(epoch_batches(data.train, cfg.train, 0, DistInfo()))
+    other = {**RNN, "hidden_size": 32}
+    with pytest.raises(ConfigError, match="model section differs from the checkpoint's"):
+        train(config(multi30k_slice, other, max_steps=20), tmp_path / "run", resume=True)
 
 
 def test_save_checkpoint_refuses_non_finite_weights(tmp_path):
