@@ -56,3 +56,15 @@ BENCH_DECODE_JSON ?= runs/bench_decode.json
 bench-decode: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_decode.py $(RUNS) \
 		--batch-size $(BENCH_BATCH) --json $(BENCH_DECODE_JSON)
+
+# Training speed on this machine: per config (CONFIGS, default configs/multi30k/*.yaml) target
+# tokens/s, peak memory and model FLOP/s vs a matmul peak, in fp32 and bf16; then peak memory with
+# Multi30k x1 and x10 through the arrow and memory backends. Needs the quiet machine (it waits
+# while /tmp/seq2seq.measuring exists). Prints a table, writes $(BENCH_TRAIN_JSON).
+CONFIGS          ?= $(wildcard configs/multi30k/*.yaml)
+BENCH_TRAIN_ARGS ?=
+BENCH_TRAIN_JSON ?= runs/bench_train.json
+bench-train: install
+	mkdir -p $(dir $(BENCH_TRAIN_JSON))
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_train.py $(CONFIGS) $(BENCH_TRAIN_ARGS) \
+		--json $(BENCH_TRAIN_JSON)

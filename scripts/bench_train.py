@@ -1,0 +1,398 @@
+"""Training throughput per model config: target tokens/s, peak memory, and model FLOP/s against a
+matmul peak measured in the same run; plus peak memory as the training corpus grows x1 -> x10.
+
+Usage:
+    python scripts/bench_train.py [CONFIG ...] [--steps 10] [--warmup 2] [--precisions fp32 bf16]
+        [--device cpu|cuda] [--scales 1 10] [--json bench_train.json]
+
+``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``
+updates after ``warmup`` on the first batches of a Multi30k epoch, in a fresh process, so its peak
+memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak allocation). Model
+FLOPs are counted by seq2seq/flops.py (6 x weights used per token on each side, output projection
+included, embedding lookups excluded, plus the attention matmuls; the formula is printed with each
+figure). The matmul peak is the best rate of large square matmuls in each precision, measured first.
+
+The corpus rows open Multi30k x1 and x10 (the training files repeated, in a temporary folder) with
+``data.backend`` arrow and memory, make every batch of one epoch, and report the peak anonymous
+resident memory (RssAnon sampled every 2 ms; the Arrow files' mapped pages are page cache, counted
+in VmHWM, which is reported too). The arrow row must stay flat; the memory row shows why.
+
+Needs the quiet machine: runs nothing while /tmp/seq2seq.measuring exists, and holds it while it
+measures. Data from $SEQ2SEQ_DATA_DIR (default ../shared/data). Imports the installed package
+(``make install``) or the one on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from seq2seq.batch import Batch
+from seq2seq.config import load_config
+from seq2seq.data import load_split, token_batches, tokenize_pairs
+from seq2seq.flops import formula, step_flops
+from seq2seq.loss import token_loss_sum
+from seq2seq.models import build_model
+from seq2seq.tokenizer import PAD, Tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+
+LOCK = Path("/tmp/seq2seq.measuring")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def kb(key: str) -> int:
+    """A /proc/self/status field in kB (VmHWM, RssAnon)."""
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith(key))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(device: torch.device, precision: str, seconds: float = 2.0) -> float:
+    """Best FLOP/s of one n x n by n x n product (n 1024 on CPU, 8192 on CUDA) within ``seconds``.
+
+    Measured with ``F.linear``, the op ``nn.Linear`` runs: on a CPU without bf16 instructions its
+    bf16 path (oneDNN) is ten times faster than ``torch.mm``'s, so ``mm`` would understate the peak.
+    """
+    n = 8192 if device.type == "cuda" else 1024
+    a, b = (torch.randn(n, n, device=device).to(DTYPES[precision]) for _ in range(2))
+    F.linear(a, b)
+    sync(device)
+    best, end = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        F.linear(a, b)
+        sync(device)
+        best = max(best, 2 * n**3 / (time.perf_counter() - t0))
+    return best
+
+
+def tokenizer_for(cfg, work: Path) -> Path:
+    """Train the config's tokenizer on its training split once; cached in ``work`` by settings."""
+    key = hashlib.sha256((cfg.tokenizer.model_dump_json() + str(cfg.data.train)).encode())
+    folder = work / f"tok-{key.hexdigest()[:12]}"
+    if not folder.is_dir():
+        text = load_split(cfg.data, "train")
+        Tokenizer.train(text.src, text.tgt, cfg.tokenizer).save(folder)
+    return folder
+
+
+def step(model, opt, batch: Batch, precision: str, device: torch.device, cfg) -> float:
+    """One training update as train.py makes it: autocast forward, label-smoothed token loss,
+    backward, gradient clipping, Adam."""
+    ctx = (
+        contextlib.nullcontext()
+        if precision == "fp32"
+        else torch.autocast(device.type, dtype=DTYPES[precision])
+    )
+    with ctx:
+        logits = model(batch.src, batch.src_mask, batch.tgt_in)
+    loss = token_loss_sum(logits, batch.tgt_out, cfg.train.label_smoothing) / batch.n_tokens
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.clip_norm or math.inf)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return float(loss)
+
+
+def run_worker(a) -> dict:
+    """One (config, precision): ``warmup`` + ``steps`` updates; tokens/s, FLOP/s, peak memory."""
+    cfg = load_config(a.config)
+    device = torch.device(a.device)
+    tok = Tokenizer.load(a.tok)
+    pairs = tokenize_pairs(
+        load_split(cfg.data, "train"), tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train"
+    )
+    lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
+    order = token_batches(*lens, cfg.train.batch_tokens, seed=1, epoch=0)[: a.warmup + a.steps]
+    batches = [
+        Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]) for idx in order
+    ]
+    torch.manual_seed(0)
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas))
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    tokens = flops = 0.0
+    done = 0
+    for i, b in enumerate(batches):
+        if i == a.warmup:
+            sync(device)
+            t0 = time.perf_counter()
+        b = b.to(device)
+        loss = step(model, opt, b, a.precision, device, cfg)
+        if i >= a.warmup:
+            done += 1
+            tokens += b.n_tokens
+            lens = b.src_mask.sum(1).cpu(), (b.tgt_out != PAD).sum(1).cpu()
+            flops += step_flops(model, cfg.model, *lens)
+            if time.perf_counter() - t0 > a.budget:  # a slow path, e.g. bf16 without hardware
+                break
+    sync(device)
+    seconds = time.perf_counter() - t0
+    cuda = device.type == "cuda"
+    peak = torch.cuda.max_memory_allocated(device) / 2**20 if cuda else kb("VmHWM:") / 1024
+    return dict(
+        config=a.config,
+        model=cfg.model.name,
+        precision=a.precision,
+        device=str(device),
+        threads=torch.get_num_threads(),
+        steps=done,
+        params=model.num_parameters(),
+        tokens_per_s=tokens / seconds,
+        model_flops_per_s=flops / seconds,
+        peak_mem_mb=peak,
+        last_loss=loss,
+        mean_batch_tgt_tokens=tokens / done,
+        formula=formula(model, cfg.model),
+    )
+
+
+def corpus_worker(a) -> dict:
+    """Open the x``scale`` corpus with one backend and make every batch of one epoch."""
+    peak = [kb("RssAnon:")]
+
+    def sample():
+        while True:
+            peak[0] = max(peak[0], kb("RssAnon:"))
+            time.sleep(0.002)
+
+    threading.Thread(target=sample, daemon=True).start()
+    cfg = load_config(a.config)
+    d = cfg.data.model_copy(
+        update={
+            "train": a.corpus,
+            "backend": a.backend,
+            "cache_dir": str(Path(a.corpus).parent.parent / "cache"),
+        }
+    )
+    tok = Tokenizer.load(a.tok)
+    n_batches = n_pairs = 0
+    if a.backend == "memory":
+        pairs = tokenize_pairs(
+            load_split(d, "train"), tok.encode_src, tok.encode_tgt, d.max_len, "train"
+        )
+        for idx in token_batches(
+            [len(s) for s in pairs.src], [len(t) for t in pairs.tgt], cfg.train.batch_tokens, 1, 0
+        ):
+            Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx])
+            n_batches += 1
+        n_pairs = len(pairs)
+    else:
+        from seq2seq.corpus_arrow import open_arrow
+
+        corpus = open_arrow(d, tok)
+        for item in corpus.epoch_batches(cfg.train.batch_tokens, 1, 0):
+            corpus.batch(item)
+            n_batches += 1
+        n_pairs = len(corpus)
+    peak[0] = max(peak[0], kb("RssAnon:"))
+    return {
+        "backend": a.backend,
+        "scale": int(a.scale),
+        "pairs": n_pairs,
+        "batches": n_batches,
+        "peak_anon_mb": peak[0] / 1024,
+        "vm_hwm_mb": kb("VmHWM:") / 1024,
+    }
+
+
+def child(args: list[str]) -> dict:
+    """Run this script as a worker in a fresh process; its last stdout line is JSON."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        tail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        raise SystemExit(f"bench_train: worker {' '.join(args[:4])} failed: {tail}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def repeated_corpus(cfg, work: Path, scale: int) -> str:
+    """The config's training files, repeated ``scale`` times, as plain text under ``work``."""
+    from seq2seq.corpus import iter_lines
+    from seq2seq.data import resolve_corpus_file
+
+    folder = work / f"corpus-x{scale}"
+    if not folder.is_dir():
+        folder.mkdir(parents=True)
+        for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
+            text = "".join(
+                ln + "\n" for ln in iter_lines(resolve_corpus_file(cfg.data.train, lang))
+            )
+            with open(folder / f"train.{lang}", "w", encoding="utf-8") as f:
+                for _ in range(scale):
+                    f.write(text)
+    return str(folder / "train")
+
+
+def print_tables(report: dict) -> None:
+    peaks = report["matmul_peak_flops"]
+    print(
+        f"\nmatmul peak ({report['device']}, {report['threads']} threads): "
+        + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items())
+    )
+    head = (
+        f"{'config':<22}{'prec':<6}{'params':>11}{'tgt tok/s':>11}{'peak MB':>9}"
+        f"{'GFLOP/s':>10}{'% fp32 pk':>10}{'% own pk':>9}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for r in report["runs"]:
+        print(
+            f"{Path(r['config']).stem:<22}{r['precision']:<6}{r['params']:>11,}"
+            f"{r['tokens_per_s']:>11,.0f}{r['peak_mem_mb']:>9,.0f}"
+            f"{r['model_flops_per_s'] / 1e9:>10,.1f}{100 * r['fraction_of_fp32_peak']:>9.1f}%"
+            f"{100 * r['fraction_of_own_peak']:>8.1f}%"
+        )
+    print("\nmodel FLOPs per step (S, T: real source / target lengths per sentence):")
+    for cfg in dict.fromkeys(r["config"] for r in report["runs"]):
+        f = next(r["formula"] for r in report["runs"] if r["config"] == cfg)
+        print(f"  {Path(cfg).stem}: {f}")
+    if report["corpus"]:
+        print(
+            f"\n{'corpus':<10}{'backend':<9}{'pairs':>9}{'batches':>9}{'peak anon MB':>14}"
+            f"{'VmHWM MB':>10}"
+        )
+        for c in report["corpus"]:
+            print(
+                f"{'x' + str(c['scale']):<10}{c['backend']:<9}{c['pairs']:>9,}{c['batches']:>9,}"
+                f"{c['peak_anon_mb']:>14,.0f}{c['vm_hwm_mb']:>10,.0f}"
+            )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("configs", nargs="*", help="default: configs/multi30k/*.yaml")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="seconds of timed steps per run; past it, fewer steps are measured",
+    )
+    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=list(DTYPES))
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument(
+        "--scales",
+        nargs="*",
+        type=int,
+        default=[1, 10],
+        help="corpus sizes for the memory rows (none: skip them)",
+    )
+    p.add_argument("--json", default="bench_train.json")
+    p.add_argument("--work-dir", default=None, help="default: a temporary folder, removed after")
+    p.add_argument("--worker", choices=["run", "corpus"], help=argparse.SUPPRESS)
+    for hidden in ("--config", "--precision", "--tok", "--corpus", "--backend", "--scale"):
+        p.add_argument(hidden, help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.worker:
+        print(json.dumps(run_worker(a) if a.worker == "run" else corpus_worker(a)))
+        return
+    configs = a.configs or sorted(glob.glob(str(REPO / "configs/multi30k/*.yaml")))
+    if not configs:
+        raise SystemExit("bench_train: no config given and none in configs/multi30k/")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("bench_train: --device cuda, but torch sees no CUDA device")
+    while LOCK.exists():
+        print(f"waiting: {LOCK} exists (another measurement is running)", file=sys.stderr)
+        time.sleep(20)
+    with tempfile.TemporaryDirectory(prefix="seq2seq-bench-") as tmp:
+        work = Path(a.work_dir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        LOCK.write_text(f"bench_train.py pid {os.getpid()}\n")
+        try:
+            report = measure(a, configs, work)
+        finally:
+            LOCK.unlink(missing_ok=True)
+    print_tables(report)
+    Path(a.json).write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {a.json}")
+
+
+def flags(**kw) -> list[str]:
+    """``flags(worker="run", steps=2)`` -> ["--worker", "run", "--steps", "2"]."""
+    return [x for k, v in kw.items() for x in (f"--{k}", str(v))]
+
+
+def measure(a, configs: list[str], work: Path) -> dict:
+    device = torch.device(a.device)
+    precisions = list(dict.fromkeys(["fp32", *a.precisions]))
+    peaks = {prec: matmul_peak(device, prec) for prec in precisions}
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
+    report = {
+        "device": name,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "steps": a.steps,
+        "warmup": a.warmup,
+        "matmul_peak_flops": peaks,
+        "runs": [],
+        "corpus": [],
+    }
+    for path in configs:
+        tok = tokenizer_for(load_config(path), work)
+        for prec in a.precisions:
+            print(f"{Path(path).stem} {prec} ...", file=sys.stderr)
+            r = child(
+                flags(
+                    worker="run",
+                    config=path,
+                    precision=prec,
+                    tok=tok,
+                    device=a.device,
+                    steps=a.steps,
+                    warmup=a.warmup,
+                    budget=a.budget,
+                )
+            )
+            report["runs"].append(r)
+    # Measured again at the end, the best of both: a busy moment lowers a peak, never raises it.
+    for prec in precisions:
+        peaks[prec] = max(peaks[prec], matmul_peak(device, prec))
+    for r in report["runs"]:
+        r["fraction_of_fp32_peak"] = r["model_flops_per_s"] / peaks["fp32"]
+        r["fraction_of_own_peak"] = r["model_flops_per_s"] / peaks[r["precision"]]
+    if a.scales:
+        # the corpus rows use the Transformer's config when it is among those measured
+        path = next((c for c in configs if "transformer" in Path(c).stem), configs[0])
+        cfg = load_config(path)
+        tok = tokenizer_for(cfg, work)
+        for backend in ("arrow", "memory"):
+            for scale in a.scales:
+                print(f"corpus x{scale} {backend} ...", file=sys.stderr)
+                corpus = repeated_corpus(cfg, work, scale)
+                args = flags(
+                    worker="corpus",
+                    config=path,
+                    tok=tok,
+                    corpus=corpus,
+                    backend=backend,
+                    scale=scale,
+                )
+                report["corpus"].append(child(args))
+    return report
+
+
+if __name__ == "__main__":
+    main()
