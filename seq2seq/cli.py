@@ -262,6 +262,47 @@ def average(
     typer.echo(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}")
 
 
+@app.command()
+def compare(
+    configs: list[Path] = typer.Argument(..., help="YAML configs, one per model (each with its own name)."),
+    out: Path = typer.Option(..., "--out", help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots."),
+    budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", min=0.01, help="Train every model for this many minutes."),
+    budget_steps: Optional[int] = typer.Option(None, "--budget-steps", min=1, help="Train every model for this many updates."),
+    beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
+    concat_k: int = typer.Option(4, "--concat-k", min=1, help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only)."),
+    concat_n: Optional[int] = typer.Option(None, "--concat-n", min=1, help="Join only the first N test lines for k >= 2 [default: all]."),
+    buckets: str = typer.Option("10,20,30,40,50,60", "--buckets", help="Source-length bucket upper bounds, in words."),
+    attention_n: int = typer.Option(3, "--attention-n", min=0, help="Lines whose attention maps are drawn for every attention model."),
+    exact_match: bool = typer.Option(False, "--exact-match", help="Also report exact-match accuracy against length (synthetic tasks)."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda, for training and decoding."),
+):
+    """Train each config under the same budget with one shared tokenizer (finished runs in
+    OUT/runs are reused), decode the test set and its joined long inputs greedily and with beam
+    search, and write report.md, results.json, bleu_by_length.png and attention/ into OUT."""
+    from .metrics import parse_buckets
+    from .study import Budget, StudyOptions
+    from .study import compare as run_compare
+
+    setup_logging()
+    if budget_minutes is not None and budget_steps is not None:
+        raise UserError("give --budget-minutes or --budget-steps, not both")
+    try:
+        beam_sizes = tuple(int(b) for b in beams.split(","))
+    except ValueError:
+        beam_sizes = ()
+    if not beam_sizes or min(beam_sizes) < 1:
+        raise UserError(f"--beams {beams!r}: give beam sizes such as 1,5")
+    try:
+        edges = parse_buckets(buckets)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact_match,
+                        _device(device))
+    results = run_compare(configs, out, Budget(budget_minutes, budget_steps), opts)
+    typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
+    typer.echo(results["findings"]["bleu"])
+
+
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     from .checkpoint import CheckpointError

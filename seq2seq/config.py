@@ -59,6 +59,9 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
+    max_src_words: int | None = Field(
+        None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
+    )
     backend: Literal["memory", "arrow", "stream"] = Field(
         "memory", description="how the training split is held: lists, Arrow files, or a stream"
     )
@@ -74,6 +77,8 @@ class DataConfig(_Section):
     def _concat_needs_memory(self) -> DataConfig:
         if self.concat_k > 1 and self.backend != "memory":
             raise ValueError(f"concat_k > 1 needs backend 'memory', not {self.backend!r}")
+        if self.max_src_words is not None and self.backend != "memory":
+            raise ValueError(f"max_src_words needs backend 'memory', not {self.backend!r}")
         return self
 
 

@@ -256,6 +256,19 @@ def tokenize_pairs(
     return out
 
 
+def drop_long_sources(text: ParallelText, max_words: int) -> None:
+    """Keep only pairs whose source has at most ``max_words`` whitespace-separated words, in
+    place; the dropped lines are counted like every other drop. Bahdanau et al. (2015, §4.2)
+    trained RNNencdec-30 / RNNsearch-30 on sentences of at most 30 words."""
+    keep = [i for i, s in enumerate(text.src) if len(s.split()) <= max_words]
+    dropped = [text.line_no[i] for i in range(len(text)) if len(text.src[i].split()) > max_words]
+    if dropped:
+        text.dropped[f"over max_src_words {max_words}"] = dropped
+    text.src[:] = [text.src[i] for i in keep]
+    text.tgt[:] = [text.tgt[i] for i in keep]
+    text.line_no[:] = [text.line_no[i] for i in keep]
+
+
 def concat_pairs(pairs: TokenizedPairs, k_max: int, seed: int) -> TokenizedPairs:
     """Add training pairs made of k = 2..k_max consecutive (shuffled) pairs joined end to end."""
     if k_max <= 1:

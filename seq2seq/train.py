@@ -35,7 +35,14 @@ from .checkpoint import (
 from .config import Config, ConfigError
 from .console import console
 from .corpus import Corpus
-from .data import DataError, ParallelText, TokenizedPairs, load_split, tokenize_pairs
+from .data import (
+    DataError,
+    ParallelText,
+    TokenizedPairs,
+    drop_long_sources,
+    load_split,
+    tokenize_pairs,
+)
 from .distributed import (
     DistInfo,
     barrier,
@@ -93,6 +100,8 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
     train_text = load_split(cfg.data, "train")
     if cfg.data.max_train_pairs:
         _truncate(train_text, cfg.data.max_train_pairs)
+    if cfg.data.max_src_words:
+        drop_long_sources(train_text, cfg.data.max_src_words)
     valid_text = load_split(cfg.data, "valid")
     if cfg.data.max_valid_pairs:
         _truncate(valid_text, cfg.data.max_valid_pairs)
@@ -124,7 +133,8 @@ STOP_REASONS = ("", "max_steps", "max_epochs", "max_time", "early_stopping", "in
 class Run:
     """Everything the loop touches, built once (setup); ``_loop`` below is the loop itself."""
 
-    def __init__(self, cfg: Config, run_dir: Path, resume: bool, overwrite: bool = False):
+    def __init__(self, cfg: Config, run_dir: Path, resume: bool, overwrite: bool = False,
+                 tokenizer: Tokenizer | None = None):
         self.run_dir, self.cfg = run_dir, cfg
         t = cfg.train
         if not resume and not overwrite and (run_dir / "last.pt").exists():
@@ -144,7 +154,7 @@ class Run:
             run_dir.mkdir(parents=True, exist_ok=True)
         barrier(self.info)
         seed_everything(t.seed)
-        tok = Tokenizer.from_state_dict(ckpt["tokenizer"]) if ckpt else None
+        tok = Tokenizer.from_state_dict(ckpt["tokenizer"]) if ckpt else tokenizer
         self.data = prepare_data(cfg, run_dir, tok, self.info)
         self.model = build_model(cfg.model, self.data.tok.src_vocab_size,
                                  self.data.tok.tgt_vocab_size, self.data.tok.joint).to(self.device)
@@ -347,9 +357,13 @@ class Run:
 
 
 def train(
-    cfg: Config, run_dir: str | Path | None = None, resume: bool = False, overwrite: bool = False
+    cfg: Config, run_dir: str | Path | None = None, resume: bool = False, overwrite: bool = False,
+    tokenizer: Tokenizer | None = None,
 ) -> dict:
     """Train ``cfg`` into ``run_dir`` (default ``cfg.run_dir`` or ``runs/<name>``).
+
+    ``tokenizer`` (optional) is used instead of training one, so several runs can share it
+    (``seq2seq compare``); a resumed run always keeps its checkpoint's own.
 
     Returns:
         A summary: steps, epochs, why it stopped, target tokens/s, best metric and step, skipped
@@ -358,7 +372,8 @@ def train(
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
-    run = Run(cfg, Path(run_dir or cfg.run_dir or f"runs/{cfg.name}"), resume, overwrite)
+    run = Run(cfg, Path(run_dir or cfg.run_dir or f"runs/{cfg.name}"), resume, overwrite,
+              tokenizer)
     try:
         _loop(run)
         return run.summary()
