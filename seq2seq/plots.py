@@ -103,3 +103,73 @@ def plot_translations(results, tok, first_line_no: int, directory: str | Path) -
             save_attention_png(path, h.attention, src_pieces, tok.tgt_pieces(h.tokens), title)
         )
     return paths
+
+
+def save_by_length_png(
+    path: str | Path,
+    buckets: Sequence[str],
+    panels: dict[str, dict[str, Sequence[float | None]]],
+    ylabel: str,
+    dashed: Sequence[str] = (),
+) -> Path:
+    """Score against source length, one line per model and one panel per decoding (the analogue
+    of Bahdanau et al. 2015, Figure 2).
+
+    Args:
+        buckets: x labels, shortest first (e.g. ``1-10``).
+        panels: panel title -> model name -> one score per bucket (None: no sentence there).
+        ylabel: the score's name.  dashed: models drawn dashed (the fixed-vector ones).
+    """
+    fig = Figure(figsize=(1.5 + 5.5 * len(panels), 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    x = np.arange(len(buckets))
+    for k, (title, series) in enumerate(panels.items()):
+        ax = fig.add_subplot(1, len(panels), k + 1)
+        for name, ys in series.items():
+            y = np.array([np.nan if v is None else v for v in ys], dtype=float)
+            ax.plot(x, y, marker="o", linestyle="--" if name in dashed else "-", label=name)
+        ax.set_xticks(x, list(buckets))
+        ax.set_xlabel("source length (words)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return path
+
+
+def save_attention_panels_png(
+    path: str | Path,
+    panels: Sequence[tuple[str, torch.Tensor | np.ndarray, Sequence[str], Sequence[str]]],
+    max_labels: int = 40,
+) -> Path:
+    """Several models' cross-attention over the same source, side by side.
+
+    Args:
+        panels: (title, (T, S) weights, S source pieces, T output pieces) per model; T may differ.
+        max_labels: tick labels are drawn only on axes with at most this many pieces.
+    """
+    widest = max(len(p[2]) for p in panels)
+    tallest = max(len(p[3]) for p in panels)
+    side = min(9.0, 2.0 + 0.12 * max(widest, tallest))
+    fig = Figure(figsize=(side * len(panels), side + 0.5), dpi=100)
+    FigureCanvasAgg(fig)
+    for k, (title, attention, src, out) in enumerate(panels):
+        att = attention.detach().float().cpu().numpy() if torch.is_tensor(attention) else attention
+        ax = fig.add_subplot(1, len(panels), k + 1)
+        ax.imshow(att, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        for labels, set_ticks in ((src, ax.set_xticks), (out, ax.set_yticks)):
+            if len(labels) <= max_labels:
+                set_ticks(range(len(labels)), list(labels), fontsize=7)
+        ax.tick_params(axis="x", labelrotation=90)
+        ax.set_xlabel(f"source ({len(src)} pieces)")
+        ax.set_ylabel(f"output ({len(out)} pieces)")
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return path

@@ -1,0 +1,381 @@
+"""``seq2seq compare``: the bottleneck-versus-attention study (Bahdanau et al. 2015, Figure 2).
+
+Every config is trained under the same budget with one shared tokenizer, then decoded greedily and
+with beam search on the same test sets, and scored by source length. The output folder holds:
+
+- ``tokenizer/``: the sentencepiece model(s), trained once on the training split and given to
+  every run (so vocabulary differences cannot explain a score difference);
+- ``runs/<name>/``: one run per config. A run whose ``compare.json`` records the same resolved
+  config (budget included) and tokenizer, next to the ``best.pt`` it describes, is reused; its
+  decodings are cached in ``runs/<name>/decode/``;
+- ``report.md``, ``results.json``, ``bleu_by_length.png`` and ``attention/`` (``study_report``).
+
+The test lines are the test split plus long inputs joined from its lines (``study_eval``): the
+main table's scores are on the test split, the by-length tables on everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .checkpoint import atomic_write_text, load_for_inference
+from .config import Config, ConfigError, load_config, validate_config
+from .data import clean_line, load_split, resolve_corpus_file
+from .models import Seq2SeqModel
+from .study_eval import EvalSet, attention_sentences, beam_label, build_eval_set, score_decode
+from .tokenizer import Tokenizer
+from .translate import translate_sentences
+
+log = logging.getLogger("seq2seq")
+
+# Data keys every compared config must share; concat_k and max_src_words are the study's axes.
+SHARED_DATA_KEYS = (
+    "src_lang",
+    "tgt_lang",
+    "train",
+    "valid",
+    "test",
+    "hf",
+    "max_len",
+    "max_train_pairs",
+    "max_valid_pairs",
+)
+
+
+@dataclass
+class Budget:
+    """The one stopping rule every run gets; both None keeps each config's own."""
+
+    minutes: float | None = None
+    steps: int | None = None
+
+    def describe(self) -> str:
+        if self.minutes is not None:
+            return f"{self.minutes:g} minutes of training per model"
+        if self.steps is not None:
+            return f"{self.steps} updates per model"
+        return "each config's own train.max_time / max_steps / max_epochs"
+
+
+@dataclass
+class StudyOptions:
+    """What ``compare`` decodes and how it buckets the scores."""
+
+    beams: tuple[int, ...] = (1, 5)
+    concat_k: int = 4
+    concat_n: int | None = None
+    edges: tuple[int, ...] = (10, 20, 30, 40, 50, 60)
+    n_attention: int = 3
+    exact_match: bool = False
+    device: str = "cpu"
+
+
+@dataclass
+class ModelRun:
+    """One config's run: where it lives, its training summary, and (later) its scores."""
+
+    path: str
+    cfg: Config
+    run_dir: Path
+    summary: dict
+    reused: bool
+    parameters: int = 0
+    decodes: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def attention(self) -> bool:
+        """False only for the fixed-vector encoder-decoder (no path from h_i, i < S)."""
+        return self.cfg.model.name != "rnn"
+
+
+def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:
+    """Load each config with the budget applied and check that they can be compared.
+
+    Raises:
+        ConfigError: a bad config, two configs with one ``name``, or configs that differ in data
+            (other than ``concat_k`` / ``max_src_words``) or in the tokenizer section.
+    """
+    if not paths:
+        raise ConfigError("compare: give at least one config")
+    cfgs = [_with_budget(load_config(p), budget, device, str(p)) for p in paths]
+    first, names = cfgs[0], {}
+    for p, cfg in zip(paths, cfgs, strict=True):
+        if cfg.name in names:
+            raise ConfigError(
+                f"{p}: name {cfg.name!r} is also the name of {names[cfg.name]}; "
+                "each compared config needs its own name (it names the run)"
+            )
+        names[cfg.name] = p
+        for key in SHARED_DATA_KEYS:
+            if getattr(cfg.data, key) != getattr(first.data, key):
+                raise ConfigError(
+                    f"{p}: data.{key} differs from {paths[0]}'s; compared models "
+                    "must train and test on the same data"
+                )
+        if cfg.tokenizer != first.tokenizer:
+            raise ConfigError(
+                f"{p}: the tokenizer section differs from {paths[0]}'s; compared "
+                "models share one tokenizer"
+            )
+    return cfgs
+
+
+def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Config:
+    raw = cfg.model_dump(mode="json")
+    if budget.minutes is not None:
+        raw["train"].update(max_time=budget.minutes, max_steps=None, max_epochs=None)
+    elif budget.steps is not None:
+        raw["train"].update(max_steps=budget.steps, max_time=None, max_epochs=None)
+    raw["train"]["device"] = device
+    return validate_config(raw, source)
+
+
+def data_digest(cfg: Config) -> str:
+    """sha256 over the shared data settings and the training and validation files' bytes (a
+    Hugging Face dataset is named, not hashed), so a changed corpus is never mistaken for the
+    one a tokenizer or a run was trained on."""
+    h = hashlib.sha256()
+    shared = {k: cfg.data.model_dump(mode="json")[k] for k in SHARED_DATA_KEYS}
+    h.update(json.dumps(shared, sort_keys=True).encode())
+    if cfg.data.hf is None:
+        prefixes = [p for p in (cfg.data.train, cfg.data.valid) if p]
+        for prefix in prefixes:
+            for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
+                h.update(resolve_corpus_file(prefix, lang).read_bytes())
+    return h.hexdigest()
+
+
+def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
+    """The tokenizer in ``out/tokenizer`` when it was trained with this tokenizer section and
+    data, else one trained now on the training split (every pair, before any max_src_words)."""
+    folder = out / "tokenizer"
+    spec = json.dumps(
+        {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "data_sha256": data_digest(cfg)},
+        sort_keys=True,
+    )
+    if (folder / "spec.json").is_file() and (folder / "spec.json").read_text() == spec:
+        log.info("compare: reusing the tokenizer in %s", folder)
+        return Tokenizer.load(folder)
+    text = load_split(cfg.data, "train")
+    n = cfg.data.max_train_pairs or len(text)
+    log.info(
+        "compare: training one %s tokenizer (vocab %d) on %d pairs",
+        cfg.tokenizer.type,
+        cfg.tokenizer.vocab_size,
+        min(n, len(text)),
+    )
+    tok = Tokenizer.train(text.src[:n], text.tgt[:n], cfg.tokenizer)
+    tok.save(folder)
+    atomic_write_text(folder / "spec.json", spec)
+    return tok
+
+
+def tokenizer_digest(tok: Tokenizer) -> str:
+    return hashlib.sha256(tok.src_proto + b"\0" + tok.tgt_proto).hexdigest()
+
+
+def _best_stamp(run_dir: Path) -> list[int] | None:
+    best = run_dir / "best.pt"
+    if not best.is_file():
+        return None
+    st = best.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def train_or_reuse(path: str, cfg: Config, run_dir: Path, tok: Tokenizer) -> ModelRun:
+    """Train ``cfg`` into ``run_dir`` with ``tok``, or reuse the finished run already there.
+
+    Raises:
+        KeyboardInterrupt: training was interrupted (its last.pt is kept, nothing is recorded).
+    """
+    from .train import train
+
+    marker = run_dir / "compare.json"
+    want = {
+        "config": cfg.model_dump(mode="json"),
+        "tokenizer_sha256": tokenizer_digest(tok),
+        "data_sha256": data_digest(cfg),
+    }
+    if marker.is_file():
+        old = json.loads(marker.read_text())
+        same = all(old.get(k) == v for k, v in want.items())
+        if same and old.get("best_pt") == _best_stamp(run_dir):
+            log.info("compare: reusing the finished run in %s", run_dir)
+            return ModelRun(path, cfg, run_dir, old["summary"], reused=True)
+    if (run_dir / "last.pt").exists():
+        log.warning("compare: %s holds an unfinished or different run; training afresh", run_dir)
+    log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
+    summary = train(cfg, run_dir, overwrite=True, tokenizer=tok)
+    if summary["stopped"] == "interrupted":
+        raise KeyboardInterrupt
+    atomic_write_text(
+        marker, json.dumps({**want, "best_pt": _best_stamp(run_dir), "summary": summary}, indent=2)
+    )
+    return ModelRun(path, cfg, run_dir, summary, reused=False)
+
+
+def decode_cached(
+    run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, evalset: EvalSet, beam: int, device: str
+) -> tuple[list[str], float]:
+    """Translate ``evalset`` with the run's decode settings and beam ``beam``; returns the
+    hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
+    dcfg = run.cfg.decode.model_copy(update={"beam_size": beam})
+    key = {
+        "set": evalset.digest(),
+        "best_pt": _best_stamp(run.run_dir),
+        "decode": dcfg.model_dump(mode="json"),
+    }
+    stem = f"{evalset.name}.{beam_label(beam)}"
+    meta, hyp_file = run.run_dir / "decode" / f"{stem}.json", run.run_dir / "decode" / f"{stem}.txt"
+    if meta.is_file() and hyp_file.is_file():
+        cached = json.loads(meta.read_text())
+        hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
+        if cached["key"] == key and len(hyps) == len(evalset.src):
+            return hyps, cached["seconds"]
+    log.info(
+        "compare: decoding %d sentences with %s (%s)",
+        len(evalset.src),
+        run.cfg.name,
+        beam_label(beam),
+    )
+    tick = time.perf_counter()
+    hyps = [t.text for t in translate_sentences(model, tok, evalset.src, dcfg, device)]
+    seconds = time.perf_counter() - tick
+    atomic_write_text(hyp_file, "".join(h + "\n" for h in hyps))
+    atomic_write_text(meta, json.dumps({"key": key, "seconds": seconds}, indent=2))
+    return hyps, seconds
+
+
+def attention_panel(
+    run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, source: str, device: str
+) -> tuple[str, torch.Tensor, list[str], list[str]]:
+    """(title, (T, S) greedy cross-attention, S source pieces, T output pieces) of one line."""
+    dcfg = run.cfg.decode.model_copy(update={"beam_size": 1})
+    r = translate_sentences(model, tok, [source], dcfg, device, need_attention=True)[0]
+    h = r.hypotheses[0]
+    att = h.attention.cpu()
+    src_pieces = tok.src_pieces(clean_line(source))[: att.shape[1]]
+    return run.cfg.name, att, src_pieces, tok.tgt_pieces(h.tokens)
+
+
+def evaluate_runs(
+    runs: list[ModelRun], tok: Tokenizer, evalset: EvalSet, opts: StudyOptions, out: Path
+) -> list[Path]:
+    """Decode and score every run (filling ``run.decodes``) and draw the attention maps of the
+    same few lines for every attention model, side by side; returns the map files."""
+    from .plots import save_attention_panels_png
+
+    lines = attention_sentences(evalset, opts.n_attention)
+    panels: dict[int, list] = {i: [] for i in lines}
+    for run in runs:
+        model, _, _ = load_for_inference(run.run_dir, opts.device)
+        run.parameters = model.num_parameters()
+        for beam in opts.beams:
+            hyps, seconds = decode_cached(run, model, tok, evalset, beam, opts.device)
+            scores = score_decode(evalset, hyps, opts.edges, run.cfg.data.tgt_lang)
+            run.decodes[beam_label(beam)] = {"seconds": round(seconds, 1), **scores}
+        if run.attention:
+            for i in lines:
+                panels[i].append(attention_panel(run, model, tok, evalset.src[i], opts.device))
+    paths = []
+    for n, i in enumerate(lines, start=1):
+        if panels[i]:
+            name = f"sentence{n}_k{evalset.k[i]}_{len(evalset.src[i].split())}words.png"
+            paths.append(save_attention_panels_png(out / "attention" / name, panels[i]))
+    return paths
+
+
+def machine() -> str:
+    """The hardware, in words, for the report."""
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA), torch {torch.__version__}"
+    return (
+        f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads: "
+        f"{torch.get_num_threads()}), torch {torch.__version__}"
+    )
+
+
+def compare(
+    paths: Sequence[str | Path], out: str | Path, budget: Budget, opts: StudyOptions
+) -> dict:
+    """Train (or reuse) every config, decode, score, draw and write the report into ``out``.
+
+    Returns:
+        The results (also written to ``out/results.json``).
+
+    Raises:
+        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
+    """
+    from .study_report import write_report
+
+    out = Path(out)
+    cfgs = load_study_configs(paths, budget, opts.device)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = shared_tokenizer(cfgs[0], out)
+    runs = [
+        train_or_reuse(str(p), cfg, out / "runs" / cfg.name, tok)
+        for p, cfg in zip(paths, cfgs, strict=True)
+    ]
+    evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
+    maps = evaluate_runs(runs, tok, evalset, opts, out)
+    results = {
+        "budget": budget.describe(),
+        "machine": machine(),
+        "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
+        "eval_set": {
+            "origin": evalset.origin,
+            "sentences": len(evalset.src),
+            "test_sentences": evalset.k.count(1),
+            "concat_k": opts.concat_k,
+            "concat_n": opts.concat_n,
+        },
+        "buckets": list(opts.edges),
+        "exact_match": opts.exact_match,
+        "attention_maps": [str(p.relative_to(out)) for p in maps],
+        "models": [_run_result(r) for r in runs],
+    }
+    write_report(results, out)
+    return results
+
+
+def family(cfg: Config) -> str:
+    """The model family in words, e.g. ``luong (general)``."""
+    m = cfg.model
+    if m.name == "rnn":
+        return "rnn (fixed vector" + (", Cho context)" if m.feed_context else ")")
+    if m.name == "luong":
+        return f"luong ({m.score})"
+    return {"bahdanau": "bahdanau (additive)", "transformer": "transformer"}[m.name]
+
+
+def _run_result(run: ModelRun) -> dict:
+    s, d = run.summary, run.cfg.data
+    return {
+        "name": run.cfg.name,
+        "config": run.path,
+        "model": run.cfg.model.name,
+        "family": family(run.cfg),
+        "attention": run.attention,
+        "concat_k": d.concat_k,
+        "max_src_words": d.max_src_words,
+        "parameters": run.parameters,
+        "train_seconds": s.get("train_seconds"),
+        "target_tokens_per_s": s.get("target_tokens_per_s"),
+        "steps": s.get("steps"),
+        "stopped": s.get("stopped"),
+        "best_step": s.get("best_step"),
+        "reused": run.reused,
+        "run_dir": str(run.run_dir),
+        "resolved_config": run.cfg.model_dump(mode="json"),
+        "decodes": run.decodes,
+    }

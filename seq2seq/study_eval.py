@@ -1,0 +1,106 @@
+"""The study's test lines and their scores: long inputs joined from real sentences, BLEU,
+chrF and exact match overall, per source-length bucket and per number of sentences joined.
+
+Long inputs (``build_eval_set``): the test split's lines joined k at a time, k = 2..K, source and
+reference alike, consecutive non-overlapping groups joined with a space -- 4 Multi30k sentences
+make a 40-80 word source. The k = 1 lines are the test set itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .config import Config
+from .data import ParallelText, load_split
+from .metrics import bleu_by_length, bucket_label, corpus_score
+
+
+@dataclass
+class EvalSet:
+    """Sources and references to decode, with k (sentences joined) for each line."""
+
+    name: str
+    src: list[str]
+    ref: list[str]
+    k: list[int]
+    origin: str
+
+    def digest(self) -> str:
+        return hashlib.sha256("\n".join(self.src + ["\0"] + self.ref).encode()).hexdigest()
+
+
+def build_eval_set(cfg: Config, concat_k: int, concat_n: int | None) -> EvalSet:
+    """The config's test split, plus its first ``concat_n`` (default: all) lines joined k at a
+    time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space)."""
+    text = load_split(cfg.data, "test")
+    src, ref, ks = list(text.src), list(text.tgt), [1] * len(text)
+    n = len(text) if concat_n is None else min(concat_n, len(text))
+    for k in range(2, concat_k + 1):
+        for j in range(0, n - k + 1, k):
+            src.append(" ".join(text.src[j : j + k]))
+            ref.append(" ".join(text.tgt[j : j + k]))
+            ks.append(k)
+    return EvalSet("test", src, ref, ks, _origin(text))
+
+
+def _origin(text: ParallelText) -> str:
+    dropped = sum(len(v) for v in text.dropped.values())
+    return text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
+
+
+def beam_label(beam: int) -> str:
+    return "greedy" if beam == 1 else f"beam{beam}"
+
+
+def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_lang: str) -> dict:
+    """Scores of one decoding: BLEU / chrF / exact match on the k = 1 lines (the test set),
+    BLEU and exact match per source-length bucket and per k over every line."""
+    single = [i for i, k in enumerate(evalset.k) if k == 1]
+    h1, r1 = [hyps[i] for i in single], [evalset.ref[i] for i in single]
+    rows = bleu_by_length(evalset.src, hyps, [evalset.ref], edges, tgt_lang)
+    labels = [bucket_label(len(s.split()), edges) for s in evalset.src]
+    for row in rows:
+        idx = [i for i, lab in enumerate(labels) if lab == row["bucket"]]
+        row["exact"] = _exact([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
+    by_k = []
+    for k in sorted(set(evalset.k)):
+        idx = [i for i, x in enumerate(evalset.k) if x == k]
+        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
+        by_k.append(
+            {
+                "k": k,
+                "sentences": len(idx),
+                "bleu": corpus_score("bleu", hk, [rk], tgt_lang).score,
+                "exact": _exact(hk, rk),
+                "mean_src_words": sum(len(evalset.src[i].split()) for i in idx) / len(idx),
+            }
+        )
+    return {
+        "sentences": len(single),
+        "bleu": corpus_score("bleu", h1, [r1], tgt_lang).score,
+        "chrf": corpus_score("chrf", h1, [r1]).score,
+        "exact": _exact(h1, r1),
+        "by_length": rows,
+        "by_k": by_k,
+    }
+
+
+def _exact(hyps: Sequence[str], refs: Sequence[str]) -> float | None:
+    """Percentage of hypotheses equal to their reference (whitespace-normalised); None if none."""
+    if not hyps:
+        return None
+    same = sum(" ".join(h.split()) == " ".join(r.split()) for h, r in zip(hyps, refs, strict=True))
+    return 100.0 * same / len(hyps)
+
+
+def attention_sentences(evalset: EvalSet, n: int) -> list[int]:
+    """``n`` lines of increasing source length (at 25%, ..., 98% of the length order), so the
+    maps show a short, a middling and a long input alike for every model."""
+    if n <= 0 or not evalset.src:
+        return []
+    order = sorted(range(len(evalset.src)), key=lambda i: (len(evalset.src[i].split()), i))
+    fracs = [0.98] if n == 1 else [0.25 + (0.98 - 0.25) * j / (n - 1) for j in range(n)]
+    picked = [order[round(f * (len(order) - 1))] for f in fracs]
+    return list(dict.fromkeys(picked))

@@ -1,0 +1,274 @@
+"""The ``compare`` report: results.json, report.md and the by-length plots, from the numbers only.
+
+The sentence under each by-length table is generated from the scores: which model keeps the most
+and the least of its score from the shortest to the longest well-filled bucket, and whether every
+fixed-vector model falls faster than every attention model (Bahdanau et al. 2015, Figure 2) -- or
+not, said just as plainly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from .checkpoint import atomic_write_text
+
+MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
+
+
+def main_label(results: dict) -> str:
+    """The decoding the findings are stated for: the widest beam."""
+    labels = list(results["models"][0]["decodes"])
+    return max(labels, key=lambda x: 1 if x == "greedy" else int(x.removeprefix("beam")))
+
+
+def filled_buckets(results: dict) -> list[dict]:
+    """The by-length rows (bucket, sentences) that hold at least one line, shortest first."""
+    rows = results["models"][0]["decodes"][main_label(results)]["by_length"]
+    return [{"bucket": r["bucket"], "sentences": r["sentences"]} for r in rows if r["sentences"]]
+
+
+def series(results: dict, label: str, metric: str) -> dict[str, list[float | None]]:
+    """Model name -> ``metric`` (bleu or exact) per filled bucket, for decoding ``label``."""
+    keep = {b["bucket"] for b in filled_buckets(results)}
+    return {
+        m["name"]: [r[metric] for r in m["decodes"][label]["by_length"] if r["bucket"] in keep]
+        for m in results["models"]
+    }
+
+
+def _ends(results: dict) -> tuple[int, int] | None:
+    """Indices (into the filled buckets) of the shortest and longest buckets with at least
+    MIN_SENTENCES lines, or None when fewer than two qualify."""
+    full = [i for i, b in enumerate(filled_buckets(results)) if b["sentences"] >= MIN_SENTENCES]
+    return (full[0], full[-1]) if len(full) >= 2 else None
+
+
+def length_finding(results: dict, metric: str = "bleu") -> str:
+    """One sentence on how each model's score changes from short to long sources."""
+    label, ends, buckets = main_label(results), _ends(results), filled_buckets(results)
+    what = "BLEU" if metric == "bleu" else "exact-match accuracy"
+    if ends is None:
+        return (
+            f"Too few length buckets hold {MIN_SENTENCES} or more lines to say how {what} "
+            "changes with source length."
+        )
+    lo, hi = ends
+    span = f"{buckets[lo]['bucket']} to {buckets[hi]['bucket']} source words ({label})"
+    kept = {}
+    for name, ys in series(results, label, metric).items():
+        a, b = ys[lo], ys[hi]
+        kept[name] = (a, b, b / a if a else None)
+    if metric == "exact":
+        return _exact_finding(results, kept, span)
+    rated = sorted((k for k in kept if kept[k][2] is not None), key=lambda k: kept[k][2])
+    if not rated:
+        return f"No model scores above 0 {what} on the shortest inputs (from {span})."
+    worst, best = rated[0], rated[-1]
+    text = f"From {span}, {worst} keeps the least of its {what} ({_fmt(kept[worst])})"
+    if best != worst:
+        text += f" and {best} the most ({_fmt(kept[best])})"
+    return text + _claim(results, kept) + "."
+
+
+def _fmt(triple: tuple) -> str:
+    a, b, r = triple
+    return f"{a:.1f} -> {b:.1f}, {100 * r:.0f}% kept" if r is not None else f"{a:.1f} -> {b:.1f}"
+
+
+def _claim(results: dict, kept: dict) -> str:
+    """Per training-data group holding both kinds: does every fixed-vector model keep less of its
+    score than every attention model?"""
+    groups: dict[str, list[dict]] = {}
+    for m in results["models"]:
+        if kept[m["name"]][2] is not None:
+            groups.setdefault(_data_label(m), []).append(m)
+    parts = []
+    for group, ms in groups.items():
+        bottle = [m["name"] for m in ms if not m["attention"]]
+        attend = [m["name"] for m in ms if m["attention"]]
+        if not bottle or not attend:
+            continue
+        b = max(bottle, key=lambda n: kept[n][2])
+        a = min(attend, key=lambda n: kept[n][2])
+        rb, ra = 100 * kept[b][2], 100 * kept[a][2]
+        if rb < ra:
+            parts.append(
+                f"trained on {group}, the fixed-vector {b} keeps {rb:.0f}% against at "
+                f"least {ra:.0f}% for every attention model ({a}), as in Bahdanau et al. "
+                "(2015, Figure 2)"
+            )
+        else:
+            parts.append(
+                f"trained on {group}, unlike Bahdanau et al. (2015, Figure 2), the "
+                f"fixed-vector {b} keeps {rb:.0f}%, no less than the attention model {a} "
+                f"({ra:.0f}%)"
+            )
+    return "".join(f"; {p}" for p in parts)
+
+
+def _exact_finding(results: dict, kept: dict, span: str) -> str:
+    """Exact match: who stays above 90% in every well-filled bucket, who falls and how far."""
+    label = main_label(results)
+    ends = _ends(results)
+    assert ends is not None
+    parts = []
+    for name, ys in series(results, label, "exact").items():
+        window = [y for y in ys[ends[0] : ends[1] + 1] if y is not None]
+        a, b, _ = kept[name]
+        if window and min(window) >= 90:
+            parts.append(
+                f"{name} stays at or above 90% in every bucket (lowest {min(window):.0f}%)"
+            )
+        else:
+            parts.append(f"{name} goes from {a:.0f}% to {b:.0f}%")
+    return f"Exact-match accuracy from {span}: " + "; ".join(parts) + "."
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _data_label(m: dict) -> str:
+    parts = ["single pairs" if m["concat_k"] == 1 else f"pairs + joined k<={m['concat_k']}"]
+    if m["max_src_words"]:
+        parts.append(f"<={m['max_src_words']} src words")
+    return ", ".join(parts)
+
+
+def models_table(results: dict) -> list[str]:
+    """One row per model: size, training cost, test scores per decoding."""
+    labels = list(results["models"][0]["decodes"])
+    metrics = ["bleu", "chrf"] + (["exact"] if results["exact_match"] else [])
+    head = [
+        "model",
+        "family",
+        "training data",
+        "parameters",
+        "train min",
+        "target tok/s",
+        "steps",
+    ] + [
+        f"{mt if mt != 'exact' else 'exact %'} {lab}".replace("bleu", "BLEU").replace(
+            "chrf", "chrF"
+        )
+        for mt in metrics
+        for lab in labels
+    ]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for m in results["models"]:
+        cells = [
+            m["name"],
+            m["family"],
+            _data_label(m),
+            f"{m['parameters']:,}",
+            _num((m["train_seconds"] or 0) / 60),
+            f"{m['target_tokens_per_s'] or 0:,.0f}",
+            str(m["steps"]),
+        ]
+        cells += [_num(m["decodes"][lab][mt]) for mt in metrics for lab in labels]
+        lines.append(_row(cells))
+    return lines
+
+
+def by_length_table(results: dict, label: str, metric: str) -> list[str]:
+    """Rows: models; columns: filled source-length buckets, headed with their line counts."""
+    buckets = filled_buckets(results)
+    head = ["model"] + [f"{b['bucket']} (n={b['sentences']})" for b in buckets]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for name, ys in series(results, label, metric).items():
+        lines.append(_row([name] + [_num(y) for y in ys]))
+    return lines
+
+
+def by_k_table(results: dict, label: str) -> list[str]:
+    """BLEU per number of joined test sentences k, with line counts and mean source words."""
+    rows0 = results["models"][0]["decodes"][label]["by_k"]
+    head = ["model"] + [
+        f"k={r['k']} (n={r['sentences']}, {r['mean_src_words']:.0f} words)" for r in rows0
+    ]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for m in results["models"]:
+        lines.append(_row([m["name"]] + [_num(r["bleu"]) for r in m["decodes"][label]["by_k"]]))
+    return lines
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def plot(results: dict, out: Path, metric: str) -> Path:
+    """``bleu_by_length.png`` (or ``exact_by_length.png``): one panel per decoding."""
+    from .plots import save_by_length_png
+
+    labels = list(results["models"][0]["decodes"])
+    panels = {lab: series(results, lab, metric) for lab in labels}
+    dashed = [m["name"] for m in results["models"] if not m["attention"]]
+    name, ylabel = ("bleu", "BLEU") if metric == "bleu" else ("exact", "exact match (%)")
+    buckets = [f"{b['bucket']}\n(n={b['sentences']})" for b in filled_buckets(results)]
+    return save_by_length_png(out / f"{name}_by_length.png", buckets, panels, ylabel, dashed)
+
+
+def report_markdown(results: dict) -> str:
+    """report.md: setup, the models table, by-length tables with their findings, plots, maps."""
+    label, ev = main_label(results), results["eval_set"]
+    tk = results["tokenizer"]
+    intro = [
+        "# Bottleneck versus attention",
+        "",
+        f"Machine: {results['machine']}. Budget: {results['budget']}. Tokenizer: {tk['type']}, "
+        f"vocabulary {tk['vocab_size']}, trained once and shared by every model.",
+        "",
+        f"Test set: {ev['origin']}, {ev['test_sentences']} lines (the main table's scores). Long "
+        f"inputs: its lines joined k = 1..{ev['concat_k']} at a time, {ev['sentences']} lines in "
+        "all (the by-length tables). Dashed lines in the plots are fixed-vector models.",
+        "",
+        "## Models (test set)",
+        "",
+        *models_table(results),
+        "",
+        f"## BLEU by source length ({label}, all lines)",
+        "",
+        *by_length_table(results, label, "bleu"),
+        "",
+        length_finding(results, "bleu"),
+        "",
+    ]
+    if results["exact_match"]:
+        intro += [
+            f"## Exact match (%) by source length ({label})",
+            "",
+            *by_length_table(results, label, "exact"),
+            "",
+            length_finding(results, "exact"),
+            "",
+            "![exact match against source length](exact_by_length.png)",
+            "",
+        ]
+    intro += ["![BLEU against source length](bleu_by_length.png)", ""]
+    for other in results["models"][0]["decodes"]:
+        if other != label:
+            intro += [
+                f"## BLEU by source length ({other})",
+                "",
+                *by_length_table(results, other, "bleu"),
+                "",
+            ]
+    if ev["concat_k"] > 1:
+        intro += [f"## BLEU by sentences joined ({label})", "", *by_k_table(results, label), ""]
+    if results["attention_maps"]:
+        intro += ["## Attention (greedy), the same lines for every attention model", ""]
+        intro += [f"![{p}]({p})" for p in results["attention_maps"]] + [""]
+    return "\n".join(intro)
+
+
+def write_report(results: dict, out: Path) -> None:
+    """Write ``results.json``, ``report.md`` and the plots into ``out``."""
+    results["findings"] = {"bleu": length_finding(results, "bleu")}
+    if results["exact_match"]:
+        results["findings"]["exact"] = length_finding(results, "exact")
+        plot(results, out, "exact")
+    plot(results, out, "bleu")
+    atomic_write_text(out / "results.json", json.dumps(results, indent=2))
+    atomic_write_text(out / "report.md", report_markdown(results))
