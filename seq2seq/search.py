@@ -69,21 +69,18 @@ def length_penalty(length: Tensor | int, alpha: float) -> Tensor:
     return ((5.0 + torch.as_tensor(length, dtype=torch.float)) / 6.0) ** alpha
 
 
-def _blocked(logits: Tensor, step: int, min_len: int) -> tuple[Tensor, Tensor]:
-    """(R, V) logits -> the logits with PAD, BOS (and EOS before ``min_len``) at -inf, and the
-    (R,) log-normaliser log Z, so that log p(y) = logit(y) - log Z.
+def _log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
+    """(R, V) logits -> log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf.
 
-    Z sums over the whole vocabulary, blocked tokens included: blocking never renormalises. Only
-    the few kept candidates are ever turned into log-probabilities, which saves a full (R, V)
-    log-softmax per step; the logits are modified in place (search owns ``decode_step``'s output).
+    Blocking happens after the softmax, so it never renormalises: scores stay the model's
+    log-probabilities.
     """
-    logits = logits.float()
-    log_z = torch.logsumexp(logits, -1)
-    logits[:, PAD] = NEG_INF
-    logits[:, BOS] = NEG_INF
+    logp = torch.log_softmax(logits.float(), -1)
+    logp[:, PAD] = NEG_INF
+    logp[:, BOS] = NEG_INF
     if step < min_len:
-        logits[:, EOS] = NEG_INF
-    return logits, log_z
+        logp[:, EOS] = NEG_INF
+    return logp
 
 
 @torch.no_grad()
@@ -119,9 +116,7 @@ def greedy_search(
     prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
-        logits, log_z = _blocked(logits, t, min_len)
-        best_logit, best = logits.max(-1)
-        best_lp = best_logit - log_z
+        best_lp, best = _log_probs(logits, t, min_len).max(-1)
         tokens[alive, t] = best
         logp_sum[alive] += best_lp
         length[alive] = t + 1
@@ -189,26 +184,23 @@ def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, 
     return _Beams(lp, tok, att), pool
 
 
-def _expand(
-    beams: _Beams, logits: Tensor, log_z: Tensor, att: Tensor | None, t: int
-) -> tuple[_Beams, Tensor]:
+def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
     """Rank every one-token expansion and keep the best 2K, whose histories are built here.
 
     Every beam has at most one EOS expansion, so the 2K best always hold K that do not end in EOS.
 
     Args:
-        logits: (b*K, V) blocked step logits.  log_z: (b*K,) their log-normalisers.
-        att: (b*K, S) step attention or None.
+        logp: (b*K, V) step log-probabilities.  att: (b*K, S) step attention or None.
 
     Returns:
         The 2K candidates (b, 2K, ·) best first, and each one's parent beam (b, 2K).
     """
     b, K = beams.lp.shape
-    n, L = min(2 * K, logits.shape[-1]), beams.tok.shape[-1]
-    # 1) each beam's n best tokens (a row ranks the same by logit as by log-probability), so the
-    #    2K best of all K x V expansions are among these K x n; 2) their cumulative log-probability
-    row_top, row_tok = logits.topk(n, dim=1)  # (b*K, n)
-    cand = (row_top - log_z.unsqueeze(1) + beams.lp.view(-1, 1)).view(b, K * n)
+    n, L = min(2 * K, logp.shape[-1]), beams.tok.shape[-1]
+    # 1) each beam's n best tokens: the 2K best of all K x V expansions are among these K x n
+    #    (no (b, K, V) sum needed); 2) their cumulative log-probability
+    row_top, row_tok = logp.topk(n, dim=1)  # (b*K, n)
+    cand = (row_top + beams.lp.view(-1, 1)).view(b, K * n)
     # 3) the 2K best, sorted
     top_lp, top_idx = cand.topk(min(2 * K, K * n), dim=1)
     parent, token = top_idx // n, row_tok.view(b, K * n).gather(1, top_idx)
@@ -299,12 +291,12 @@ def beam_search(
     prev = torch.full((B,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, att, state = model.decode_step(prev, state, need_attention)
-        logits, log_z = _blocked(logits, t, min_len)
+        logp = _log_probs(logits, t, min_len)
         if t == 0:  # a sentence's K beams are all still BOS: decoded once, copied to K rows here
             rows = torch.arange(B, device=dev).repeat_interleave(K)
-            state, logits, log_z = model.select_state(state, rows), logits[rows], log_z[rows]
+            state, logp = model.select_state(state, rows), logp[rows]
             att = None if att is None else att[rows]
-        cand, parent = _expand(beams, logits, log_z, att, t)
+        cand, parent = _expand(beams, logp, att, t)
         pool = _merge(pool, cand, K, t, length_penalty_alpha)
         beams, parent = _keep_open(cand, parent, K, t)
         at_max = t + 1 >= max_len[alive]
