@@ -85,7 +85,9 @@ class DataConfig(_Section):
 class TokenizerConfig(_Section):
     """sentencepiece settings (Kudo & Richardson 2018); trained on the training split only."""
 
-    type: Literal["unigram", "bpe"] = "unigram"
+    type: Literal["unigram", "bpe", "word", "char"] = Field(
+        "unigram", description="sentencepiece model; word = whitespace tokens (synthetic tasks)"
+    )
     vocab_size: int = Field(8000, ge=16)
     joint: bool = True
     character_coverage: float = Field(1.0, gt=0.0, le=1.0)
@@ -159,7 +161,8 @@ class TransformerConfig(_Section):
     n_encoder_layers: int = Field(3, ge=1)
     n_decoder_layers: int = Field(3, ge=1)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="on attention weights")
+    activation_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="on the FFN's ReLU output")
     pre_norm: bool = False
     learned_positions: bool = False
     max_positions: int = Field(1024, ge=1)
@@ -308,6 +311,15 @@ class Config(_Section):
     decode: DecodeConfig = DecodeConfig()
 
     @model_validator(mode="after")
+    def _sampling_needs_an_rnn(self) -> Config:
+        if self.model.name == "transformer" and not self.train.teacher_forcing.always:
+            raise ValueError(
+                "train.teacher_forcing: scheduled sampling is for the RNN models (rnn, bahdanau, "
+                "luong); remove it for the transformer"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fits_max_positions(self) -> Config:
         """A Transformer embeds at most ``max_positions`` tokens: the longest training pair (BOS
         added, ``concat_k`` pairs joined) and the shortest-source output must fit."""
@@ -324,15 +336,6 @@ class Config(_Section):
             raise ValueError(
                 f"decode.max_len_b ({self.decode.max_len_b}) leaves no room for output within "
                 f"model.max_positions ({n_pos})"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _sampling_needs_an_rnn(self) -> Config:
-        if self.model.name == "transformer" and not self.train.teacher_forcing.always:
-            raise ValueError(
-                "train.teacher_forcing: scheduled sampling is for the RNN models (rnn, bahdanau, "
-                "luong); remove it for the transformer"
             )
         return self
 

@@ -100,7 +100,8 @@ class MultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2  (§3.3)."""
+    """FFN(x) = W_2 ReLU(W_1 x + b_1) + b_2  (§3.3); ``dropout`` here acts on the ReLU output
+    (``activation_dropout``, not in the paper, 0 by default as in fairseq)."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
@@ -129,7 +130,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.sub1 = Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
         self.sub2 = Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
 
@@ -146,7 +147,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.subs = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm) for _ in range(3))
 
     def forward(
