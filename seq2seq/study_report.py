@@ -15,6 +15,7 @@ from pathlib import Path
 from .checkpoint import atomic_write_text
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
+WEAK_FRACTION = 0.5  # models under this share of the best short-input score are not rated
 
 
 def main_label(results: dict) -> str:
@@ -56,12 +57,14 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
         )
     lo, hi = ends
     span = f"{buckets[lo]['bucket']} to {buckets[hi]['bucket']} source words ({label})"
-    kept = {}
-    for name, ys in series(results, label, metric).items():
-        a, b = ys[lo], ys[hi]
-        kept[name] = (a, b, b / a if a else None)
+    ends_of = {name: (ys[lo], ys[hi]) for name, ys in series(results, label, metric).items()}
     if metric == "exact":
-        return _exact_finding(results, kept, span)
+        return _exact_finding(results, ends_of, span, lo, hi)
+    # A model under half the best short-input score has not learnt the task: how much of its
+    # score it keeps says nothing about length, so it is named but not rated.
+    top = max((a for a, _ in ends_of.values() if a is not None), default=0.0)
+    weak = [n for n, (a, _) in ends_of.items() if not a or a < WEAK_FRACTION * top]
+    kept = {n: (a, b, None if n in weak else b / a) for n, (a, b) in ends_of.items()}
     rated = sorted((k for k in kept if kept[k][2] is not None), key=lambda k: kept[k][2])
     if not rated:
         return f"No model scores above 0 {what} on the shortest inputs (from {span})."
@@ -69,7 +72,13 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
     text = f"From {span}, {worst} keeps the least of its {what} ({_fmt(kept[worst])})"
     if best != worst:
         text += f" and {best} the most ({_fmt(kept[best])})"
-    return text + _claim(results, kept) + "."
+    text += _claim(results, kept)
+    if weak:
+        text += (
+            f"; not rated, as they score under half the best {what} on the shortest inputs: "
+            + ", ".join(f"{n} ({_num(kept[n][0])})" for n in weak)
+        )
+    return text + "."
 
 
 def _fmt(triple: tuple) -> str:
@@ -108,21 +117,20 @@ def _claim(results: dict, kept: dict) -> str:
     return "".join(f"; {p}" for p in parts)
 
 
-def _exact_finding(results: dict, kept: dict, span: str) -> str:
-    """Exact match: who stays above 90% in every well-filled bucket, who falls and how far."""
+def _exact_finding(results: dict, ends_of: dict, span: str, lo: int, hi: int) -> str:
+    """Exact match: who stays at or above 90% in every well-filled bucket (``lo``..``hi``), who
+    falls, and how far."""
     label = main_label(results)
-    ends = _ends(results)
-    assert ends is not None
     parts = []
     for name, ys in series(results, label, "exact").items():
-        window = [y for y in ys[ends[0] : ends[1] + 1] if y is not None]
-        a, b, _ = kept[name]
+        window = [y for y in ys[lo : hi + 1] if y is not None]
+        a, b = ends_of[name]
         if window and min(window) >= 90:
             parts.append(
                 f"{name} stays at or above 90% in every bucket (lowest {min(window):.0f}%)"
             )
         else:
-            parts.append(f"{name} goes from {a:.0f}% to {b:.0f}%")
+            parts.append(f"{name} goes from {_num(a, 0)}% to {_num(b, 0)}%")
     return f"Exact-match accuracy from {span}: " + "; ".join(parts) + "."
 
 
