@@ -59,8 +59,17 @@ if [ "$ngpu" -ge 2 ]; then
         -m seq2seq train configs/multi30k/transformer.yaml --run-dir "$run_dir/ddp" \
         --set train.device=cuda --set train.precision=bf16 --set train.max_steps=20 \
         --set train.valid_every=20 --set train.valid_bleu=false --set train.best_metric=loss \
-        --set data.max_train_pairs=5000 > "$run_dir/summary.json"
-    echo "gpu_check: DDP smoke test (2 ranks) passed: $(tail -c 400 "$run_dir/summary.json")"
+        --set data.max_train_pairs=5000 --set data.max_valid_pairs=200 > "$run_dir/summary.json"
+    "$PY" - "$run_dir/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s.get("rank_weights_sha256", [])
+same = len(d) == 2 and d[0] == d[1]
+print(f"gpu_check: DDP smoke test, 2 ranks, {s['steps']} steps, "
+      f"{s.get('target_tokens_per_s', 0):,.0f} target tokens/s: "
+      + ("both ranks hold identical weights" if same else f"RANKS DIFFER: {d}"))
+sys.exit(0 if same else 1)
+EOF
 else
     echo "gpu_check: DDP smoke test skipped: $ngpu GPU (needs 2)"
 fi

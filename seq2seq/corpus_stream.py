@@ -118,8 +118,9 @@ class StreamCorpus:
 
 class StreamEpoch(Sequence):
     """One rank's batches of one stream epoch, made in order as they are asked for. Asking for a
-    position other than the next replays the epoch from its start (exact, as batches are a pure
-    function of (seed, epoch)); the training loop asks in order, so only a resume replays."""
+    later position reads on to it; an earlier one replays the epoch from its start (exact, as
+    batches are a pure function of (seed, epoch)). The training loop asks in order, so only a
+    resume, which starts at the checkpoint's batch, reads batches it does not train on."""
 
     def __init__(
         self,
@@ -149,10 +150,10 @@ class StreamEpoch(Sequence):
         start, stop, step = key.indices(self.n)
         if step != 1:
             raise IndexError("a stream epoch is read in order, without a step")
-        if start != self.pos:
+        if start < self.pos:  # an earlier batch: replay from the start of the epoch
             self.pos, self.it = 0, self._mine()
-            for _ in itertools.islice(self.it, start):
-                self.pos += 1
+        for _ in itertools.islice(self.it, start - self.pos):
+            self.pos += 1
         out = list(itertools.islice(self.it, max(0, stop - start)))
         self.pos += len(out)
         return out

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seq2seq.config import ConfigError, DataConfig, validate_config
+from seq2seq.config import ConfigError, DataConfig, HFSource, validate_config
 from seq2seq.corpus import DataError, clean_rows, cut_runs, iter_lines, length_batches
 from seq2seq.corpus_arrow import open_arrow
 from seq2seq.corpus_stream import StreamCorpus
@@ -187,6 +187,7 @@ def test_stream_epoch_sees_every_pair_once_and_replays_exactly(
     again = corpus.epoch_batches(600, seed=3, epoch=0)
     assert again[3:5][1].equals(batches[4])  # a resume at batch 3 replays to the same batches
     assert again[5].equals(batches[5])
+    assert again[1].equals(batches[1])  # an earlier batch: the epoch is replayed from its start
     halves = [corpus.epoch_batches(600, 3, 0, rank=r, world=2) for r in (0, 1)]
     assert len(halves[0]) == len(halves[1]) == len(batches) // 2
     assert halves[1][2].equals(batches[5]) and halves[0][2].equals(batches[4])
@@ -198,7 +199,11 @@ def test_stream_epoch_sees_every_pair_once_and_replays_exactly(
 
 
 def _train_cfg(folder: Path, tmp_path: Path, backend: str, max_steps: int):
-    raw = {
+    return validate_config(_train_raw(folder, tmp_path, backend, max_steps))
+
+
+def _train_raw(folder: Path, tmp_path: Path, backend: str, max_steps: int) -> dict:
+    return {
         "data": {
             "train": str(folder / "train"),
             "valid": str(folder / "val"),
@@ -228,7 +233,6 @@ def _train_cfg(folder: Path, tmp_path: Path, backend: str, max_steps: int):
             "device": "cpu",
         },
     }
-    return validate_config(raw)
 
 
 def _losses(run_dir: Path) -> list[float]:
@@ -260,6 +264,55 @@ def test_training_on_the_arrow_backend(multi30k_slice, tmp_path):
     tok = Tokenizer.load(tmp_path / "run")  # the memory backend keeps as many pairs
     text = load_split(DataConfig(train=str(multi30k_slice / "train")), "train")
     assert info["train_pairs"] == len(tokenize_pairs(text, tok.encode_src, tok.encode_tgt, 40, "t"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["arrow", "stream"])
+def test_torchrun_two_ranks_on_a_disk_backend(multi30k_slice, tmp_path, backend):
+    """Rank 0 builds the cache and the tokenizer while rank 1 waits; the replicas stay identical."""
+    raw = _train_raw(multi30k_slice, tmp_path, backend, 3)
+    raw["train"]["num_threads"] = 1
+    (tmp_path / "config.yaml").write_text(json.dumps(raw))  # JSON is YAML
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "seq2seq",
+        "train",
+        str(tmp_path / "config.yaml"),
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    digests = json.loads(r.stdout)["rank_weights_sha256"]
+    assert len(digests) == 2 and digests[0] == digests[1]
+
+
+def test_hugging_face_dataset_through_both_disk_backends(slice_tokenizer, tmp_path):
+    import datasets
+
+    pairs = [("ein hund", "a dog"), ("", "nothing"), ("zwei katzen", "two cats")]
+    rows = [{"translation": {"de": de, "en": en}} for de, en in pairs]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(tmp_path / "ds")
+    hf = HFSource(path=str(tmp_path / "ds"), src_field="translation.de", tgt_field="translation.en")
+    cfg = DataConfig(hf=hf, backend="arrow", cache_dir=str(tmp_path / "c"))
+    tok = slice_tokenizer
+    expected = [
+        (tuple(tok.encode_src([de])[0]), tuple(tok.encode_tgt([en])[0]))
+        for de, en in (pairs[0], pairs[2])
+    ]
+    arrow = open_arrow(cfg, tok)
+    table = arrow.ds[arrow.rows.tolist()]
+    assert table.column("line_no").to_pylist() == [1, 3] and _ids(table) == expected
+    stream = StreamCorpus(cfg.model_copy(update={"backend": "stream"}), tok)
+    (batch,) = stream.epoch_batches(1000, seed=0, epoch=0)[0:1]
+    assert len(stream) == 2 and sorted(_ids(batch)) == sorted(expected)
 
 
 def test_disk_backends_refuse_concatenation():
