@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -92,13 +95,16 @@ def translate(
     min_len: Optional[int] = typer.Option(None, "--min-len", help="Tokens required before EOS."),
     length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."),
     max_src_len: Optional[int] = typer.Option(None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning [default: the run's decode.max_src_len]."),
+    batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", min=1, help="Batch by padded source tokens instead of --batch-size sentences."),
+    attention_dir: Optional[Path] = typer.Option(None, "--attention-dir", help="Write a cross-attention heatmap PNG per sentence (source pieces x output pieces) here."),
+    attention_n: int = typer.Option(10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
     A summary line on stderr counts sources with uncovered characters, sources cut to the length
     limit, and translations that stopped at the maximum length without EOS."""
     from .checkpoint import load_for_inference
-    from .translate import TranslationReport, translate_sentences
+    from .translate import TranslationReport
 
     setup_logging()
     dev = _device(device)
@@ -108,10 +114,10 @@ def translate(
     if n_best > dcfg.beam_size:
         raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
     report = TranslationReport()
+    extras = _Extras(batch_tokens, attention_dir, attention_n)
 
     def render(lines: list[str], first_line_no: int) -> list[str]:
-        res = translate_sentences(model, tok, lines, dcfg, dev, n_best=n_best,
-                                  first_line_no=first_line_no)
+        res = _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras)
         report.add(res)
         if n_best == 1:
             return [r.text for r in res]
@@ -129,10 +135,57 @@ def translate(
         from .data import read_lines
 
         lines = read_lines(input)
-        result = render(lines, 1)
+        with _progress(len(lines), extras):
+            result = render(lines, 1)
         _write_lines(output, result)
     if report.summary():
         typer.echo(f"translate: {report.summary()}", err=True)
+
+
+@dataclass
+class _Extras:
+    """translate's batching and plotting options, and the progress callback while one runs."""
+
+    batch_tokens: int | None
+    attention_dir: Path | None
+    attention_n: int
+    progress: Callable[[int], None] | None = None
+
+
+def _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras: _Extras):
+    """Translate ``lines`` (numbered from ``first_line_no``); the first ``attention_n`` lines of
+    the input are decoded with attention and plotted into ``attention_dir``."""
+    from .plots import plot_translations
+    from .translate import translate_sentences
+
+    n_att = 0
+    if extras.attention_dir is not None:
+        n_att = max(0, min(len(lines), extras.attention_n - first_line_no + 1))
+    kw = {"n_best": n_best, "progress": extras.progress, "batch_tokens": extras.batch_tokens}
+    head = translate_sentences(model, tok, lines[:n_att], dcfg, dev, need_attention=True,
+                               first_line_no=first_line_no, **kw) if n_att else []
+    if head:
+        _or_user_error(plot_translations, head, tok, first_line_no, extras.attention_dir)
+    tail = translate_sentences(model, tok, lines[n_att:], dcfg, dev,
+                               first_line_no=first_line_no + n_att, **kw)
+    return head + tail
+
+
+@contextmanager
+def _progress(total: int, extras: _Extras):
+    """A rich progress bar on stderr (when it is a terminal) fed by ``extras.progress``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal,
+                  transient=True) as bar:
+        task = bar.add_task("translating", total=total)
+        extras.progress = lambda n: bar.advance(task, n)
+        try:
+            yield
+        finally:
+            extras.progress = None
 
 
 def _stream(render, batch_size: int, output: str) -> None:
@@ -193,57 +246,93 @@ def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_pe
 @app.command("eval")
 def evaluate(
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", "-c", help="Checkpoint file or run directory; not needed with --hyp."),
-    src: Optional[Path] = typer.Option(None, "--src", help="Source file to translate (plain or .gz)."),
+    src: Optional[Path] = typer.Option(None, "--src", help="Source file (plain or .gz): translated with --checkpoint; its word counts give --by-length buckets."),
     ref: list[Path] = typer.Option(..., "--ref", help="Reference file(s) (repeat for several references)."),
     hyp: Optional[Path] = typer.Option(None, "--hyp", help="Score this hypothesis file instead of translating."),
     bleu: bool = typer.Option(False, "--bleu", help="Corpus BLEU (sacrebleu, 13a unless the target language needs its own)."),
     chrf: bool = typer.Option(False, "--chrf", help="chrF (sacrebleu)."),
     ter: bool = typer.Option(False, "--ter", help="TER (sacrebleu)."),
+    by_length: bool = typer.Option(False, "--by-length", help="Also BLEU per source-length bucket (words of --src), with sentence counts."),
+    buckets: Optional[str] = typer.Option(None, "--buckets", help="Bucket upper bounds in source words, e.g. 10,20,30 [default: 10,20,30,40,60 -> 1-10 ... 61+]."),
+    lowercase: bool = typer.Option(False, "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (Unicode lowercasing), like sacrebleu -lc --chrf-lowercase; TER always ignores case."),
     beam: Optional[int] = typer.Option(None, "--beam", help="Beam size for translating --src [default: the run's]."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sentences per batch."),
-    tgt_lang: Optional[str] = typer.Option(None, "--tgt-lang", help="Target language code [default: the run's data.tgt_lang]."),
+    tgt_lang: Optional[str] = typer.Option(None, "--tgt-lang", help="Target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko) [default: the run's data.tgt_lang with --checkpoint]."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the hypotheses here."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the scores (and signatures) as JSON to this file."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write scores, signatures, by-length rows and warnings as JSON to this file."),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
-    compare with --ref. Prints each score with its signature."""
+    compare with --ref. Prints each score with its signature; warns on stderr when a file looks
+    subword-tokenised or pre-tokenised. No line is dropped: an empty line is an empty segment.
+    """
     from .data import read_lines
-    from .metrics import corpus_score
+    from .metrics import check_aligned, evaluation_report, parse_buckets
 
     setup_logging()
     names = [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
+    if by_length and src is None:
+        raise UserError("--by-length needs --src: buckets are counted in source words")
+    edges = _or_user_error(parse_buckets, buckets)
+    hyps = read_lines(hyp) if hyp is not None else []
     refs = [read_lines(r) for r in ref]
-    if hyp is not None:
-        hyps = read_lines(hyp)
-        hyp_name = str(hyp)
-    else:
-        if checkpoint is None or src is None:
+    sources = read_lines(src) if src is not None else None
+    streams = [(str(p), r) for p, r in zip(ref, refs, strict=True)]
+    streams += [(str(src), sources)] if sources is not None else []
+    streams += [(str(hyp), hyps)] if hyp is not None else []
+    _or_user_error(check_aligned, streams)
+    if hyp is None:
+        if checkpoint is None or sources is None:
             raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-        from .checkpoint import load_for_inference
-        from .translate import translate_sentences
-
-        dev = _device(device)
-        model, tok, cfg = load_for_inference(checkpoint, dev)
-        tgt_lang = tgt_lang or cfg.data.tgt_lang
-        dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None)
-        sources = read_lines(src)
-        hyps = [t.text for t in translate_sentences(model, tok, sources, dcfg, dev)]
-        hyp_name = f"translations of {src}"
+        hyps, run_lang = _translate_for_eval(checkpoint, sources, beam, batch_size, device)
+        tgt_lang = tgt_lang or run_lang
         if output is not None:
             _write_lines(str(output), hyps)
-    for r, path in zip(refs, ref, strict=True):
-        if len(r) != len(hyps):
-            raise UserError(f"{hyp_name} has {len(hyps)} lines but {path} has {len(r)}: "
-                            "hypotheses and references must align line for line")
-    scores = {n: corpus_score(n, hyps, refs, tgt_lang) for n in names}
-    for s in scores.values():
-        typer.echo(f"{s.text}\n  signature: {s.signature}")
+    hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
+    report = _or_user_error(evaluation_report, names, hyps, refs, [str(r) for r in ref], hyp_name,
+                            sources if by_length else None, edges, tgt_lang, lowercase)
+    _print_eval_report(report)
     if json_out is not None:
         from .checkpoint import atomic_write_text
 
-        atomic_write_text(json_out, json.dumps({n: s.as_dict() for n, s in scores.items()},
-                                               indent=2))
+        atomic_write_text(json_out, json.dumps(report, indent=2, ensure_ascii=False))
+
+
+def _or_user_error(fn, *args):
+    """Call ``fn``; a ValueError (bad user input) becomes a one-line UserError."""
+    try:
+        return fn(*args)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def _translate_for_eval(checkpoint, sources, beam, batch_size, device) -> tuple[list[str], str]:
+    """Translate ``sources`` with the checkpoint's decode settings; returns the best translations
+    and the run's target language."""
+    from .checkpoint import load_for_inference
+    from .translate import translate_sentences
+
+    dev = _device(device)
+    model, tok, cfg = load_for_inference(checkpoint, dev)
+    dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None)
+    return [t.text for t in translate_sentences(model, tok, sources, dcfg, dev)], cfg.data.tgt_lang
+
+
+def _print_eval_report(report: dict) -> None:
+    """Warnings on stderr (one line each), scores and the by-length table on stdout."""
+    from rich.text import Text
+
+    from .metrics import METRICS, format_buckets
+
+    for w in report["warnings"]:
+        console.print(Text.assemble(("warning: ", "bold yellow"), w), highlight=False,
+                      soft_wrap=True)
+    for n in METRICS:
+        if n in report:
+            typer.echo(f"{report[n]['text']}\n  signature: {report[n]['signature']}")
+    if "by_length" in report:
+        typer.echo(f"BLEU by source length ({report['hyp']}):")
+        typer.echo(format_buckets(report["by_length"]["buckets"]))
 
 
 @app.command()
@@ -301,6 +390,28 @@ def compare(
     results = run_compare(configs, out, Budget(budget_minutes, budget_steps), opts)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
     typer.echo(results["findings"]["bleu"])
+
+
+@app.command()
+def synth(
+    task: str = typer.Option(..., "--task", help="copy | reverse | sort."),
+    n: int = typer.Option(20000, "--n", help="Training pairs (val and test get n/10 each, at least 100)."),
+    min_len: int = typer.Option(1, "--min-len", help="Shortest sequence, in symbols."),
+    max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
+    vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),
+    out: Path = typer.Option(..., "--out", help="Output folder: {train,val,test}.{src,tgt}."),
+    seed: int = typer.Option(1, "--seed", help="Random seed."),
+):
+    """Write a synthetic parallel corpus (train with data.src_lang: src, data.tgt_lang: tgt)."""
+    from .synth import write_corpus
+
+    if task not in ("copy", "reverse", "sort"):
+        raise UserError(f"--task {task!r}: choose copy, reverse or sort")
+    try:
+        sizes = write_corpus(task, n, min_len, max_len, vocab, out, seed)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    typer.echo(f"wrote {task} corpus to {out}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))
 
 
 def main() -> None:

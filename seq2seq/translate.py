@@ -15,7 +15,7 @@ Input policy (stated in the README, "Data hygiene"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -118,7 +118,7 @@ def search(
     """Greedy when the beam is 1, else beam search; (B, S) ids -> B lists of hypotheses."""
     if cfg.beam_size == 1:
         hyps = greedy_search(model, src, src_mask, cfg.max_len_a, cfg.max_len_b, cfg.min_len,
-                             need_attention)
+                             need_attention, cfg.length_penalty)
         return [[h] for h in hyps]
     return beam_search(model, src, src_mask, cfg.beam_size, cfg.length_penalty, n_best,
                        cfg.max_len_a, cfg.max_len_b, cfg.min_len, need_attention)
@@ -134,8 +134,10 @@ def translate_sentences(
     need_attention: bool = False,
     progress=None,
     first_line_no: int = 1,
+    batch_tokens: int | None = None,
 ) -> list[Translation]:
-    """Translate in length-sorted batches of ``cfg.batch_size`` sentences; output in input order.
+    """Translate in length-sorted batches of ``cfg.batch_size`` sentences (or, with
+    ``batch_tokens``, of at most that many padded source tokens); output in input order.
 
     ``progress`` (optional) is called with the number of sentences finished after each batch.
     ``first_line_no`` is the line number of ``sentences[0]`` in warnings.
@@ -145,8 +147,7 @@ def translate_sentences(
     was_training = model.training
     model.eval()
     with torch.inference_mode():
-        for k in range(0, len(order), cfg.batch_size):
-            chunk = order[k : k + cfg.batch_size]
+        for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
             src = pad_sequences([ids[j] for j in chunk]).to(device)
             nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
             for j, hyps in zip(chunk, nbest, strict=True):
@@ -156,6 +157,25 @@ def translate_sentences(
                 progress(len(chunk))
     model.train(was_training)
     return results
+
+
+def _batches(
+    order: list[int], ids: list[list[int]], batch_size: int, batch_tokens: int | None
+) -> Iterator[list[int]]:
+    """Cut ``order`` (sorted by length, shortest first) into batches of ``batch_size`` sentences,
+    or of at most ``batch_tokens`` padded tokens (a longer sentence goes alone)."""
+    if batch_tokens is None:
+        for k in range(0, len(order), batch_size):
+            yield order[k : k + batch_size]
+        return
+    chunk: list[int] = []
+    for j in order:
+        if chunk and (len(chunk) + 1) * len(ids[j]) > batch_tokens:
+            yield chunk
+            chunk = []
+        chunk.append(j)
+    if chunk:
+        yield chunk
 
 
 def _prepare(

@@ -1,0 +1,445 @@
+"""``eval``: scores equal the sacrebleu command line on the same files (issue 7 cases 7-9), nothing
+is dropped, misaligned files are one clear error, tokenisation warnings, BLEU by source length."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+
+from seq2seq.cli import main
+from seq2seq.metrics import bucket_label, parse_buckets, tokenisation_warnings
+
+SACREBLEU = Path(sys.executable).parent / "sacrebleu"
+
+HYP = [
+    "the cat sleeps on the mat",
+    "a red door is open",
+    "we walk home together tonight",
+    "two dogs play in the snow",
+]
+REF = [
+    "the cat sleeps on the mat",
+    "a red door stands open",
+    "we walk home together tonight",
+    "two dogs are playing in the snow",
+]
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def seq2seq(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr), errors mapped as ``main`` maps them."""
+    monkeypatch.setattr(sys, "argv", ["seq2seq", *map(str, args)])
+    with pytest.raises(SystemExit) as e:
+        main()
+    out = capsys.readouterr()
+    return e.value.code or 0, out.out, out.err
+
+
+def cli_scores(ref: Path, hyp: Path, *extra: str) -> list[float]:
+    """BLEU, chrF and TER from the ``sacrebleu`` command line, 4 decimals."""
+    r = subprocess.run(
+        [SACREBLEU, ref, "-i", hyp, "-m", "bleu", "chrf", "ter", "-b", "-w", "4", *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(r.stdout)
+
+
+def ours(monkeypatch, capsys, tmp_path, ref: Path, hyp: Path, *extra: str) -> tuple[dict, str]:
+    report = tmp_path / "scores.json"
+    code, out, err = seq2seq(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--hyp",
+        hyp,
+        "--ref",
+        ref,
+        "--bleu",
+        "--chrf",
+        "--ter",
+        "--json",
+        report,
+        *extra,
+    )
+    assert code == 0, err
+    return json.loads(report.read_text()), out + err
+
+
+def assert_same_as_cli(report: dict, ref: Path, hyp: Path, *cli_extra: str) -> list[float]:
+    expected = cli_scores(ref, hyp, *cli_extra)
+    got = [round(report[m]["score"], 4) for m in ("bleu", "chrf", "ter")]
+    assert got == pytest.approx(expected, abs=1e-9)
+    return expected
+
+
+def test_scores_equal_the_sacrebleu_cli_on_a_corpus(monkeypatch, capsys, tmp_path, multi30k_slice):
+    refs = (multi30k_slice / "val.en").read_text().splitlines()
+    hyps = [" ".join(w for k, w in enumerate(r.split()) if k % 4 != 1) for r in refs]
+    ref, hyp = multi30k_slice / "val.en", write(tmp_path / "hyp.en", hyps)
+    report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    scores = assert_same_as_cli(report, ref, hyp)
+    assert 10 < scores[0] < 90
+    assert "signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in printed
+    assert report["sentences"] == 100 and report["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("hyp_lines", "ref_lines"),
+    [
+        (HYP[:1] + [""] + HYP[2:], REF),  # an empty hypothesis line among good ones
+        (HYP, REF[:2] + [""] + REF[3:]),  # an empty reference line
+    ],
+    ids=["empty-hyp-line", "empty-ref-line"],
+)
+def test_empty_lines_are_kept_and_scored_like_sacrebleu(
+    monkeypatch, capsys, tmp_path, hyp_lines, ref_lines
+):
+    """Issue 7 case 7: nothing dropped, nothing crashes, each score equals the CLI's."""
+    ref, hyp = write(tmp_path / "ref.en", ref_lines), write(tmp_path / "hyp.en", hyp_lines)
+    report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    assert report["sentences"] == 4
+    assert_same_as_cli(report, ref, hyp)
+    assert printed.count("signature: nrefs:1|case:mixed|eff:no|tok:13a") == 1
+    # dropping the empty line instead would score higher: the CLI equality pins that it is kept
+    kept = [(h, r) for h, r in zip(hyp_lines, ref_lines, strict=True) if h and r]
+    dropped = sacrebleu.corpus_bleu([h for h, _ in kept], [[r for _, r in kept]]).score
+    assert report["bleu"]["score"] < dropped
+
+
+def test_an_all_empty_hypothesis_file_scores_zero(monkeypatch, capsys, tmp_path):
+    """Issue 7 case 7: three empty hypothesis lines -> BLEU 0.0, chrF 0.0, TER 100.0."""
+    ref, hyp = write(tmp_path / "ref.en", REF[:3]), write(tmp_path / "hyp.en", ["", "", ""])
+    report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    assert [report[m]["score"] for m in ("bleu", "chrf", "ter")] == [0.0, 0.0, 100.0]
+    assert_same_as_cli(report, ref, hyp)
+    assert "BLEU = 0.00" in printed and "signature:" in printed
+
+
+def test_a_line_count_mismatch_is_one_error_naming_both_files(monkeypatch, capsys, tmp_path):
+    """Issue 7 case 8: 3 hypotheses against 4 references; two references of different lengths."""
+    ref, hyp = write(tmp_path / "ref.en", REF), write(tmp_path / "hyp.en", HYP[:3])
+    report = tmp_path / "s.json"
+    code, out, err = seq2seq(
+        monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--json", report
+    )
+    assert (code, out) == (2, "")
+    assert f"{hyp} has 3 lines but {ref} has 4" in err
+    assert len(err.strip().splitlines()) == 1 and not report.exists()
+
+    ref2, hyp4 = write(tmp_path / "ref2.en", REF[:3]), write(tmp_path / "hyp4.en", HYP)
+    code, out, err = seq2seq(
+        monkeypatch, capsys, "eval", "--hyp", hyp4, "--ref", ref, "--ref", ref2
+    )
+    assert (code, out) == (2, "")
+    assert f"{ref2} has 3 lines but {ref} has 4" in err and len(err.strip().splitlines()) == 1
+
+
+def test_two_references_score_like_sacrebleu(monkeypatch, capsys, tmp_path):
+    ref = write(tmp_path / "ref.en", REF)
+    ref2 = write(tmp_path / "ref2.en", [r.replace("the", "a") for r in REF])
+    hyp = write(tmp_path / "hyp.en", HYP)
+    code, out, _ = seq2seq(monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--ref", ref2)
+    assert code == 0 and "nrefs:2" in out
+    expected = subprocess.run(
+        [SACREBLEU, ref, ref2, "-i", hyp, "-m", "bleu", "-b", "-w", "4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert f"BLEU = {float(expected):.2f}" in out
+
+
+def test_a_sentencepiece_hypothesis_draws_a_loud_warning(monkeypatch, capsys, tmp_path):
+    """Issue 7 case 9: pieces still in the output; scores still equal the CLI's."""
+    hyp = write(tmp_path / "hyp.en", ["▁the ▁cat ▁sleeps ▁on ▁the ▁mat"] + HYP[1:])
+    ref = write(tmp_path / "ref.en", REF)
+    report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    assert_same_as_cli(report, ref, hyp)
+    warning = [x for x in printed.splitlines() if x.startswith("warning:")]
+    assert len(warning) == 1
+    assert str(hyp) in warning[0] and "subword-tokenised" in warning[0]
+    assert report["warnings"] == [warning[0].removeprefix("warning: ")]
+
+
+def test_a_pre_tokenised_reference_draws_a_warning(monkeypatch, capsys, tmp_path):
+    """Issue 7 case 9: ``the cat sleeps .`` style references."""
+    ref = write(
+        tmp_path / "ref.en",
+        ["the cat sleeps .", "a red door , open .", "we walk home .", "two dogs play ."],
+    )
+    hyp = write(
+        tmp_path / "hyp.en",
+        ["the cat sleeps.", "a red door, open.", "we walk home.", "two dogs play."],
+    )
+    report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    assert_same_as_cli(report, ref, hyp)
+    assert len(report["warnings"]) == 1
+    assert str(ref) in report["warnings"][0] and "pre-tokenised" in report["warnings"][0]
+    assert f"warning: {report['warnings'][0]}" in printed
+
+
+@pytest.mark.parametrize(
+    ("lines", "kind"),
+    [
+        (["▁the ▁cat", "a dog"], "subword"),
+        (["the c@@ at sle@@ eps", "a dog"], "subword"),
+        (["the cat sleeps .", "I do n't know", "a dog"], "pre-tokenised"),
+        (["the cat sleeps.", "I don't know, he said.", "3.5 m"], None),
+        (["", "", ""], None),
+    ],
+)
+def test_tokenisation_warnings(lines, kind):
+    warnings = tokenisation_warnings(lines, "f.txt")
+    assert len(warnings) == (kind is not None)
+    if kind:
+        assert warnings[0].startswith("f.txt: ") and kind in warnings[0]
+
+
+ZH_HYP = ["猫在垫子上睡觉。", "两只狗在雪地里玩耍。", "我们今晚一起走回家。"]
+ZH_REF = ["猫在垫子上睡着了。", "两只狗在雪里玩。", "我们今晚一起走路回家。"]
+
+
+def test_chinese_uses_the_zh_tokenizer_only_when_the_language_is_given(
+    monkeypatch, capsys, tmp_path
+):
+    """Issue 7 case 9: without spaces, 13a sees one token per line; --tgt-lang zh splits
+    characters, exactly as ``sacrebleu -l xx-zh``."""
+    ref, hyp = write(tmp_path / "ref.zh", ZH_REF), write(tmp_path / "hyp.zh", ZH_HYP)
+    plain, _ = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    zh, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp, "--tgt-lang", "zh")
+    assert_same_as_cli(plain, ref, hyp)
+    assert_same_as_cli(zh, ref, hyp, "-l", "en-zh")
+    assert "tok:13a" in plain["bleu"]["signature"] and "tok:zh" in zh["bleu"]["signature"]
+    assert plain["bleu"]["score"] == 0.0 and zh["bleu"]["score"] > 20
+    assert "signature: nrefs:1|case:mixed|eff:no|tok:zh" in printed
+
+
+def test_lowercase_folds_cyrillic_case(monkeypatch, capsys, tmp_path):
+    """Issue 7 case 9: a hypothesis that differs only in (Cyrillic) case scores 100.0."""
+    ref = write(tmp_path / "ref.ru", ["кошка спит на коврике у двери", "две собаки играют в снегу"])
+    hyp = write(tmp_path / "hyp.ru", ["Кошка Спит На Коврике У Двери", "ДВЕ СОБАКИ ИГРАЮТ В СНЕГУ"])
+    cased, _ = ours(monkeypatch, capsys, tmp_path, ref, hyp)
+    folded, _ = ours(monkeypatch, capsys, tmp_path, ref, hyp, "--lowercase")
+    assert_same_as_cli(cased, ref, hyp)
+    assert assert_same_as_cli(folded, ref, hyp, "-lc", "--chrf-lowercase") == [100.0, 100.0, 0.0]
+    assert cased["bleu"]["score"] < 20 and "case:lc" in folded["bleu"]["signature"]
+    assert cased["ter"]["score"] == 0.0  # TER ignores case by default, as sacrebleu's does
+
+
+def test_a_language_whose_tokenizer_is_missing_is_one_error(monkeypatch, capsys, tmp_path):
+    try:
+        import MeCab  # noqa: F401
+
+        pytest.skip("MeCab is installed: ja scoring works")
+    except ImportError:
+        pass
+    ref, hyp = write(tmp_path / "ref.ja", ["猫"]), write(tmp_path / "hyp.ja", ["猫"])
+    code, out, err = seq2seq(
+        monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--tgt-lang", "ja"
+    )
+    assert (code, out) == (2, "")
+    assert "sacrebleu[ja]" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bleu_by_source_length(monkeypatch, capsys, tmp_path):
+    src_lines = ["ein", "zwei drei", "vier fünf sechs sieben", "a b c d e f g h", ""]
+    hyp_lines = ["a cat", "two dogs run", "we walk home now", "the red door is open today", ""]
+    ref_lines = ["a cat", "two dogs ran", "we walk home now", "a red door is open today", "hi"]
+    src, hyp = write(tmp_path / "src.de", src_lines), write(tmp_path / "hyp.en", hyp_lines)
+    ref, report = write(tmp_path / "ref.en", ref_lines), tmp_path / "s.json"
+    code, out, err = seq2seq(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--hyp",
+        hyp,
+        "--ref",
+        ref,
+        "--src",
+        src,
+        "--by-length",
+        "--buckets",
+        "3,6",
+        "--json",
+        report,
+    )
+    assert code == 0, err
+    rows = json.loads(report.read_text())["by_length"]["buckets"]
+    assert [(r["bucket"], r["sentences"]) for r in rows] == [
+        ("0", 1),
+        ("1-3", 2),
+        ("4-6", 1),
+        ("7+", 1),
+    ]
+
+    def bleu(idx):
+        return sacrebleu.corpus_bleu([hyp_lines[i] for i in idx], [[ref_lines[i] for i in idx]])
+
+    for row, idx in zip(rows, [[4], [0, 1], [2], [3]], strict=True):
+        assert row["bleu"] == pytest.approx(bleu(idx).score, abs=1e-9)
+    table = out.split("BLEU by source length")[1].splitlines()
+    assert table[1].split() == ["source", "words", "sentences", "BLEU"]
+    assert table[3].split() == ["1-3", "2", f"{rows[1]['bleu']:.2f}"]
+
+
+def test_by_length_default_buckets_and_errors(monkeypatch, capsys, tmp_path):
+    assert parse_buckets(None) == (10, 20, 30, 40, 60)
+    labels = [bucket_label(n, parse_buckets(None)) for n in (1, 10, 11, 40, 41, 60, 61, 500)]
+    assert labels == ["1-10", "1-10", "11-20", "31-40", "41-60", "41-60", "61+", "61+"]
+    ref, hyp = write(tmp_path / "ref.en", REF), write(tmp_path / "hyp.en", HYP)
+    code, _, err = seq2seq(monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--by-length")
+    assert code == 2 and "--by-length needs --src" in err
+    src = write(tmp_path / "src.de", ["a", "b", "c", "d"])
+    code, _, err = seq2seq(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--hyp",
+        hyp,
+        "--ref",
+        ref,
+        "--src",
+        src,
+        "--by-length",
+        "--buckets",
+        "10,5",
+    )
+    assert code == 2 and "--buckets '10,5'" in err
+    short_src = write(tmp_path / "short.de", ["a", "b"])
+    code, _, err = seq2seq(
+        monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--src", short_src, "--by-length"
+    )
+    assert code == 2 and f"{short_src} has 2 lines but {ref} has 4" in err
+
+
+# --- translate and eval with a checkpoint: a tiny Transformer trained for a few steps -------------
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, multi30k_slice):
+    from tests.test_cli import run, tiny_config
+
+    tmp = tmp_path_factory.mktemp("decode")
+    model = {
+        "name": "transformer",
+        "d_model": 32,
+        "n_heads": 2,
+        "d_ff": 64,
+        "n_encoder_layers": 1,
+        "n_decoder_layers": 1,
+    }
+    cfg = tiny_config(tmp, multi30k_slice, model, max_steps=10, valid_every=10)
+    r = run("train", cfg, "--run-dir", tmp / "run")
+    assert r.returncode == 0, r.stderr
+    return tmp / "run"
+
+
+def test_translate_plots_attention_for_the_first_lines(monkeypatch, capsys, tmp_path, tiny_run):
+    src = write(
+        tmp_path / "in.de",
+        ["Ein Hund läuft.", "", "Zwei Männer spielen Fußball.", "Eine Frau liest."],
+    )
+    plain, att = tmp_path / "plain.en", tmp_path / "att.en"
+    code, _, err = seq2seq(monkeypatch, capsys, "translate", "-c", tiny_run, "-i", src, "-o", plain)
+    assert code == 0, err
+    code, _, err = seq2seq(
+        monkeypatch,
+        capsys,
+        "translate",
+        "-c",
+        tiny_run,
+        "-i",
+        src,
+        "-o",
+        att,
+        "--attention-dir",
+        tmp_path / "att",
+        "--attention-n",
+        3,
+    )
+    assert code == 0, err
+    assert att.read_text() == plain.read_text() and len(plain.read_text().splitlines()) == 4
+    # lines 1 and 3 are plotted; line 2 is blank, line 4 is past --attention-n
+    assert sorted(p.name for p in (tmp_path / "att").iterdir()) == [
+        "line00001.png",
+        "line00003.png",
+    ]
+    assert (tmp_path / "att" / "line00001.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_batching_by_sentences_or_tokens_gives_the_same_lines(
+    monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice
+):
+    src = write(tmp_path / "in.de", (multi30k_slice / "val.de").read_text().splitlines()[:30])
+    outs = []
+    for opts in (["--batch-size", "30"], ["--batch-size", "7"], ["--batch-tokens", "60"]):
+        out = tmp_path / f"out{len(outs)}.en"
+        code, stdout, err = seq2seq(
+            monkeypatch,
+            capsys,
+            "translate",
+            "-c",
+            tiny_run,
+            "-i",
+            src,
+            "-o",
+            out,
+            "--beam",
+            "3",
+            *opts,
+        )
+        assert code == 0, err
+        assert stdout == "" and "translating" not in err  # no progress bar off a terminal
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] == outs[2] and len(outs[0].splitlines()) == 30
+
+
+def test_eval_with_a_checkpoint_by_length(monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice):
+    src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
+    hyp, report = tmp_path / "hyp.en", tmp_path / "s.json"
+    code, out, err = seq2seq(
+        monkeypatch,
+        capsys,
+        "eval",
+        "-c",
+        tiny_run,
+        "--src",
+        src,
+        "--ref",
+        ref,
+        "--bleu",
+        "--chrf",
+        "--by-length",
+        "-o",
+        hyp,
+        "--json",
+        report,
+    )
+    assert code == 0, err
+    scores = json.loads(report.read_text())
+    assert_same_as_cli({**scores, "ter": {"score": cli_scores(ref, hyp)[2]}}, ref, hyp)
+    rows = scores["by_length"]["buckets"]
+    assert [r["bucket"] for r in rows] == ["1-10", "11-20", "21-30", "31-40", "41-60", "61+"]
+    assert sum(r["sentences"] for r in rows) == 100 and scores["tgt_lang"] == "en"
+    assert "BLEU by source length" in out
+
+
+def test_plotting_a_model_without_attention_is_an_error(tmp_path):
+    from seq2seq.plots import plot_translations
+    from seq2seq.search import Hypothesis
+    from seq2seq.translate import Translation
+
+    results = [Translation("ein hund", [Hypothesis([4, 3], -1.0, -1.0, True, None)], ["a dog"])]
+    with pytest.raises(ValueError, match="no attention"):
+        plot_translations(results, None, 1, tmp_path)
