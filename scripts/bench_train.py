@@ -139,12 +139,12 @@ def run_worker(a) -> dict:
         if i == a.warmup:
             sync(device)
             t0 = time.perf_counter()
+        lens = b.src_mask.sum(1), (b.tgt_out != PAD).sum(1)  # real lengths, read on the CPU
         b = b.to(device)
         loss = step(model, opt, b, a.precision, device, cfg)
         if i >= a.warmup:
             done += 1
             tokens += b.n_tokens
-            lens = b.src_mask.sum(1).cpu(), (b.tgt_out != PAD).sum(1).cpu()
             flops += step_flops(model, cfg.model, *lens)
             if time.perf_counter() - t0 > a.budget:  # a slow path, e.g. bf16 without hardware
                 break
