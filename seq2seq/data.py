@@ -211,8 +211,10 @@ def load_split(cfg: DataConfig, split: str) -> ParallelText:
 
 
 def log_dropped(text: ParallelText, what: str) -> None:
-    n_in = len(text) + sum(len(v) for v in text.dropped.values())
-    log.info("%s: %d pairs read from %s", what, n_in, text.origin)
+    # ``text`` lost its empty pairs when it was cleaned; the other drops happen after it.
+    n_in = len(text) + len(text.dropped.get("empty", ()))
+    n_kept = n_in - sum(len(v) for v in text.dropped.values())
+    log.info("%s: %d pairs read from %s, %d kept", what, n_in, text.origin, n_kept)
     for reason, lines in text.dropped.items():
         shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
         log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, len(lines), reason, shown,
