@@ -72,16 +72,17 @@ bench-train: install
 # The bottleneck-versus-attention study (issue 6): the synthetic reverse task (lengths 1-60, exact
 # match against length), then Multi30k with long inputs joined from test lines (BLEU against
 # length). About 2 hours on a 2-core CPU; finished runs under $(STUDY_DIR) are reused on a rerun.
-# On a GPU: make study STUDY_CONFIGS=configs/study/gpu STUDY_MINUTES=20 STUDY_REVERSE_MINUTES=5
-STUDY_DIR             ?= $(RUNS)/study
-STUDY_CONFIGS         ?= configs/study
-STUDY_MINUTES         ?= 7
-STUDY_REVERSE_MINUTES ?= 3
-STUDY_ARGS            ?=
+# Reverse models get the same number of updates (their cosine schedule ends there), Multi30k
+# models the same minutes. On a GPU: make study STUDY_CONFIGS=configs/study/gpu STUDY_MINUTES=20
+STUDY_DIR           ?= $(RUNS)/study
+STUDY_CONFIGS       ?= configs/study
+STUDY_MINUTES       ?= 8
+STUDY_REVERSE_STEPS ?= 600
+STUDY_ARGS          ?=
 study: install
 	$(BIN)/seq2seq synth --task reverse --n 20000 --min-len 1 --max-len 60 --vocab 20 \
 		--out runs/synth/reverse60
 	$(BIN)/seq2seq compare $(STUDY_CONFIGS)/reverse/*.yaml --out $(STUDY_DIR)/reverse \
-		--budget-minutes $(STUDY_REVERSE_MINUTES) --concat-k 1 --exact-match $(STUDY_ARGS)
+		--budget-steps $(STUDY_REVERSE_STEPS) --concat-k 1 --exact-match $(STUDY_ARGS)
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
 		--out $(STUDY_DIR)/multi30k --budget-minutes $(STUDY_MINUTES) $(STUDY_ARGS)

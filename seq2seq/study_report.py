@@ -15,7 +15,7 @@ from pathlib import Path
 from .checkpoint import atomic_write_text
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
-WEAK_FRACTION = 0.5  # models under this share of the best short-input score are not rated
+WEAK_FRACTION = 0.25  # models under this share of the best short-input score are not rated
 
 
 def main_label(results: dict) -> str:
@@ -60,7 +60,7 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
     ends_of = {name: (ys[lo], ys[hi]) for name, ys in series(results, label, metric).items()}
     if metric == "exact":
         return _exact_finding(results, ends_of, span, lo, hi)
-    # A model under half the best short-input score has not learnt the task: how much of its
+    # A model under a quarter of the best short-input score has not learnt the task: how much of its
     # score it keeps says nothing about length, so it is named but not rated.
     top = max((a for a, _ in ends_of.values() if a is not None), default=0.0)
     weak = [n for n, (a, _) in ends_of.items() if not a or a < WEAK_FRACTION * top]
@@ -75,8 +75,8 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
     text += _claim(results, kept)
     if weak:
         text += (
-            f"; not rated, as they score under half the best {what} on the shortest inputs: "
-            + ", ".join(f"{n} ({_num(kept[n][0])})" for n in weak)
+            f"; not rated, as they score under a quarter of the best {what} on the shortest "
+            "inputs: " + ", ".join(f"{n} ({_num(kept[n][0])})" for n in weak)
         )
     return text + "."
 
