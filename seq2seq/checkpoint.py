@@ -133,9 +133,9 @@ def config_of(ckpt: dict[str, Any], source: str = "checkpoint") -> Config:
         raise CheckpointError(f"incompatible checkpoint config: {e}") from None
 
 
-def model_from_checkpoint(ckpt: dict[str, Any], source: str = "checkpoint") -> tuple[
-    Seq2SeqModel, Tokenizer, Config
-]:
+def model_from_checkpoint(
+    ckpt: dict[str, Any], source: str = "checkpoint"
+) -> tuple[Seq2SeqModel, Tokenizer, Config]:
     """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint.
 
     Raises:

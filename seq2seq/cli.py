@@ -13,7 +13,6 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -53,15 +52,29 @@ def _device(name: str) -> str:
 @app.command()
 def train(
     config: Path = typer.Argument(..., help="YAML config (see configs/)."),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."),
-    set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this folder exactly where its last.pt stopped."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Start afresh in a run directory that already holds a run."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many updates."),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Stop after this many epochs."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many minutes of wall time."),
-    device: Optional[str] = typer.Option(None, "--device", help="auto | cpu | cuda [default: the config's, auto]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
+    run_dir: Path | None = typer.Option(
+        None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."
+    ),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="Continue the run in this folder exactly where its last.pt stopped."
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Start afresh in a run directory that already holds a run."
+    ),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
+    max_epochs: int | None = typer.Option(
+        None, "--max-epochs", help="Stop after this many epochs."
+    ),
+    max_time: float | None = typer.Option(
+        None, "--max-time", help="Stop after this many minutes of wall time."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="auto | cpu | cuda [default: the config's, auto]."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ):
     """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs and TensorBoard
@@ -71,8 +84,13 @@ def train(
 
     setup_logging(verbose)
     overrides = list(set_)
-    for key, value in (("max_steps", max_steps), ("max_epochs", max_epochs),
-                       ("max_time", max_time), ("device", device), ("seed", seed)):
+    for key, value in (
+        ("max_steps", max_steps),
+        ("max_epochs", max_epochs),
+        ("max_time", max_time),
+        ("device", device),
+        ("seed", seed),
+    ):
         if value is not None:
             overrides.append(f"train.{key}={value}")
     cfg = load_config(config, overrides)
@@ -84,20 +102,52 @@ def train(
 
 @app.command()
 def translate(
-    checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Checkpoint file or run directory (uses best.pt)."),
-    input: str = typer.Option("-", "--input", "-i", help="Source file, or - for stdin (one sentence per line)."),
+    checkpoint: Path = typer.Option(
+        ..., "--checkpoint", "-c", help="Checkpoint file or run directory (uses best.pt)."
+    ),
+    input: str = typer.Option(
+        "-", "--input", "-i", help="Source file, or - for stdin (one sentence per line)."
+    ),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
-    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size; 1 = greedy [default: the run's decode.beam_size]."),
-    n_best: int = typer.Option(1, "--n-best", help="Write the N best per line as TSV: line number, score, hypothesis."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."),
-    max_len_a: Optional[float] = typer.Option(None, "--max-len-a", help="Output length limit a*src_len+b: a."),
-    max_len_b: Optional[int] = typer.Option(None, "--max-len-b", help="Output length limit a*src_len+b: b."),
-    min_len: Optional[int] = typer.Option(None, "--min-len", help="Tokens required before EOS."),
-    length_penalty: Optional[float] = typer.Option(None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."),
-    max_src_len: Optional[int] = typer.Option(None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning [default: the run's decode.max_src_len]."),
-    batch_tokens: Optional[int] = typer.Option(None, "--batch-tokens", min=1, help="Batch by padded source tokens instead of --batch-size sentences."),
-    attention_dir: Optional[Path] = typer.Option(None, "--attention-dir", help="Write a cross-attention heatmap PNG per sentence (source pieces x output pieces) here."),
-    attention_n: int = typer.Option(10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."),
+    beam: int | None = typer.Option(
+        None, "--beam", help="Beam size; 1 = greedy [default: the run's decode.beam_size]."
+    ),
+    n_best: int = typer.Option(
+        1, "--n-best", help="Write the N best per line as TSV: line number, score, hypothesis."
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+    ),
+    max_len_a: float | None = typer.Option(
+        None, "--max-len-a", help="Output length limit a*src_len+b: a."
+    ),
+    max_len_b: int | None = typer.Option(
+        None, "--max-len-b", help="Output length limit a*src_len+b: b."
+    ),
+    min_len: int | None = typer.Option(None, "--min-len", help="Tokens required before EOS."),
+    length_penalty: float | None = typer.Option(
+        None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."
+    ),
+    max_src_len: int | None = typer.Option(
+        None,
+        "--max-src-len",
+        help="Cut longer sources to this many tokens, with a warning "
+        "[default: the run's decode.max_src_len].",
+    ),
+    batch_tokens: int | None = typer.Option(
+        None,
+        "--batch-tokens",
+        min=1,
+        help="Batch by padded source tokens instead of --batch-size sentences.",
+    ),
+    attention_dir: Path | None = typer.Option(
+        None,
+        "--attention-dir",
+        help="Write a cross-attention heatmap PNG per sentence (source x output pieces) here.",
+    ),
+    attention_n: int = typer.Option(
+        10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
+    ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
@@ -109,8 +159,9 @@ def translate(
     setup_logging()
     dev = _device(device)
     model, tok, cfg = load_for_inference(checkpoint, dev)
-    dcfg = _decode_cfg(cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty,
-                       max_src_len)
+    dcfg = _decode_cfg(
+        cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty, max_src_len
+    )
     if n_best > dcfg.beam_size:
         raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
     report = TranslationReport()
@@ -162,12 +213,25 @@ def _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras
     if extras.attention_dir is not None:
         n_att = max(0, min(len(lines), extras.attention_n - first_line_no + 1))
     kw = {"n_best": n_best, "progress": extras.progress, "batch_tokens": extras.batch_tokens}
-    head = translate_sentences(model, tok, lines[:n_att], dcfg, dev, need_attention=True,
-                               first_line_no=first_line_no, **kw) if n_att else []
+    head = (
+        translate_sentences(
+            model,
+            tok,
+            lines[:n_att],
+            dcfg,
+            dev,
+            need_attention=True,
+            first_line_no=first_line_no,
+            **kw,
+        )
+        if n_att
+        else []
+    )
     if head:
         _or_user_error(plot_translations, head, tok, first_line_no, extras.attention_dir)
-    tail = translate_sentences(model, tok, lines[n_att:], dcfg, dev,
-                               first_line_no=first_line_no + n_att, **kw)
+    tail = translate_sentences(
+        model, tok, lines[n_att:], dcfg, dev, first_line_no=first_line_no + n_att, **kw
+    )
     return head + tail
 
 
@@ -176,10 +240,15 @@ def _progress(total: int, extras: _Extras):
     """A rich progress bar on stderr (when it is a terminal) fed by ``extras.progress``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=not console.is_terminal,
-                  transient=True) as bar:
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(
+        *columns, console=console, disable=not console.is_terminal, transient=True
+    ) as bar:
         task = bar.add_task("translating", total=total)
         extras.progress = lambda n: bar.advance(task, n)
         try:
@@ -228,12 +297,22 @@ def _write_lines(output: str, lines: list[str]) -> None:
         atomic_write_text(output, text)
 
 
-def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty,
-                max_src_len=None):
-    updates = {k: v for k, v in {"beam_size": beam, "batch_size": batch_size, "max_len_a": max_len_a,
-               "max_len_b": max_len_b, "min_len": min_len, "length_penalty": length_penalty,
-               "max_src_len": max_src_len}.items()
-               if v is not None}
+def _decode_cfg(
+    base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty, max_src_len=None
+):
+    updates = {
+        k: v
+        for k, v in {
+            "beam_size": beam,
+            "batch_size": batch_size,
+            "max_len_a": max_len_a,
+            "max_len_b": max_len_b,
+            "min_len": min_len,
+            "length_penalty": length_penalty,
+            "max_src_len": max_src_len,
+        }.items()
+        if v is not None
+    }
     from pydantic import ValidationError
 
     try:
@@ -245,21 +324,64 @@ def _decode_cfg(base, beam, batch_size, max_len_a, max_len_b, min_len, length_pe
 
 @app.command("eval")
 def evaluate(
-    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", "-c", help="Checkpoint file or run directory; not needed with --hyp."),
-    src: Optional[Path] = typer.Option(None, "--src", help="Source file (plain or .gz): translated with --checkpoint; its word counts give --by-length buckets."),
-    ref: list[Path] = typer.Option(..., "--ref", help="Reference file(s) (repeat for several references)."),
-    hyp: Optional[Path] = typer.Option(None, "--hyp", help="Score this hypothesis file instead of translating."),
-    bleu: bool = typer.Option(False, "--bleu", help="Corpus BLEU (sacrebleu, 13a unless the target language needs its own)."),
+    checkpoint: Path | None = typer.Option(
+        None, "--checkpoint", "-c", help="Checkpoint file or run directory; not needed with --hyp."
+    ),
+    src: Path | None = typer.Option(
+        None,
+        "--src",
+        help="Source file (plain or .gz): translated with --checkpoint; its word counts give "
+        "--by-length buckets.",
+    ),
+    ref: list[Path] = typer.Option(
+        ..., "--ref", help="Reference file(s) (repeat for several references)."
+    ),
+    hyp: Path | None = typer.Option(
+        None, "--hyp", help="Score this hypothesis file instead of translating."
+    ),
+    bleu: bool = typer.Option(
+        False,
+        "--bleu",
+        help="Corpus BLEU (sacrebleu, 13a unless the target language needs its own).",
+    ),
     chrf: bool = typer.Option(False, "--chrf", help="chrF (sacrebleu)."),
     ter: bool = typer.Option(False, "--ter", help="TER (sacrebleu)."),
-    by_length: bool = typer.Option(False, "--by-length", help="Also BLEU per source-length bucket (words of --src), with sentence counts."),
-    buckets: Optional[str] = typer.Option(None, "--buckets", help="Bucket upper bounds in source words, e.g. 10,20,30 [default: 10,20,30,40,60 -> 1-10 ... 61+]."),
-    lowercase: bool = typer.Option(False, "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (Unicode lowercasing), like sacrebleu -lc --chrf-lowercase; TER always ignores case."),
-    beam: Optional[int] = typer.Option(None, "--beam", help="Beam size for translating --src [default: the run's]."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sentences per batch."),
-    tgt_lang: Optional[str] = typer.Option(None, "--tgt-lang", help="Target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko) [default: the run's data.tgt_lang with --checkpoint]."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the hypotheses here."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write scores, signatures, by-length rows and warnings as JSON to this file."),
+    by_length: bool = typer.Option(
+        False,
+        "--by-length",
+        help="Also BLEU per source-length bucket (words of --src), with sentence counts.",
+    ),
+    buckets: str | None = typer.Option(
+        None,
+        "--buckets",
+        help="Bucket upper bounds in source words, e.g. 10,20,30 "
+        "[default: 10,20,30,40,60 -> 1-10 ... 61+].",
+    ),
+    lowercase: bool = typer.Option(
+        False,
+        "--lowercase",
+        "-lc",
+        help="Case-insensitive BLEU and chrF (Unicode lowercasing), like sacrebleu -lc "
+        "--chrf-lowercase; TER always ignores case.",
+    ),
+    beam: int | None = typer.Option(
+        None, "--beam", help="Beam size for translating --src [default: the run's]."
+    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Sentences per batch."),
+    tgt_lang: str | None = typer.Option(
+        None,
+        "--tgt-lang",
+        help="Target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko) "
+        "[default: the run's data.tgt_lang with --checkpoint].",
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Also write the hypotheses here."
+    ),
+    json_out: Path | None = typer.Option(
+        None,
+        "--json",
+        help="Write scores, signatures, by-length rows and warnings as JSON to this file.",
+    ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
@@ -289,8 +411,18 @@ def evaluate(
         if output is not None:
             _write_lines(str(output), hyps)
     hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
-    report = _or_user_error(evaluation_report, names, hyps, refs, [str(r) for r in ref], hyp_name,
-                            sources if by_length else None, edges, tgt_lang, lowercase)
+    report = _or_user_error(
+        evaluation_report,
+        names,
+        hyps,
+        refs,
+        [str(r) for r in ref],
+        hyp_name,
+        sources if by_length else None,
+        edges,
+        tgt_lang,
+        lowercase,
+    )
     _print_eval_report(report)
     if json_out is not None:
         from .checkpoint import atomic_write_text
@@ -325,8 +457,9 @@ def _print_eval_report(report: dict) -> None:
     from .metrics import METRICS, format_buckets
 
     for w in report["warnings"]:
-        console.print(Text.assemble(("warning: ", "bold yellow"), w), highlight=False,
-                      soft_wrap=True)
+        console.print(
+            Text.assemble(("warning: ", "bold yellow"), w), highlight=False, soft_wrap=True
+        )
     for n in METRICS:
         if n in report:
             typer.echo(f"{report[n]['text']}\n  signature: {report[n]['signature']}")
@@ -338,9 +471,15 @@ def _print_eval_report(report: dict) -> None:
 @app.command()
 def average(
     checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Run directory."),
-    last: Optional[int] = typer.Option(None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."),
-    best: Optional[int] = typer.Option(None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Where to write the averaged checkpoint."),
+    last: int | None = typer.Option(
+        None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."
+    ),
+    best: int | None = typer.Option(
+        None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."
+    ),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="Where to write the averaged checkpoint."
+    ),
 ):
     """Average the weights of the last or best K checkpoints of a run into one checkpoint that
     translates (it holds no optimizer state, so it cannot resume training)."""
@@ -348,22 +487,57 @@ def average(
 
     setup_logging()
     paths = average_run(checkpoint, output, last=last, best=best)
-    typer.echo(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}")
+    typer.echo(
+        f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}"
+    )
 
 
 @app.command()
 def compare(
-    configs: list[Path] = typer.Argument(..., help="YAML configs, one per model (each with its own name)."),
-    out: Path = typer.Option(..., "--out", help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots."),
-    budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", min=0.01, help="Train every model for this many minutes."),
-    budget_steps: Optional[int] = typer.Option(None, "--budget-steps", min=1, help="Train every model for this many updates."),
+    configs: list[Path] = typer.Argument(
+        ..., help="YAML configs, one per model (each with its own name)."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
+    ),
+    budget_minutes: float | None = typer.Option(
+        None, "--budget-minutes", min=0.01, help="Train every model for this many minutes."
+    ),
+    budget_steps: int | None = typer.Option(
+        None, "--budget-steps", min=1, help="Train every model for this many updates."
+    ),
     beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
-    concat_k: int = typer.Option(4, "--concat-k", min=1, help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only)."),
-    concat_n: Optional[int] = typer.Option(None, "--concat-n", min=1, help="Join only the first N test lines for k >= 2 [default: all]."),
-    buckets: str = typer.Option("10,20,30,40,50,60", "--buckets", help="Source-length bucket upper bounds, in words."),
-    attention_n: int = typer.Option(3, "--attention-n", min=0, help="Lines whose attention maps are drawn for every attention model."),
-    exact_match: bool = typer.Option(False, "--exact-match", help="Also report exact-match accuracy against length (synthetic tasks)."),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda, for training and decoding."),
+    concat_k: int = typer.Option(
+        4,
+        "--concat-k",
+        min=1,
+        help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only).",
+    ),
+    concat_n: int | None = typer.Option(
+        None,
+        "--concat-n",
+        min=1,
+        help="Join only the first N test lines for k >= 2 [default: all].",
+    ),
+    buckets: str = typer.Option(
+        "10,20,30,40,50,60", "--buckets", help="Source-length bucket upper bounds, in words."
+    ),
+    attention_n: int = typer.Option(
+        3,
+        "--attention-n",
+        min=0,
+        help="Lines whose attention maps are drawn for every attention model.",
+    ),
+    exact_match: bool = typer.Option(
+        False,
+        "--exact-match",
+        help="Also report exact-match accuracy against length (synthetic tasks).",
+    ),
+    device: str = typer.Option(
+        "auto", "--device", help="auto | cpu | cuda, for training and decoding."
+    ),
 ):
     """Train each config under the same budget with one shared tokenizer (finished runs in
     OUT/runs are reused), decode the test set and its joined long inputs greedily and with beam
@@ -385,8 +559,9 @@ def compare(
         edges = parse_buckets(buckets)
     except ValueError as e:
         raise UserError(str(e)) from None
-    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact_match,
-                        _device(device))
+    opts = StudyOptions(
+        beam_sizes, concat_k, concat_n, edges, attention_n, exact_match, _device(device)
+    )
     results = run_compare(configs, out, Budget(budget_minutes, budget_steps), opts)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
     typer.echo(results["findings"]["bleu"])
@@ -395,7 +570,9 @@ def compare(
 @app.command()
 def synth(
     task: str = typer.Option(..., "--task", help="copy | reverse | sort."),
-    n: int = typer.Option(20000, "--n", help="Training pairs (val and test get n/10 each, at least 100)."),
+    n: int = typer.Option(
+        20000, "--n", help="Training pairs (val and test get n/10 each, at least 100)."
+    ),
     min_len: int = typer.Option(1, "--min-len", help="Shortest sequence, in symbols."),
     max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
     vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),

@@ -28,7 +28,9 @@ class HFSource(_Section):
     """A corpus on the Hugging Face hub (or a local dataset directory) read with ``datasets``."""
 
     path: str = Field(description="hub name such as bentrevett/multi30k, or a local dataset dir")
-    name: str | None = Field(None, description="dataset configuration name, if the hub entry has any")
+    name: str | None = Field(
+        None, description="dataset configuration name, if the hub entry has any"
+    )
     src_field: str = "de"
     tgt_field: str = "en"
     train_split: str = "train"
@@ -142,9 +144,9 @@ class LuongConfig(_RNNBase):
         enc = self.enc_size * dirs
         if self.score == "dot" and enc != self.hidden_size:
             raise ValueError(
-                f"score 'dot' needs equal encoder and decoder sizes, but the encoder states are {enc} "
-                f"wide ({dirs} x encoder_hidden_size {self.enc_size}) and the decoder state is "
-                f"{self.hidden_size} (hidden_size): set encoder_hidden_size to "
+                "score 'dot' needs equal encoder and decoder sizes, but the encoder states are "
+                f"{enc} wide ({dirs} x encoder_hidden_size {self.enc_size}) and the decoder state "
+                f"is {self.hidden_size} (hidden_size): set encoder_hidden_size to "
                 f"{self.hidden_size // dirs if self.hidden_size % dirs == 0 else 'hidden_size / 2'}"
                 " or use score: general"
             )
@@ -166,7 +168,9 @@ class TransformerConfig(_Section):
     pre_norm: bool = False
     learned_positions: bool = False
     max_positions: int = Field(1024, ge=1)
-    share_embeddings: bool = Field(True, description="share src/tgt/output embeddings if joint vocab")
+    share_embeddings: bool = Field(
+        True, description="share src/tgt/output embeddings if joint vocab"
+    )
 
     @model_validator(mode="after")
     def _heads_divide_d_model(self) -> TransformerConfig:
@@ -345,7 +349,9 @@ def _one_line(err: ValidationError, source: str) -> str:
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
-        loc = ".".join(p for p in loc.split(".") if p not in {"rnn", "bahdanau", "luong", "transformer"})
+        loc = ".".join(
+            p for p in loc.split(".") if p not in {"rnn", "bahdanau", "luong", "transformer"}
+        )
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "union_tag_invalid":

@@ -217,8 +217,14 @@ def log_dropped(text: ParallelText, what: str) -> None:
     log.info("%s: %d pairs read from %s, %d kept", what, n_in, text.origin, n_kept)
     for reason, lines in text.dropped.items():
         shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
-        log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, len(lines), reason, shown,
-                 text.origin)
+        log.info(
+            "%s: dropped %d pairs (%s) at lines %s of %s",
+            what,
+            len(lines),
+            reason,
+            shown,
+            text.origin,
+        )
 
 
 @dataclass

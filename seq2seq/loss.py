@@ -1,4 +1,4 @@
-"""Label-smoothed cross-entropy that ignores padding (Szegedy et al. 2016; Vaswani et al. 2017 §5.4).
+"""Label-smoothed cross-entropy ignoring padding (Szegedy et al. 2016; Vaswani et al. 2017 §5.4).
 
 Shape notation: B batch, T target length, V vocabulary.
 """

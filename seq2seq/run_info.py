@@ -23,8 +23,13 @@ def _sha256(path: Path) -> str:
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, cwd=Path(__file__).parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).parent,
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None

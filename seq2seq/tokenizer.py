@@ -80,8 +80,8 @@ class Tokenizer:
         self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
         self.joint = tgt_proto is None or tgt_proto == src_proto
         self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
-        self.tgt_sp = self.src_sp if self.joint else spm.SentencePieceProcessor(
-            model_proto=self.tgt_proto
+        self.tgt_sp = (
+            self.src_sp if self.joint else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         )
 
     @classmethod

@@ -109,8 +109,11 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
         raise DataError(f"{train_text.origin}: no usable training pairs")
     if tok is None:
         if info.is_main:
-            log.info("training %s sentencepiece model(s), vocab %d", cfg.tokenizer.type,
-                     cfg.tokenizer.vocab_size)
+            log.info(
+                "training %s sentencepiece model(s), vocab %d",
+                cfg.tokenizer.type,
+                cfg.tokenizer.vocab_size,
+            )
             Tokenizer.train(train_text.src, train_text.tgt, cfg.tokenizer).save(run_dir)
         barrier(info)
         tok = Tokenizer.load(run_dir)
@@ -133,8 +136,14 @@ STOP_REASONS = ("", "max_steps", "max_epochs", "max_time", "early_stopping", "in
 class Run:
     """Everything the loop touches, built once (setup); ``_loop`` below is the loop itself."""
 
-    def __init__(self, cfg: Config, run_dir: Path, resume: bool, overwrite: bool = False,
-                 tokenizer: Tokenizer | None = None):
+    def __init__(
+        self,
+        cfg: Config,
+        run_dir: Path,
+        resume: bool,
+        overwrite: bool = False,
+        tokenizer: Tokenizer | None = None,
+    ):
         self.run_dir, self.cfg = run_dir, cfg
         t = cfg.train
         if not resume and not overwrite and (run_dir / "last.pt").exists():
@@ -156,11 +165,16 @@ class Run:
         seed_everything(t.seed)
         tok = Tokenizer.from_state_dict(ckpt["tokenizer"]) if ckpt else tokenizer
         self.data = prepare_data(cfg, run_dir, tok, self.info)
-        self.model = build_model(cfg.model, self.data.tok.src_vocab_size,
-                                 self.data.tok.tgt_vocab_size, self.data.tok.joint).to(self.device)
+        self.model = build_model(
+            cfg.model,
+            self.data.tok.src_vocab_size,
+            self.data.tok.tgt_vocab_size,
+            self.data.tok.joint,
+        ).to(self.device)
         opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-        self.optimizer = opt(self.model.parameters(), lr=t.lr, betas=t.betas,
-                             weight_decay=t.weight_decay)
+        self.optimizer = opt(
+            self.model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay
+        )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.state = TrainState()
         if ckpt:
@@ -183,8 +197,9 @@ class Run:
         ckpt = load_checkpoint(path)
         missing = [k for k in RESUME_KEYS if k not in ckpt]
         if missing:
-            raise CheckpointError(f"{path}: holds no {missing[0]} state, so it can translate but "
-                                  "not resume training")
+            raise CheckpointError(
+                f"{path}: holds no {missing[0]} state, so it can translate but not resume training"
+            )
         old = config_of(ckpt, str(path))
         for section in ("data", "tokenizer", "model"):
             if getattr(old, section) != getattr(self.cfg, section):
@@ -205,7 +220,8 @@ class Run:
         except (RuntimeError, ValueError, TypeError, KeyError) as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise CheckpointError(
-                f"{self.run_dir / 'last.pt'}: cannot resume from it ({first})") from None
+                f"{self.run_dir / 'last.pt'}: cannot resume from it ({first})"
+            ) from None
 
     def payload(self) -> dict:
         return {
@@ -225,8 +241,10 @@ class Run:
         try:
             save_checkpoint(self.run_dir / name, self.payload())
         except CheckpointError as e:
-            raise TrainingError(f"{e}: training diverged; lower train.lr or use precision fp32 "
-                                "(the previous checkpoint is kept)") from None
+            raise TrainingError(
+                f"{e}: training diverged; lower train.lr or use precision fp32 "
+                "(the previous checkpoint is kept)"
+            ) from None
 
     def save_last(self) -> None:
         """``last.pt``; with ``keep_last`` k > 1 also ``step<N>.pt`` for the newest k."""
@@ -257,9 +275,15 @@ class Run:
                 link_checkpoint(self.run_dir / "last.pt", self.run_dir / kept)
             for old in dropped:
                 (self.run_dir / old).unlink(missing_ok=True)
-        shared = broadcast_object({"plateau_scale": st.plateau_scale, "best_score": st.best_score,
-                                   "best_step": st.best_step,
-                                   "bad_validations": st.bad_validations}, self.info)
+        shared = broadcast_object(
+            {
+                "plateau_scale": st.plateau_scale,
+                "best_score": st.best_score,
+                "best_step": st.best_step,
+                "bad_validations": st.bad_validations,
+            },
+            self.info,
+        )
         for key, value in shared.items():
             setattr(st, key, value)
 
@@ -272,8 +296,13 @@ class Run:
         log.info(" ".join(parts))
         heatmap = None
         if self.data.valid_text.src:
-            heatmap = attention_heatmap(self.model, self.data.tok, self.data.valid_text.src[0],
-                                        self.device, self.run_dir / "attention.png")
+            heatmap = attention_heatmap(
+                self.model,
+                self.data.tok,
+                self.data.valid_text.src[0],
+                self.device,
+                self.run_dir / "attention.png",
+            )
         self.monitor.validation(st.step, m, heatmap)
 
     def update(self, group: list[list[int]]) -> str | None:
@@ -288,20 +317,25 @@ class Run:
         ratio = teacher_forcing_at(st.step + 1, t.teacher_forcing)
         tick = time.perf_counter()
         batches = [make_batch(self.data.train, g, self.device) for g in group]
-        r = train_step(self.wrapper, self.optimizer, self.scaler, batches, t, lr, self.device,
-                       self.info, ratio)
+        r = train_step(
+            self.wrapper, self.optimizer, self.scaler, batches, t, lr, self.device, self.info, ratio
+        )
         st.batch_in_epoch += len(group)
         self.busy += time.perf_counter() - tick
         if r is None:
             st.nonfinite_in_row += 1
             st.nonfinite_total += 1
-            log.warning("step %d: non-finite loss or gradient, update skipped (%d in a row)",
-                        st.step + 1, st.nonfinite_in_row)
+            log.warning(
+                "step %d: non-finite loss or gradient, update skipped (%d in a row)",
+                st.step + 1,
+                st.nonfinite_in_row,
+            )
             if st.nonfinite_in_row >= t.max_nonfinite:
                 raise TrainingError(
                     f"{st.nonfinite_in_row} non-finite losses in a row at step {st.step}: lower "
                     "train.lr, use precision fp32, or check the data; last.pt holds the last "
-                    "finite weights")
+                    "finite weights"
+                )
             return None
         st.step += 1
         st.nonfinite_in_row = 0
@@ -309,8 +343,10 @@ class Run:
         tok_s = (st.tokens_seen - self.tokens0) / max(self.busy, 1e-9)
         stats = f"epoch {st.epoch + 1} loss {r['loss']:.3f} lr {lr:.2e} {tok_s:,.0f} tok/s"
         if self.monitor is not None:
-            self.monitor.train_step(st.step, {"epoch": st.epoch, **r, "lr": lr,
-                                              "tokens_per_s": tok_s, "tf_ratio": ratio})
+            self.monitor.train_step(
+                st.step,
+                {"epoch": st.epoch, **r, "lr": lr, "tokens_per_s": tok_s, "tf_ratio": ratio},
+            )
             if not console.is_terminal and st.step % t.log_every == 0:
                 log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
         return stats
@@ -339,10 +375,18 @@ class Run:
         st, t = self.state, self.cfg.train
         best = st.best_score if t.best_metric != "loss" or st.best_score is None else -st.best_score
         tok_s = (st.tokens_seen - self.tokens0) / max(self.busy, 1e-9)
-        out = {"steps": st.step, "epochs": st.epoch, "stopped": self.stopped,
-               "train_seconds": round(st.train_seconds, 1), "target_tokens_per_s": round(tok_s, 1),
-               "best_metric": t.best_metric, "best_score": best, "best_step": st.best_step,
-               "nonfinite_skipped": st.nonfinite_total, "run_dir": str(self.run_dir)}
+        out = {
+            "steps": st.step,
+            "epochs": st.epoch,
+            "stopped": self.stopped,
+            "train_seconds": round(st.train_seconds, 1),
+            "target_tokens_per_s": round(tok_s, 1),
+            "best_metric": t.best_metric,
+            "best_score": best,
+            "best_step": st.best_step,
+            "nonfinite_skipped": st.nonfinite_total,
+            "run_dir": str(self.run_dir),
+        }
         if self.info.enabled:  # proof that DDP kept every replica identical
             digests = gather_objects(weights_digest(self.model.state_dict()), self.info)
             out["rank_weights_sha256"] = digests
@@ -357,7 +401,10 @@ class Run:
 
 
 def train(
-    cfg: Config, run_dir: str | Path | None = None, resume: bool = False, overwrite: bool = False,
+    cfg: Config,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
     tokenizer: Tokenizer | None = None,
 ) -> dict:
     """Train ``cfg`` into ``run_dir`` (default ``cfg.run_dir`` or ``runs/<name>``).
@@ -372,8 +419,7 @@ def train(
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
-    run = Run(cfg, Path(run_dir or cfg.run_dir or f"runs/{cfg.name}"), resume, overwrite,
-              tokenizer)
+    run = Run(cfg, Path(run_dir or cfg.run_dir or f"runs/{cfg.name}"), resume, overwrite, tokenizer)
     try:
         _loop(run)
         return run.summary()
@@ -384,9 +430,14 @@ def train(
 def _loop(run: Run) -> None:
     """Epochs of this rank's batches, ``update_freq`` at a time, until a stop; then save."""
     t, st, info = run.cfg.train, run.state, run.info
-    log.info("model %s: %s parameters; %d training pairs; device %s%s", run.cfg.model.name,
-             f"{run.model.num_parameters():,}", len(run.data.train), run.device,
-             f" x {info.world} ranks" if info.enabled else "")
+    log.info(
+        "model %s: %s parameters; %d training pairs; device %s%s",
+        run.cfg.model.name,
+        f"{run.model.num_parameters():,}",
+        len(run.data.train),
+        run.device,
+        f" x {info.world} ranks" if info.enabled else "",
+    )
     started = time.time()
     run.stopped = run.should_stop(started, False)
     with _progress(info) as progress, _interruptible() as interrupted:
@@ -395,8 +446,10 @@ def _loop(run: Run) -> None:
         while not run.stopped:
             batches = epoch_batches(run.data.train, t, st.epoch, info)
             if not batches:
-                raise DataError(f"{t.batch_tokens}-token batches of {len(run.data.train)} pairs "
-                                f"give no batch for each of {info.world} ranks; lower batch_tokens")
+                raise DataError(
+                    f"{t.batch_tokens}-token batches of {len(run.data.train)} pairs "
+                    f"give no batch for each of {info.world} ranks; lower batch_tokens"
+                )
             while st.batch_in_epoch < len(batches) and not run.stopped:
                 stats = run.update(batches[st.batch_in_epoch : st.batch_in_epoch + t.update_freq])
                 if stats is not None:
@@ -414,16 +467,27 @@ def _loop(run: Run) -> None:
         elif run.last_valid != st.step:
             run.validate_and_save()
     if run.stopped == "early_stopping":
-        log.info("early stopping: no %s gain in %d validations (best at step %d)",
-                 t.best_metric, t.patience, st.best_step)
+        log.info(
+            "early stopping: no %s gain in %d validations (best at step %d)",
+            t.best_metric,
+            t.patience,
+            st.best_step,
+        )
 
 
 def _progress(info: DistInfo):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("{task.fields[stats]}"), console=console,
-                    disable=not info.is_main, transient=False)
+    return Progress(
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[stats]}"),
+        console=console,
+        disable=not info.is_main,
+        transient=False,
+    )
 
 
 @contextlib.contextmanager

@@ -112,16 +112,38 @@ def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
 
 
 def search(
-    model: Seq2SeqModel, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodeConfig,
-    n_best: int = 1, need_attention: bool = False,
+    model: Seq2SeqModel,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    cfg: DecodeConfig,
+    n_best: int = 1,
+    need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
     """Greedy when the beam is 1, else beam search; (B, S) ids -> B lists of hypotheses."""
     if cfg.beam_size == 1:
-        hyps = greedy_search(model, src, src_mask, cfg.max_len_a, cfg.max_len_b, cfg.min_len,
-                             need_attention, cfg.length_penalty)
+        hyps = greedy_search(
+            model,
+            src,
+            src_mask,
+            cfg.max_len_a,
+            cfg.max_len_b,
+            cfg.min_len,
+            need_attention,
+            cfg.length_penalty,
+        )
         return [[h] for h in hyps]
-    return beam_search(model, src, src_mask, cfg.beam_size, cfg.length_penalty, n_best,
-                       cfg.max_len_a, cfg.max_len_b, cfg.min_len, need_attention)
+    return beam_search(
+        model,
+        src,
+        src_mask,
+        cfg.beam_size,
+        cfg.length_penalty,
+        n_best,
+        cfg.max_len_a,
+        cfg.max_len_b,
+        cfg.min_len,
+        need_attention,
+    )
 
 
 def translate_sentences(
@@ -193,8 +215,13 @@ def _prepare(
             continue
         results[i].uncovered = UNK in e
         if len(e) > limit:
-            log.warning("line %d: %d source tokens, cut to the first %d (decode.max_src_len, or "
-                        "the model's max_positions)", first_line_no + i, len(e), limit)
+            log.warning(
+                "line %d: %d source tokens, cut to the first %d (decode.max_src_len, or "
+                "the model's max_positions)",
+                first_line_no + i,
+                len(e),
+                limit,
+            )
             results[i].truncated, e = True, e[:limit]
         jobs.append(i)
         ids.append(e)

@@ -1,4 +1,4 @@
-"""Shared fixtures: a small slice of Multi30k, a tokenizer trained on it, tiny models of each family.
+"""Shared fixtures: a small slice of Multi30k and a tokenizer trained on it.
 
 Multi30k is read from $SEQ2SEQ_DATA_DIR (default ../shared/data); nothing is downloaded.
 """
@@ -9,10 +9,12 @@ import gzip
 from pathlib import Path
 
 import pytest
+
 from seq2seq.config import TokenizerConfig, data_root
 from seq2seq.tokenizer import Tokenizer
 
 MULTI30K = data_root() / "multi30k"
+
 
 def _slice(src: Path, dst: Path, n: int) -> None:
     with gzip.open(src, "rt", encoding="utf-8") as f:

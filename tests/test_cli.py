@@ -14,19 +14,31 @@ import yaml
 
 def run(*args, stdin: str | None = None, cwd=None, env_extra=None):
     env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "seq2seq", *map(str, args)], input=stdin,
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "seq2seq", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 def tiny_config(tmp_path, slice_dir, model: dict, **train):
     cfg = {
         "name": "tiny",
-        "data": {"train": str(slice_dir / "train"), "valid": str(slice_dir / "val"),
-                 "max_len": 60},
+        "data": {"train": str(slice_dir / "train"), "valid": str(slice_dir / "val"), "max_len": 60},
         "tokenizer": {"vocab_size": 400},
         "model": model,
-        "train": {"max_steps": 40, "batch_tokens": 1500, "valid_every": 20, "lr": 0.003,
-                  "seed": 1, **train},
+        "train": {
+            "max_steps": 40,
+            "batch_tokens": 1500,
+            "valid_every": 20,
+            "lr": 0.003,
+            "seed": 1,
+            **train,
+        },
         "decode": {"batch_size": 50},
     }
     path = tmp_path / "config.yaml"
@@ -37,8 +49,17 @@ def tiny_config(tmp_path, slice_dir, model: dict, **train):
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, multi30k_slice):
     tmp = tmp_path_factory.mktemp("cli")
-    cfg = tiny_config(tmp, multi30k_slice, {"name": "bahdanau", "emb_size": 32, "hidden_size": 32,
-                                            "attention_size": 32, "maxout_size": 32})
+    cfg = tiny_config(
+        tmp,
+        multi30k_slice,
+        {
+            "name": "bahdanau",
+            "emb_size": 32,
+            "hidden_size": 32,
+            "attention_size": 32,
+            "maxout_size": 32,
+        },
+    )
     r = run("train", cfg, "--run-dir", tmp / "run")
     assert r.returncode == 0, r.stderr
     return tmp / "run", json.loads(r.stdout)
@@ -47,8 +68,14 @@ def trained_run(tmp_path_factory, multi30k_slice):
 def test_train_writes_a_complete_run(trained_run):
     run_dir, summary = trained_run
     assert summary["steps"] == 40
-    for name in ("best.pt", "last.pt", "config.yaml", "run_info.json", "spm.model",
-                 "train_log.jsonl"):
+    for name in (
+        "best.pt",
+        "last.pt",
+        "config.yaml",
+        "run_info.json",
+        "spm.model",
+        "train_log.jsonl",
+    ):
         assert (run_dir / name).is_file(), name
     assert any((run_dir / "tensorboard").iterdir())
     info = json.loads((run_dir / "run_info.json").read_text())
@@ -82,9 +109,21 @@ def test_translate_file_to_file_and_nbest(trained_run, multi30k_slice, tmp_path)
 
 def test_eval_bleu_equals_sacrebleu(trained_run, multi30k_slice, tmp_path):
     run_dir, _ = trained_run
-    r = run("eval", "-c", run_dir, "--src", multi30k_slice / "val.de", "--ref",
-            multi30k_slice / "val.en", "--bleu", "--chrf", "-o", tmp_path / "hyp",
-            "--json", tmp_path / "s.json")
+    r = run(
+        "eval",
+        "-c",
+        run_dir,
+        "--src",
+        multi30k_slice / "val.de",
+        "--ref",
+        multi30k_slice / "val.en",
+        "--bleu",
+        "--chrf",
+        "-o",
+        tmp_path / "hyp",
+        "--json",
+        tmp_path / "s.json",
+    )
     assert r.returncode == 0, r.stderr
     assert "signature: nrefs:1|case:mixed|eff:no|tok:13a" in r.stdout
     hyps = (tmp_path / "hyp").read_text().splitlines()

@@ -66,7 +66,7 @@ def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
 
 def test_empty_pairs_dropped_as_pairs_and_counted(tmp_path):
     src = _write(tmp_path / "s.de", "eins\n\nzwei\n \t\ndrei\n\u200b\u200b\n".encode())
-    tgt = _write(tmp_path / "t.en", "one\nlost\n\ntwo\nthree\nfour\n".encode())
+    tgt = _write(tmp_path / "t.en", b"one\nlost\n\ntwo\nthree\nfour\n")
     text = read_parallel_files(src, tgt)
     assert list(zip(text.src, text.tgt, strict=True)) == [("eins", "one"), ("drei", "three")]
     assert text.line_no == [1, 5]

@@ -13,7 +13,7 @@ from seq2seq.models import MODELS
 from seq2seq.models.transformer import attention
 from seq2seq.search import greedy_search
 
-from .toys import ATTENTION_MODELS, TINY_MODELS, tiny_model
+from .toys import TINY_MODELS, tiny_model
 
 PAD = 0
 
@@ -104,8 +104,12 @@ def test_incremental_decoding_matches_teacher_forcing(name):
         step_logits, a, state = model.decode_step(tgt[:, t], state, need_attention=True)
         steps.append(step_logits)
         attns.append(a)
-    torch.testing.assert_close(torch.log_softmax(torch.stack(steps, 1), -1),
-                               torch.log_softmax(logits, -1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        torch.log_softmax(torch.stack(steps, 1), -1),
+        torch.log_softmax(logits, -1),
+        atol=1e-5,
+        rtol=0,
+    )
     if attn is not None:
         torch.testing.assert_close(torch.stack(attns, 1), attn, atol=1e-5, rtol=0)
 
@@ -130,7 +134,7 @@ def test_reorder_state_moves_rows(name):
 @pytest.mark.parametrize("name", TINY_MODELS)
 def test_bottleneck(name):
     """Overwrite the encoder states h_1..h_{S-1} with noise, keeping the final state: the ``rnn``
-    model's logits must not change (the fixed vector is all it sees); every attention model's must."""
+    model's logits must not change (the fixed vector is all it sees); attention models' must."""
     model = tiny_model(name)
     src, mask, tgt = _batch()
     enc = model.encode(src, mask)
@@ -217,10 +221,14 @@ def test_transformer_empty_source_row_is_finite():
     [
         ({"model": {"name": "transformer", "n_head": 4}}, "model.n_head: unknown key"),
         ({"modle": {}}, "modle: unknown key"),
-        ({"model": {"name": "transformer", "d_model": 30, "n_heads": 4}},
-         "d_model (30) must be divisible by n_heads (4)"),
-        ({"model": {"name": "luong", "score": "dot", "hidden_size": 64}},
-         "score 'dot' needs equal encoder and decoder sizes"),
+        (
+            {"model": {"name": "transformer", "d_model": 30, "n_heads": 4}},
+            "d_model (30) must be divisible by n_heads (4)",
+        ),
+        (
+            {"model": {"name": "luong", "score": "dot", "hidden_size": 64}},
+            "score 'dot' needs equal encoder and decoder sizes",
+        ),
         ({"model": {"name": "gpt"}}, "unknown model name"),
         ({"train": {"lr": -1, "max_steps": 3}}, "train.lr"),
     ],

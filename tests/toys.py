@@ -10,24 +10,52 @@ from seq2seq.models import build_model
 # Every model family (and the variants whose wiring differs) at toy size.
 TINY_MODELS = {
     "rnn": RNNConfig(emb_size=16, hidden_size=24, encoder_hidden_size=12, dropout=0.0),
-    "rnn_context_lstm": RNNConfig(cell="lstm", feed_context=True, num_layers=2, emb_size=16,
-                                  hidden_size=24, dropout=0.0),
-    "bahdanau": BahdanauConfig(emb_size=16, hidden_size=24, encoder_hidden_size=12,
-                               attention_size=20, maxout_size=10, dropout=0.0),
-    "bahdanau_lstm_2l": BahdanauConfig(cell="lstm", num_layers=2, emb_size=16, hidden_size=24,
-                                       attention_size=20, maxout_size=16, dropout=0.0,
-                                       tie_embeddings=True),
-    "luong_dot": LuongConfig(score="dot", emb_size=16, hidden_size=24, encoder_hidden_size=12,
-                             dropout=0.0),
+    "rnn_context_lstm": RNNConfig(
+        cell="lstm", feed_context=True, num_layers=2, emb_size=16, hidden_size=24, dropout=0.0
+    ),
+    "bahdanau": BahdanauConfig(
+        emb_size=16,
+        hidden_size=24,
+        encoder_hidden_size=12,
+        attention_size=20,
+        maxout_size=10,
+        dropout=0.0,
+    ),
+    "bahdanau_lstm_2l": BahdanauConfig(
+        cell="lstm",
+        num_layers=2,
+        emb_size=16,
+        hidden_size=24,
+        attention_size=20,
+        maxout_size=16,
+        dropout=0.0,
+        tie_embeddings=True,
+    ),
+    "luong_dot": LuongConfig(
+        score="dot", emb_size=16, hidden_size=24, encoder_hidden_size=12, dropout=0.0
+    ),
     "luong_general": LuongConfig(score="general", emb_size=16, hidden_size=24, dropout=0.0),
-    "luong_concat_nofeed": LuongConfig(score="concat", input_feeding=False, emb_size=16,
-                                       hidden_size=24, attention_size=20, dropout=0.0),
-    "transformer": TransformerConfig(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-                                     n_decoder_layers=2, dropout=0.0),
-    "transformer_prenorm_learned": TransformerConfig(d_model=32, n_heads=2, d_ff=64,
-                                                     n_encoder_layers=1, n_decoder_layers=2,
-                                                     dropout=0.0, pre_norm=True,
-                                                     learned_positions=True),
+    "luong_concat_nofeed": LuongConfig(
+        score="concat",
+        input_feeding=False,
+        emb_size=16,
+        hidden_size=24,
+        attention_size=20,
+        dropout=0.0,
+    ),
+    "transformer": TransformerConfig(
+        d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0
+    ),
+    "transformer_prenorm_learned": TransformerConfig(
+        d_model=32,
+        n_heads=2,
+        d_ff=64,
+        n_encoder_layers=1,
+        n_decoder_layers=2,
+        dropout=0.0,
+        pre_norm=True,
+        learned_positions=True,
+    ),
 }
 ATTENTION_MODELS = [k for k in TINY_MODELS if not k.startswith("rnn")]
 

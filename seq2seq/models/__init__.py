@@ -19,7 +19,9 @@ MODELS = {
 }
 
 
-def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool) -> Seq2SeqModel:
+def build_model(
+    cfg: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool
+) -> Seq2SeqModel:
     """Instantiate the model named by ``cfg.name`` for the given vocabulary sizes."""
     if cfg.name == "transformer":
         return Transformer(src_vocab, tgt_vocab, cfg, joint_vocab)

@@ -18,7 +18,7 @@ from .base import masked_softmax
 class BahdanauAttention(nn.Module):
     """Additive attention (Bahdanau et al. 2015, §3.1 eq. 6 and appendix A.1.2).
 
-    e_{t,i} = v_aᵀ tanh(W_a s_{t-1} + U_a h_i);  α_{t,i} = softmax_i(e_{t,i});  c_t = Σ_i α_{t,i} h_i
+    e_{t,i} = v_aᵀ tanh(W_a s_{t-1} + U_a h_i);  α_{t,i} = softmax_i(e_{t,i});  c_t = Σ α_{t,i} h_i
 
     The query is whatever the decoder passes; the Bahdanau decoder passes s_{t-1}.
     """

@@ -33,7 +33,7 @@ def _rnn(cell: str, input_size: int, hidden: int, layers: int, dropout: float, b
 
 
 def _final_by_layer(h_n: Tensor, layers: int, dirs: int) -> Tensor:
-    """nn.GRU/LSTM's (L*dirs, B, He) final state -> (B, L, dirs*He), [forward; backward] per layer."""
+    """nn.GRU/LSTM's (L*dirs, B, He) final state -> (B, L, dirs*He): [fwd; bwd] per layer."""
     _, b, he = h_n.shape
     return h_n.view(layers, dirs, b, he).permute(2, 0, 1, 3).reshape(b, layers, dirs * he)
 
@@ -69,8 +69,11 @@ class RNNEncoder(nn.Module):
                 "enc_c": _final_by_layer(final[1], self.layers, self.dirs),
                 "src_mask": src_mask,
             }
-        return {"enc_out": out, "enc_h": _final_by_layer(final, self.layers, self.dirs),
-                "src_mask": src_mask}
+        return {
+            "enc_out": out,
+            "enc_h": _final_by_layer(final, self.layers, self.dirs),
+            "src_mask": src_mask,
+        }
 
 
 class OutputLayer(nn.Module):
@@ -117,7 +120,7 @@ class _RNNDecoderModel(Seq2SeqModel):
         return state
 
     def _rnn_step(self, rnn: nn.RNNBase, x: Tensor, state: State) -> tuple[Tensor, State]:
-        """Run ``rnn`` over x (B, T, in) from state h (B, L, H) [and c]; returns outputs (B, T, H)."""
+        """Run ``rnn`` over x (B, T, in) from state h (B, L, H) [and c]; outputs (B, T, H)."""
         h = state["h"].transpose(0, 1).contiguous()
         if self.lstm:
             out, (h, c) = rnn(x, (h, state["c"].transpose(0, 1).contiguous()))
@@ -159,8 +162,9 @@ class RNNSeq2Seq(_RNNDecoderModel):
         self.bridge = nn.Linear(enc, cfg.hidden_size)
         self.bridge_c = nn.Linear(enc, cfg.hidden_size) if self.lstm else None
         ctx = enc if cfg.feed_context else 0
-        self.rnn = _rnn(cfg.cell, cfg.emb_size + ctx, cfg.hidden_size, cfg.num_layers, cfg.dropout,
-                        False)
+        self.rnn = _rnn(
+            cfg.cell, cfg.emb_size + ctx, cfg.hidden_size, cfg.num_layers, cfg.dropout, False
+        )
         pre = cfg.hidden_size + (ctx + cfg.emb_size if cfg.feed_context else 0)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(pre, tgt_vocab, cfg.dropout, tie)
@@ -186,7 +190,7 @@ class RNNSeq2Seq(_RNNDecoderModel):
 
 
 class BahdanauSeq2Seq(_RNNDecoderModel):
-    """``bahdanau``: RNNsearch (Bahdanau et al. 2015, §3.1 and appendix A), attend *before* the step.
+    """``bahdanau``: RNNsearch (Bahdanau et al. 2015, §3.1, appendix A): attend *before* the step.
 
     Wiring (the paper's, not the Luong-style "additive score after the step" some toolkits ship):
         s_0   = tanh(W_s ←h_1)                                   (A.2.2; per layer)
@@ -207,8 +211,9 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
         self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
         self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
-        self.rnn = _rnn(cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout,
-                        False)
+        self.rnn = _rnn(
+            cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout, False
+        )
         self.maxout_size = cfg.maxout_size
         self.pre_output = nn.Linear(cfg.hidden_size + cfg.emb_size + enc, 2 * cfg.maxout_size)
         tie = self.tgt_embed if cfg.tie_embeddings else None
@@ -220,8 +225,11 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         if self.lstm:
             back["enc_c"] = enc["enc_c"][..., -self.he :]
         state = self._bridge_state(back, self.W_s, self.W_s_c)
-        state.update(src_mask=enc["src_mask"], enc_out=enc["enc_out"],
-                     keys=self.attention.project_keys(enc["enc_out"]))
+        state.update(
+            src_mask=enc["src_mask"],
+            enc_out=enc["enc_out"],
+            keys=self.attention.project_keys(enc["enc_out"]),
+        )
         return state
 
     def _decode(self, tgt_in, state):
@@ -270,8 +278,11 @@ class LuongSeq2Seq(_RNNDecoderModel):
 
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)
-        state.update(src_mask=enc["src_mask"], enc_out=enc["enc_out"],
-                     keys=self.attention.project_keys(enc["enc_out"]))
+        state.update(
+            src_mask=enc["src_mask"],
+            enc_out=enc["enc_out"],
+            keys=self.attention.project_keys(enc["enc_out"]),
+        )
         if self.input_feeding:
             state["feed"] = state["h"].new_zeros(state["h"].shape[0], state["h"].shape[-1])
         return state

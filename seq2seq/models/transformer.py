@@ -25,7 +25,9 @@ from .base import Seq2SeqModel, State
 def sinusoidal_positions(n: int, d_model: int) -> Tensor:
     """PE(pos, 2i) = sin(pos / 10000^{2i/D}), PE(pos, 2i+1) = cos(same)  (§3.5). Returns (n, D)."""
     pos = torch.arange(n, dtype=torch.float32).unsqueeze(1)
-    inv = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    inv = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
     pe = torch.zeros(n, d_model)
     pe[:, 0::2] = torch.sin(pos * inv)
     pe[:, 1::2] = torch.cos(pos * inv[: d_model // 2])
@@ -33,7 +35,12 @@ def sinusoidal_positions(n: int, d_model: int) -> Tensor:
 
 
 def attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, dropout: float,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    causal: bool,
+    dropout: float,
     need_weights: bool,
 ) -> tuple[Tensor, Tensor | None]:
     """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1).
@@ -47,15 +54,17 @@ def attention(
         (B, H, T, d_k) outputs and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
     """
     if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
-                                             is_causal=causal)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal
+        )
         return out, None
     # 1) scores  2) mask  3) softmax  4) weighted sum — the same formula, weights kept.
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
         t, s = scores.shape[-2:]
-        scores = scores.masked_fill(~torch.ones(t, s, dtype=torch.bool, device=q.device).tril(),
-                                    float("-inf"))
+        scores = scores.masked_fill(
+            ~torch.ones(t, s, dtype=torch.bool, device=q.device).tril(), float("-inf")
+        )
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
@@ -63,7 +72,7 @@ def attention(
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..head_H) W_O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+    """MultiHead(Q, K, V) = Concat(head_1..head_H) W_O, head_i = Attention(QW_i^Q, KW_i^K, VW_i^V)
     (§3.2.2). The three input projections live in one (3D, D) matrix so self-attention needs one
     matmul; cross-attention uses its query third and its key/value two thirds."""
 
@@ -118,7 +127,11 @@ class Sublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, pre_norm: bool):
         super().__init__()
-        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), nn.Dropout(dropout), pre_norm
+        self.norm, self.dropout, self.pre_norm = (
+            nn.LayerNorm(d_model),
+            nn.Dropout(dropout),
+            pre_norm,
+        )
 
     def forward(self, x: Tensor, f) -> tuple[Tensor, Tensor | None]:
         y, extra = f(self.norm(x) if self.pre_norm else x)
@@ -136,8 +149,9 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, key_mask: Tensor) -> Tensor:
         """x (B, S, D), key_mask (B, 1, 1, S) -> (B, S, D)."""
-        x, _ = self.sub1(x, lambda y: self.self_attn.attend(*self.self_attn.project_qkv(y),
-                                                             mask=key_mask))
+        x, _ = self.sub1(
+            x, lambda y: self.self_attn.attend(*self.self_attn.project_qkv(y), mask=key_mask)
+        )
         x, _ = self.sub2(x, lambda y: (self.ffn(y), None))
         return x
 
@@ -148,11 +162,18 @@ class DecoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
-        self.subs = nn.ModuleList(Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm) for _ in range(3))
+        self.subs = nn.ModuleList(
+            Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm) for _ in range(3)
+        )
 
     def forward(
-        self, x: Tensor, cross_k: Tensor, cross_v: Tensor, key_mask: Tensor,
-        cache: tuple[Tensor, Tensor] | None, need_weights: bool,
+        self,
+        x: Tensor,
+        cross_k: Tensor,
+        cross_v: Tensor,
+        key_mask: Tensor,
+        cache: tuple[Tensor, Tensor] | None,
+        need_weights: bool,
     ) -> tuple[Tensor, Tensor | None, tuple[Tensor, Tensor]]:
         """
         Args:
@@ -177,8 +198,16 @@ class DecoderLayer(nn.Module):
             return self.self_attn.attend(q, k, v, causal=cache is None)
 
         x, _ = self.subs[0](x, self_attend)
-        x, w = self.subs[1](x, lambda y: self.cross_attn.attend(
-            self.cross_attn.project_q(y), cross_k, cross_v, mask=key_mask, need_weights=need_weights))
+        x, w = self.subs[1](
+            x,
+            lambda y: self.cross_attn.attend(
+                self.cross_attn.project_q(y),
+                cross_k,
+                cross_v,
+                mask=key_mask,
+                need_weights=need_weights,
+            ),
+        )
         x, _ = self.subs[2](x, lambda y: (self.ffn(y), None))
         return x, w, kv
 
@@ -186,10 +215,10 @@ class DecoderLayer(nn.Module):
 class Transformer(Seq2SeqModel):
     """``transformer``: encoder and decoder stacks of multi-head attention (Vaswani et al. 2017).
 
-    Embeddings are scaled by √d_model and summed with sinusoidal (or learned) positions (§3.4, §3.5).
-    With ``share_embeddings`` the output projection is the target embedding matrix, and with a joint
-    vocabulary the source embedding is that matrix too (§3.4). The returned alignment is the last decoder layer's cross-attention averaged over
-    heads.
+    Embeddings are scaled by √d_model and summed with sinusoidal (or learned) positions (§3.4,
+    §3.5). With ``share_embeddings`` the output projection is the target embedding matrix, and with
+    a joint vocabulary the source embedding is that matrix too (§3.4). The returned alignment is the
+    last decoder layer's cross-attention averaged over heads.
     """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, cfg: TransformerConfig, joint_vocab: bool):
@@ -204,13 +233,18 @@ class Transformer(Seq2SeqModel):
         self.tgt_embed = nn.Embedding(tgt_vocab, d, padding_idx=0)
         share = cfg.share_embeddings and joint_vocab and src_vocab == tgt_vocab
         self.src_embed = self.tgt_embed if share else nn.Embedding(src_vocab, d, padding_idx=0)
-        for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
+        for emb in {
+            id(self.src_embed): self.src_embed,
+            id(self.tgt_embed): self.tgt_embed,
+        }.values():
             nn.init.normal_(emb.weight, 0.0, d**-0.5)
             nn.init.zeros_(emb.weight[0])
         if cfg.learned_positions:
             self.pos = nn.Parameter(torch.randn(cfg.max_positions, d) * 0.02)
         else:
-            self.register_buffer("pos", sinusoidal_positions(cfg.max_positions, d), persistent=False)
+            self.register_buffer(
+                "pos", sinusoidal_positions(cfg.max_positions, d), persistent=False
+            )
         self.dropout = nn.Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
@@ -233,7 +267,7 @@ class Transformer(Seq2SeqModel):
 
     @staticmethod
     def _key_mask(src_mask: Tensor) -> Tensor:
-        """(B, S) -> (B, 1, 1, S); a row with no real token may attend anywhere (finite, never NaN)."""
+        """(B, S) -> (B, 1, 1, S); a row with no real token may attend anywhere (finite, no NaN)."""
         return (src_mask | ~src_mask.any(1, keepdim=True))[:, None, None, :]
 
     def encode(self, src: Tensor, src_mask: Tensor) -> State:
@@ -270,7 +304,9 @@ class Transformer(Seq2SeqModel):
 
     def forward_attention(self, src, src_mask, tgt_in, need_attention=True):
         state = self.init_state(self.encode(src, src_mask))
-        logits, attn, _ = self._decode(tgt_in, state, incremental=False, need_weights=need_attention)
+        logits, attn, _ = self._decode(
+            tgt_in, state, incremental=False, need_weights=need_attention
+        )
         return logits, attn
 
     def decode_step(self, prev_tokens, state, need_attention=False):
