@@ -13,7 +13,7 @@ keep it on disk and hold only an index in memory; validation sets are small and 
 
 This module holds what both share: data.py's reading policy one line at a time, the tokenising
 function ``Dataset.map`` runs, the drop log (counts and first line numbers, as data.py logs them),
-and ``length_batches``, ``data.token_batches``'s batching rule on numpy arrays.
+and re-exports ``data.length_batches`` / ``data.cut_runs``, the one batching rule.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import hashlib
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -209,65 +209,6 @@ class Drops:
             shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if n > 10 else "")
             reason = _DROP_REASONS[code].format(self.max_len)
             log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, n, reason, shown, origin)
-
-
-# ---- batching by length on arrays ------------------------------------------------------------
-
-
-def cut_runs(runs: Iterable[tuple[int, int]], batch_tokens: int) -> list[int]:
-    """Batch sizes for examples sorted by length, given as runs of (width, count), by the greedy
-    rule of ``data.token_batches``: a batch grows while n_sentences x widest <= ``batch_tokens``.
-    Costs O(runs + batches), not O(examples).
-
-    Raises:
-        DataError: one example alone exceeds the budget.
-    """
-    sizes: list[int] = []
-    size = width = 0
-    for need, k in runs:
-        if need > batch_tokens:
-            raise DataError(
-                f"one example has {need} tokens, more than batch_tokens {batch_tokens}: raise "
-                "train.batch_tokens or lower data.max_len"
-            )
-        while k:
-            w = max(width, need)
-            if size and w * (size + 1) > batch_tokens:
-                sizes.append(size)
-                size = width = 0
-                continue
-            m = min(k, batch_tokens // w - size)
-            size, k, width = size + m, k - m, w
-    if size:
-        sizes.append(size)
-    return sizes
-
-
-def length_batches(
-    src_lens: np.ndarray,
-    tgt_lens: np.ndarray,
-    batch_tokens: int,
-    seed: int = 0,
-    epoch: int = 0,
-    shuffle: bool = True,
-    part: int = 0,
-) -> list[np.ndarray]:
-    """``data.token_batches`` on arrays: shuffle, sort by (source, target) length with ties left
-    shuffled, cut (width = max(source, target + 1)), shuffle the batches. A pure function of
-    (seed, epoch) with numpy's generator; with ``shuffle=False`` the same batches as
-    ``token_batches``. ``part`` numbers independent draws within an epoch (stream buffers).
-    Memory: a few bytes an example.
-    """
-    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
-    rng = np.random.default_rng([seed % 2**63, epoch, part])
-    idx = rng.permutation(len(src_lens)) if shuffle else np.arange(len(src_lens))
-    idx = idx[np.lexsort((tgt_lens[idx], src_lens[idx]))]  # lexsort is stable
-    need = np.maximum(src_lens[idx], tgt_lens[idx] + 1)
-    starts = np.flatnonzero(np.diff(need, prepend=-1))
-    counts = np.diff(np.append(starts, len(need)))
-    sizes = cut_runs(zip(need[starts].tolist(), counts.tolist(), strict=True), batch_tokens)
-    batches = np.split(idx, np.cumsum(sizes)[:-1]) if sizes else []
-    return [batches[i] for i in rng.permutation(len(batches))] if shuffle else batches
 
 
 def shard(batches: Sequence, rank: int, world: int) -> Sequence:

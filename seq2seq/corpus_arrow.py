@@ -29,7 +29,6 @@ from .corpus import (
     Drops,
     clean_rows,
     encode_rows,
-    length_batches,
     open_hf,
     origin_of,
     shard,
@@ -37,7 +36,7 @@ from .corpus import (
     table_lengths,
     token_features,
 )
-from .data import resolve_corpus_file
+from .data import length_batches, resolve_corpus_file
 from .tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")

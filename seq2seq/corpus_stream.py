@@ -25,13 +25,12 @@ from .config import DataConfig
 from .corpus import (
     Drops,
     clean_rows,
-    cut_runs,
     encode_rows,
-    length_batches,
     origin_of,
     table_batch,
     table_lengths,
 )
+from .data import cut_runs, length_batches
 from .tokenizer import Tokenizer
 
 
@@ -41,12 +40,14 @@ class StreamCorpus:
 
     def __init__(self, cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
         self.cfg, self.tok, self.split = cfg, tok, split
-        # The counting pass: per buffer, the distinct (source, target) lengths (K, 2), sorted, and
-        # how many pairs have each (K,); enough to count an epoch's batches for any budget.
+        # The counting pass: per buffer, the distinct (target, source) lengths (K, 2), sorted as
+        # data.length_batches sorts them, and how many pairs have each (K,); enough to count an
+        # epoch's batches for any budget.
         self.lengths: list[tuple[np.ndarray, np.ndarray]] = []
         drops = Drops(cfg.max_len)
         for buf in self._buffers(drops):
-            lens = np.stack(table_lengths(buf), 1)
+            src_lens, tgt_lens = table_lengths(buf)
+            lens = np.stack([tgt_lens, src_lens], 1)
             self.lengths.append(np.unique(lens, axis=0, return_counts=True))
         drops.log(what, origin_of(cfg, split))
         self.n = int(sum(counts.sum() for _, counts in self.lengths))
@@ -101,7 +102,7 @@ class StreamCorpus:
         """This rank's batches for ``epoch``; their number is known from the counting pass."""
         total = 0
         for pairs, counts in self.lengths:
-            need = np.maximum(pairs[:, 0], pairs[:, 1] + 1)
+            need = np.maximum(pairs[:, 1], pairs[:, 0] + 1)  # columns (target, source)
             total += len(cut_runs(zip(need.tolist(), counts.tolist(), strict=True), batch_tokens))
         return StreamEpoch(self, batch_tokens, seed, epoch, total, rank, world)
 
