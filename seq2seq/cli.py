@@ -24,6 +24,7 @@ app = typer.Typer(
     help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
     "Transformer. Train, translate, evaluate, compare.",
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
 )
 
 

@@ -182,3 +182,5 @@ def test_help_lists_every_option():
     assert r.returncode == 0
     for opt in ("--checkpoint", "--input", "--output", "--beam", "--n-best", "--batch-size"):
         assert opt in r.stdout
+    # square brackets in help texts are shown, not eaten as markup
+    assert "[default: the run's" in " ".join(r.stdout.split())
