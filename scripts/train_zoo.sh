@@ -8,20 +8,30 @@ data="${SEQ2SEQ_DATA_DIR:-../shared/data}"
 runs="${RUNS:-runs/multi30k}"
 seq2seq="${SEQ2SEQ:-seq2seq}"
 test_prefix="$data/multi30k/test_2016_flickr"
+test_file() { for f in "$test_prefix.$1" "$test_prefix.$1.gz"; do [ -f "$f" ] && { echo "$f"; return; }; done
+  echo "error: $test_prefix.$1[.gz] not found: set SEQ2SEQ_DATA_DIR or run scripts/get_multi30k.sh" >&2
+  exit 2; }
+test_src=$(test_file de)
+test_ref=$(test_file en)
 [ "$#" -gt 0 ] || set -- configs/multi30k/*.yaml
 for cfg in "$@"; do
   name=$(basename "$cfg" .yaml)
   dir="$runs/$name"
+  mkdir -p "$runs"
   if [ -f "$dir/last.pt" ]; then
-    echo "== $name: $dir already trained, scoring only"
+    # a finished run stops at once; an interrupted one goes on to its budget
+    echo "== $name: resuming $dir"
+    $seq2seq train "$cfg" --resume "$dir" > "$runs/.$name.summary.json"
+    mv "$runs/.$name.summary.json" "$dir/train_summary_resumed.json"
   else
     echo "== $name: training ($cfg)"
-    $seq2seq train "$cfg" --run-dir "$dir" > "$dir.summary.json"
-    mv "$dir.summary.json" "$dir/train_summary.json"
+    $seq2seq train "$cfg" --run-dir "$dir" > "$runs/.$name.summary.json"
+    mv "$runs/.$name.summary.json" "$dir/train_summary.json"
   fi
   for beam in 1 5; do
     tag=$([ "$beam" = 1 ] && echo greedy || echo "beam$beam")
-    $seq2seq eval -c "$dir" --src "$test_prefix.de.gz" --ref "$test_prefix.en.gz" --beam "$beam" \
+    echo "== $name: test_2016_flickr, beam $beam"
+    $seq2seq eval -c "$dir" --src "$test_src" --ref "$test_ref" --beam "$beam" \
       --bleu --chrf --by-length --output "$dir/test_$tag.hyp.en" --json "$dir/test_$tag.json"
   done
 done

@@ -34,6 +34,10 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
         raise CheckpointError(f"{d}: not a run directory")
     if (last is None) == (best is None) or (last or best) < 1:
         raise CheckpointError("give exactly one of --last K or --best K, with K >= 1")
+    if last == 1:
+        if not (d / "last.pt").is_file():
+            raise CheckpointError(f"{d}: no last.pt; train first")
+        return [d / "last.pt"]
     if last is not None:
         files = _step_files(d, "step")[-last:]
         if len(files) < last:

@@ -1,7 +1,8 @@
 """Self-describing, atomic checkpoints.
 
 A checkpoint is one ``torch.save`` dict: format tag, resolved config, model weights, tokenizer
-protos, and (for resuming) optimizer, scheduler, scaler, RNG states and the training position. It is
+protos, and (for resuming) optimizer, scaler, RNG states and the training position (the learning
+rate is a pure function of the step, see ``schedules``). It is
 written to a temporary file in the same folder, flushed and fsync'ed, then renamed over the target,
 so a crash leaves either the old file or the new one, never half of one.
 """
@@ -12,14 +13,13 @@ import hashlib
 import io
 import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from .atomic import atomic_write_bytes
 from .config import Config, ConfigError, validate_config
 from .models import Seq2SeqModel, build_model
 from .tokenizer import Tokenizer
@@ -30,32 +30,6 @@ VERSION = 1
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, corrupt or from an incompatible version (one line)."""
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename, fsync the folder)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
@@ -82,7 +56,7 @@ def link_checkpoint(src: Path, dst: Path) -> None:
     try:
         os.link(src, tmp)
     except OSError:
-        shutil.copyfile(src, tmp)
+        atomic_write_bytes(tmp, Path(src).read_bytes())  # no hard links here: a synced copy
     os.replace(tmp, dst)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,13 +42,13 @@ def _fail(msg: str, code: int = 2) -> None:
 
 
 def _device(name: str) -> str:
-    import torch
+    """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent)."""
+    from .step import TrainingError, pick_device
 
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for but torch sees no CUDA device")
-    return name
+    try:
+        return str(pick_device(name, "fp32"))
+    except TrainingError as e:
+        raise UserError(str(e)) from None
 
 
 @app.command()
@@ -70,7 +71,9 @@ def train(
         None, "--max-epochs", help="Stop after this many epochs."
     ),
     max_time: float | None = typer.Option(
-        None, "--max-time", help="Stop after this many minutes of wall time."
+        None,
+        "--max-time",
+        help="Stop after this many minutes of wall time, counted over resumed runs too.",
     ),
     device: str | None = typer.Option(
         None, "--device", help="auto | cpu | cuda [default: the config's, auto]."
@@ -265,26 +268,46 @@ def _stream(render, batch_size: int, output: str) -> None:
 
     from .data import decode_line
 
-    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
-    line_no = 1
-    stdin = sys.stdin.buffer
-    while True:
-        raw = stdin.readline()
-        if not raw:
-            break
-        batch = [raw]
-        while len(batch) < batch_size and select.select([stdin], [], [], 0)[0]:
-            nxt = stdin.readline()
-            if not nxt:
+    with _output_stream(output) as out:
+        line_no = 1
+        stdin = sys.stdin.buffer
+        while True:
+            raw = stdin.readline()
+            if not raw:
                 break
-            batch.append(nxt)
-        lines = [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
-        for text in render(lines, line_no):
-            out.write(text + "\n")
-        out.flush()
-        line_no += len(lines)
-    if out is not sys.stdout:
-        out.close()
+            batch = [raw]
+            while len(batch) < batch_size and select.select([stdin], [], [], 0)[0]:
+                nxt = stdin.readline()
+                if not nxt:
+                    break
+                batch.append(nxt)
+            lines = [
+                decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)
+            ]
+            for text in render(lines, line_no):
+                out.write(text + "\n")
+            out.flush()
+            line_no += len(lines)
+
+
+@contextmanager
+def _output_stream(output: str):
+    """stdout, or a temporary file beside ``output`` renamed over it only once everything is
+    written: an error half-way never leaves a truncated or half-written file in its place."""
+    if output == "-":
+        yield sys.stdout
+        return
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _write_lines(output: str, lines: list[str]) -> None:
@@ -293,7 +316,7 @@ def _write_lines(output: str, lines: list[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        from .checkpoint import atomic_write_text
+        from .atomic import atomic_write_text
 
         atomic_write_text(output, text)
 
@@ -426,7 +449,7 @@ def evaluate(
     )
     _print_eval_report(report)
     if json_out is not None:
-        from .checkpoint import atomic_write_text
+        from .atomic import atomic_write_text
 
         atomic_write_text(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 

@@ -159,7 +159,7 @@ class TransformerConfig(_Section):
     name: Literal["transformer"] = "transformer"
     d_model: int = Field(256, ge=1)
     n_heads: int = Field(4, ge=1)
-    d_ff: int = Field(1024, ge=1)
+    d_ff: int | None = Field(None, ge=1, description="FFN inner size (default: 4 x d_model)")
     n_encoder_layers: int = Field(3, ge=1)
     n_decoder_layers: int = Field(3, ge=1)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
@@ -169,8 +169,14 @@ class TransformerConfig(_Section):
     learned_positions: bool = False
     max_positions: int = Field(1024, ge=1)
     share_embeddings: bool = Field(
-        True, description="share src/tgt/output embeddings if joint vocab"
+        True,
+        description="output projection = target embeddings; with a joint vocabulary the source "
+        "embeddings are the same matrix",
     )
+
+    @property
+    def ffn_size(self) -> int:
+        return self.d_ff or 4 * self.d_model
 
     @model_validator(mode="after")
     def _heads_divide_d_model(self) -> TransformerConfig:
@@ -247,7 +253,12 @@ class TrainConfig(_Section):
     schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
     plateau_factor: float = Field(0.5, gt=0, lt=1)
-    plateau_patience: int = Field(2, ge=0, description="validations without improvement")
+    plateau_patience: int = Field(
+        2,
+        ge=0,
+        description="plateau: scale the LR once more than N validations in a row did not "
+        "improve (as torch's ReduceLROnPlateau)",
+    )
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
@@ -367,7 +378,12 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set train.lr=0.0005")
     key, value = item.split("=", 1)
-    return key.strip().split("."), yaml.safe_load(value) if value.strip() else None
+    try:
+        return key.strip().split("."), yaml.safe_load(value) if value.strip() else None
+    except yaml.YAMLError as e:
+        raise ConfigError(
+            f"--set {item!r}: the value is not valid YAML ({getattr(e, 'problem', e)})"
+        ) from None
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:

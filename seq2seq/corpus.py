@@ -13,7 +13,7 @@ keep it on disk and hold only an index in memory; validation sets are small and 
 
 This module holds what both share: data.py's reading policy one line at a time, the tokenising
 function ``Dataset.map`` runs, the drop log (counts and first line numbers, as data.py logs them),
-and re-exports ``data.length_batches`` / ``data.cut_runs``, the one batching rule.
+while batching is ``data.length_batches``, the one rule for every backend.
 """
 
 from __future__ import annotations

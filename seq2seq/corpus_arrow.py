@@ -36,7 +36,7 @@ from .corpus import (
     table_lengths,
     token_features,
 )
-from .data import length_batches, resolve_corpus_file
+from .data import length_batches, resolve_corpus_file, sha256_file
 from .tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
@@ -52,14 +52,6 @@ def cache_root(cfg: DataConfig) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seq2seq"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _text_key(cfg: DataConfig, split: str) -> str:
     """Content hash of a split's source: the files' sha256 or the HF dataset's fingerprint."""
     if cfg.hf is not None:
@@ -71,7 +63,7 @@ def _text_key(cfg: DataConfig, split: str) -> str:
     else:
         prefix = getattr(cfg, split)
         langs = (cfg.src_lang, cfg.tgt_lang)
-        source = [_sha256(resolve_corpus_file(prefix, lang)) for lang in langs]
+        source = [sha256_file(resolve_corpus_file(prefix, lang)) for lang in langs]
     parts = [CACHE_VERSION, split, *source, getattr(cfg, f"max_{split}_pairs", None)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 

@@ -16,6 +16,7 @@ Reading policy (stated in the README, "Data hygiene"):
 from __future__ import annotations
 
 import gzip
+import hashlib
 import logging
 import random
 import unicodedata
@@ -68,6 +69,15 @@ def resolve_corpus_file(prefix: str, lang: str) -> Path:
     )
 
 
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read 1 MiB at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]:
     """Read a text file (plain or ``.gz``) as lines, splitting on ``\\n`` only.
 
@@ -80,7 +90,11 @@ def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]
     """
     path = Path(path)
     try:
-        raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+        if path.suffix == ".gz":
+            with gzip.open(path) as f:
+                raw = f.read()
+        else:
+            raw = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except (OSError, EOFError) as e:
@@ -130,6 +144,7 @@ class ParallelText:
     line_no: list[int]
     origin: str
     dropped: dict[str, list[int]] = field(default_factory=dict)
+    n_read: int = 0  # pairs read, before any drop
 
     def __len__(self) -> int:
         return len(self.src)
@@ -163,6 +178,7 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> Parallel
         out.line_no.append(i)
     if empty:
         out.dropped["empty"] = empty
+    out.n_read = len(src)
     return out
 
 
@@ -213,10 +229,8 @@ def load_split(cfg: DataConfig, split: str) -> ParallelText:
 
 
 def log_dropped(text: ParallelText, what: str) -> None:
-    # ``text`` lost its empty pairs when it was cleaned; the other drops happen after it.
-    n_in = len(text) + len(text.dropped.get("empty", ()))
-    n_kept = n_in - sum(len(v) for v in text.dropped.values())
-    log.info("%s: %d pairs read from %s, %d kept", what, n_in, text.origin, n_kept)
+    n_kept = text.n_read - sum(len(v) for v in text.dropped.values())
+    log.info("%s: %d pairs read from %s, %d kept", what, text.n_read, text.origin, n_kept)
     for reason, lines in text.dropped.items():
         shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
         log.info(

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .atomic import atomic_write_text
 from .models import Seq2SeqModel
 from .tokenizer import BOS, Tokenizer
 from .translate import translate_sentences
@@ -58,7 +59,7 @@ class Monitor:
                 continue
             if record.get("step", 0) <= step:
                 keep.append(line + "\n")
-        self.log_path.write_text("".join(keep))
+        atomic_write_text(self.log_path, "".join(keep))
 
     def _append(self, record: dict) -> None:
         with open(self.log_path, "a") as f:

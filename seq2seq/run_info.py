@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .checkpoint import atomic_write_text
+from .atomic import atomic_write_text
 from .config import Config, to_yaml
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _git_commit() -> str | None:
@@ -56,7 +47,7 @@ def _bleu_signature(tgt_lang: str) -> str:
 
 def write_run_info(run_dir: Path, cfg: Config, data, model) -> None:
     """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes)."""
-    from .data import resolve_corpus_file
+    from .data import resolve_corpus_file, sha256_file
 
     files = {}
     if cfg.data.hf is None:
@@ -68,7 +59,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model) -> None:
                 except ValueError:
                     p = None
                 if p is not None:
-                    files[str(p)] = _sha256(p)
+                    files[str(p)] = sha256_file(p)
     info = {
         "versions": versions(),
         "git_commit": _git_commit(),

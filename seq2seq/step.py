@@ -133,24 +133,30 @@ def validate(model: Seq2SeqModel, data, cfg: Config, device: torch.device) -> di
 
     ``data`` is ``train.Data``: the tokenizer, the tokenized and the raw validation split."""
     model.eval()
+    try:
+        return _validate(model, data, cfg, device)
+    finally:
+        model.train()
+
+
+def _validate(model: Seq2SeqModel, data, cfg: Config, device: torch.device) -> dict:
     total, n = 0.0, 0
     lens = [len(s) for s in data.valid.src], [len(s) for s in data.valid.tgt]
-    for idx in token_batches(*lens, cfg.train.batch_tokens, shuffle=False):
+    budget = max([cfg.train.batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
+    for idx in token_batches(*lens, budget, shuffle=False):
         b = make_batch(data.valid, idx, device)
         total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))
         n += b.n_tokens
     out = {"loss": total / max(n, 1), "ppl": math.exp(min(total / max(n, 1), 50))}
     if cfg.train.valid_bleu:
-        kept = set(data.valid.line_no)
-        rows = [i for i, ln in enumerate(data.valid_text.line_no) if ln in kept]
-        srcs = [data.valid_text.src[i] for i in rows]
-        refs = [data.valid_text.tgt[i] for i in rows]
+        # Every cleaned validation sentence is translated, the over-long ones too (translate cuts
+        # them to decode.max_src_len with a warning): BLEU is over the whole set.
+        srcs, refs = data.valid_text.src, data.valid_text.tgt
         greedy = cfg.decode.model_copy(update={"beam_size": 1})
         hyps = [t.text for t in translate_sentences(model, data.tok, srcs, greedy, device)]
         out["bleu"] = corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score
         out["chrf"] = corpus_score("chrf", hyps, [refs]).score
         out["samples"] = list(zip(srcs[:3], hyps[:3], refs[:3], strict=True))
-    model.train()
     return out
 
 

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import atomic_write_text, load_for_inference
+from .atomic import atomic_write_text
+from .checkpoint import load_for_inference
 from .config import Config, ConfigError, load_config, validate_config
-from .data import clean_line, load_split, resolve_corpus_file
+from .data import clean_line, load_split, resolve_corpus_file, sha256_file
 from .models import Seq2SeqModel
 from .study_eval import EvalSet, attention_sentences, beam_label, build_eval_set, score_decode
 from .tokenizer import Tokenizer
@@ -151,7 +152,7 @@ def data_digest(cfg: Config) -> str:
         prefixes = [p for p in (cfg.data.train, cfg.data.valid) if p]
         for prefix in prefixes:
             for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
-                h.update(resolve_corpus_file(prefix, lang).read_bytes())
+                h.update(sha256_file(resolve_corpus_file(prefix, lang)).encode())
     return h.hexdigest()
 
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .checkpoint import atomic_write_text
+from .atomic import atomic_write_text
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
 WEAK_FRACTION = 0.25  # models under this share of the best short-input score are not rated

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Literal
 
-from .checkpoint import atomic_write_text
+from .atomic import atomic_write_text
 
 Task = Literal["copy", "reverse", "sort"]
 

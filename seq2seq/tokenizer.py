@@ -23,6 +23,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from .atomic import atomic_write_bytes
 from .config import ConfigError, TokenizerConfig
 
 log = logging.getLogger("seq2seq")
@@ -130,13 +131,19 @@ class Tokenizer:
         return self.src_sp.normalize(sentence).replace("▁", " ").strip()
 
     def save(self, directory: str | Path) -> None:
+        """Write ``spm.model`` (joint) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
+        remove the other layout's files so ``load`` can never pick up a stale model."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        if self.joint:
-            (d / "spm.model").write_bytes(self.src_proto)
-        else:
-            (d / "spm.src.model").write_bytes(self.src_proto)
-            (d / "spm.tgt.model").write_bytes(self.tgt_proto)
+        files = (
+            {"spm.model": self.src_proto}
+            if self.joint
+            else {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
+        )
+        for name in ("spm.model", "spm.src.model", "spm.tgt.model"):
+            if name in files:
+                atomic_write_bytes(d / name, files[name])
+            else:
+                (d / name).unlink(missing_ok=True)
 
     @classmethod
     def load(cls, directory: str | Path) -> Tokenizer:

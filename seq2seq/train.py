@@ -95,7 +95,9 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
         valid_text = load_split(cfg.data, "valid")
         if cfg.data.max_valid_pairs:
             _truncate(valid_text, cfg.data.max_valid_pairs)
-        valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, 10**9, "valid")
+        valid = tokenize_pairs(
+            valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid"
+        )
         return Data(tok, corpus, valid, valid_text)
     train_text = load_split(cfg.data, "train")
     if cfg.data.max_train_pairs:
@@ -118,7 +120,7 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
         barrier(info)
         tok = Tokenizer.load(run_dir)
     train = tokenize_pairs(train_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
-    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, 10**9, "valid")
+    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
     if cfg.data.concat_k > 1:
         from .data import concat_pairs
 
@@ -127,10 +129,38 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
 
 
 def _truncate(text: ParallelText, n: int) -> None:
+    """Keep the first ``n`` pairs; lines past the last kept one count as not read."""
+    if len(text) <= n:
+        return
+    last = text.line_no[n - 1]
     del text.src[n:], text.tgt[n:], text.line_no[n:]
+    text.n_read = last
+    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
+    text.dropped = {k: v for k, v in text.dropped.items() if v}
 
 
 STOP_REASONS = ("", "max_steps", "max_epochs", "max_time", "early_stopping", "interrupted")
+
+
+RUN_FILES = (
+    "*.pt",
+    "spm*.model",
+    "train_log.jsonl",
+    "config.yaml",
+    "run_info.json",
+    "attention.png",
+)
+
+
+def clear_run(run_dir: Path) -> None:
+    """``--overwrite``: remove what an earlier run wrote (checkpoints, tokenizer, logs, TensorBoard
+    events), so nothing of it mixes with the new run; other files in the folder are left alone."""
+    import shutil
+
+    for pattern in RUN_FILES:
+        for path in run_dir.glob(pattern):
+            path.unlink()
+    shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
 
 
 class Run:
@@ -160,6 +190,8 @@ class Run:
             torch.cuda.set_device(self.device)
         ckpt = self._resume_checkpoint() if resume else None
         if self.info.is_main:
+            if overwrite and not resume:
+                clear_run(run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
         barrier(self.info)
         seed_everything(t.seed)
@@ -265,7 +297,11 @@ class Run:
         st, t = self.state, self.cfg.train
         self.last_valid = st.step
         if self.info.is_main:
-            metrics = validate(self.model, self.data, self.cfg, self.device)
+            try:
+                metrics = validate(self.model, self.data, self.cfg, self.device)
+            except Exception:
+                self.save_last()  # whatever went wrong, the updates so far are kept
+                raise
             improved, kept, dropped = book_score(st, metric_value(metrics, t.best_metric), t)
             self._log_validation(metrics)
             self.save_last()
@@ -365,6 +401,7 @@ class Run:
         checks = {
             "interrupted": interrupted,
             "max_steps": t.max_steps is not None and st.step >= t.max_steps,
+            "max_epochs": t.max_epochs is not None and st.epoch >= t.max_epochs,
             "max_time": t.max_time is not None and elapsed >= t.max_time * 60,
             "early_stopping": t.patience is not None and st.bad_validations >= t.patience,
         }

@@ -98,14 +98,14 @@ def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
     Raises:
         ConfigError: ``max_len_a`` + ``max_len_b`` alone exceed the model's positions.
     """
-    n_pos = getattr(getattr(model, "cfg", None), "max_positions", None)
+    n_pos = model.max_positions
     if n_pos is None:
         return cfg.max_src_len
     room = n_pos - cfg.max_len_b
     if room < cfg.max_len_a:
         raise ConfigError(
-            f"decode.max_len_b ({cfg.max_len_b}) leaves no room for output within the model's "
-            f"max_positions ({n_pos}): lower --max-len-b"
+            f"decode.max_len_a + max_len_b ({cfg.max_len_a} + {cfg.max_len_b}) leave no room for "
+            f"output within the model's max_positions ({n_pos}): lower --max-len-b or --max-len-a"
         )
     fit = n_pos if cfg.max_len_a == 0 else int(room / cfg.max_len_a)
     return max(1, min(cfg.max_src_len, n_pos, fit))
@@ -168,16 +168,18 @@ def translate_sentences(
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
     was_training = model.training
     model.eval()
-    with torch.inference_mode():
-        for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
-            src = pad_sequences([ids[j] for j in chunk]).to(device)
-            nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
-            for j, hyps in zip(chunk, nbest, strict=True):
-                r = results[jobs[j]]
-                r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
-            if progress is not None:
-                progress(len(chunk))
-    model.train(was_training)
+    try:
+        with torch.inference_mode():
+            for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
+                src = pad_sequences([ids[j] for j in chunk]).to(device)
+                nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
+                for j, hyps in zip(chunk, nbest, strict=True):
+                    r = results[jobs[j]]
+                    r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
+                if progress is not None:
+                    progress(len(chunk))
+    finally:
+        model.train(was_training)
     return results
 
 

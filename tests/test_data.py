@@ -146,3 +146,16 @@ def test_hugging_face_dataset_offline(tmp_path):
     cfg_bad = DataConfig(hf=HFSource(path=str(tmp_path / "ds"), src_field="fr", tgt_field="en"))
     with pytest.raises(DataError, match="no field 'fr'"):
         load_split(cfg_bad, "train")
+
+
+def test_drop_log_counts_each_pair_once(tmp_path, caplog):
+    """Read = kept + every drop, whatever dropped it (cleaning, max_len, max_src_words)."""
+    from seq2seq.data import drop_long_sources, log_dropped
+
+    src = _write(tmp_path / "s.de", b"ein haus\n\nein sehr sehr langer satz\nhund\n")
+    tgt = _write(tmp_path / "t.en", b"a house\nx\na very long sentence\ndog\n")
+    text = read_parallel_files(src, tgt)
+    drop_long_sources(text, 3)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        log_dropped(text, "train")
+    assert f"train: 4 pairs read from {src}, 2 kept" in caplog.text

@@ -13,11 +13,11 @@ import math
 import pytest
 import torch
 
+from seq2seq.atomic import atomic_write_bytes
 from seq2seq.average import average_checkpoints, average_run
 from seq2seq.batch import Batch
 from seq2seq.checkpoint import (
     CheckpointError,
-    atomic_write_bytes,
     load_checkpoint,
     load_for_inference,
     save_checkpoint,
@@ -430,7 +430,7 @@ def test_atomic_write_keeps_the_old_file_on_a_crash(tmp_path, monkeypatch):
     def crash(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr("seq2seq.checkpoint.os.replace", crash)
+    monkeypatch.setattr("seq2seq.atomic.os.replace", crash)
     with pytest.raises(OSError, match="disk full"):
         atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"old"

@@ -41,6 +41,7 @@ class Seq2SeqModel(nn.Module):
     static_state_keys: frozenset[str] = frozenset({"src_mask"})
     src_vocab_size: int
     tgt_vocab_size: int
+    max_positions: int | None = None  # longest sequence the model can embed (None: unbounded)
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits.

@@ -119,14 +119,21 @@ class _RNNDecoderModel(Seq2SeqModel):
             state["c"] = bridge_c(enc["enc_c"])
         return state
 
-    def _rnn_step(self, rnn: nn.RNNBase, x: Tensor, state: State) -> tuple[Tensor, State]:
-        """Run ``rnn`` over x (B, T, in) from state h (B, L, H) [and c]; outputs (B, T, H)."""
+    def _hx(self, state: State):
+        """The state's batch-first h (B, L, H) [and c] -> nn.GRU/LSTM's (L, B, H) [(h, c)]; done
+        once per ``_decode``, not per step."""
         h = state["h"].transpose(0, 1).contiguous()
+        return (h, state["c"].transpose(0, 1).contiguous()) if self.lstm else h
+
+    def _state(self, hx) -> State:
+        """nn.GRU/LSTM's hidden state -> the batch-first entries of a decoding state."""
         if self.lstm:
-            out, (h, c) = rnn(x, (h, state["c"].transpose(0, 1).contiguous()))
-            return out, {"h": h.transpose(0, 1), "c": c.transpose(0, 1)}
-        out, h = rnn(x, h)
-        return out, {"h": h.transpose(0, 1)}
+            return {"h": hx[0].transpose(0, 1), "c": hx[1].transpose(0, 1)}
+        return {"h": hx.transpose(0, 1)}
+
+    def _top(self, hx) -> Tensor:
+        """The top layer's state s (B, 1, H)."""
+        return (hx[0] if self.lstm else hx)[-1].unsqueeze(1)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> State:
         return self.encoder(src, src_mask)
@@ -180,11 +187,12 @@ class RNNSeq2Seq(_RNNDecoderModel):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
         if self.feed_context:
             c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
-            out, new = self._rnn_step(self.rnn, torch.cat([emb, c], -1), state)
+            out, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))
             pre = torch.cat([out, c, emb], -1)
         else:
-            out, new = self._rnn_step(self.rnn, emb, state)
+            out, hx = self.rnn(emb, self._hx(state))
             pre = out
+        new = self._state(hx)
         new.update({k: state[k] for k in self.static_state_keys if k in state})
         return self.out(pre), None, new
 
@@ -206,7 +214,6 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     def __init__(self, src_vocab: int, tgt_vocab: int, cfg: BahdanauConfig):
         super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
         enc, self.he = self.encoder.out_size, cfg.enc_size
-        self.bidir = cfg.bidirectional
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
         self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
@@ -234,19 +241,20 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
 
     def _decode(self, tgt_in, state):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        rnn_state = {k: state[k] for k in ("h", "c") if k in state}
+        hx = self._hx(state)
         outs, contexts, weights = [], [], []
         # unbind, not emb[:, t]: its backward is one stack instead of T full-size zero-and-add
         for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
-            query = rnn_state["h"][:, -1:]  # s_{t-1}, top layer: (B, 1, H)
+            query = self._top(hx)  # s_{t-1}, top layer: (B, 1, H)
             c, a = self.attention(query, state["keys"], state["enc_out"], state["src_mask"])
-            out, rnn_state = self._rnn_step(self.rnn, torch.cat([emb_t, c], -1), rnn_state)
+            out, hx = self.rnn(torch.cat([emb_t, c], -1), hx)
             outs.append(out)
             contexts.append(c)
             weights.append(a)
         s, c = torch.cat(outs, 1), torch.cat(contexts, 1)  # (B, T, H), (B, T, 2He)
         t_pre = self.pre_output(torch.cat([s, emb, c], -1))  # U_o s + V_o E(y) + C_o c
         t_max = t_pre.view(*t_pre.shape[:-1], self.maxout_size, 2).amax(-1)  # maxout, pool 2
+        rnn_state = self._state(hx)
         rnn_state.update({k: state[k] for k in self.static_state_keys})
         return self.out(t_max), torch.cat(weights, 1), rnn_state
 
@@ -293,20 +301,21 @@ class LuongSeq2Seq(_RNNDecoderModel):
 
     def _decode(self, tgt_in, state):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        rnn_state = {k: state[k] for k in ("h", "c") if k in state}
+        hx = self._hx(state)
         if not self.input_feeding:
-            s, rnn_state = self._rnn_step(self.rnn, emb, rnn_state)
+            s, hx = self.rnn(emb, hx)
             h_tilde, weights = self._attend(s, state)
+            rnn_state = self._state(hx)
         else:
             feed, tildes, ws = state["feed"], [], []
             for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
                 x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
-                s, rnn_state = self._rnn_step(self.rnn, x, rnn_state)
+                s, hx = self.rnn(x, hx)
                 h_t, a = self._attend(s, state)
                 feed = h_t.squeeze(1)
                 tildes.append(h_t)
                 ws.append(a)
             h_tilde, weights = torch.cat(tildes, 1), torch.cat(ws, 1)
-            rnn_state["feed"] = feed
+            rnn_state = {**self._state(hx), "feed": feed}
         rnn_state.update({k: state[k] for k in self.static_state_keys})
         return self.out(h_tilde), weights, rnn_state

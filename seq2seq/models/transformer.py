@@ -143,7 +143,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_size, cfg.activation_dropout)
         self.sub1 = Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
         self.sub2 = Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm)
 
@@ -161,7 +161,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_size, cfg.activation_dropout)
         self.subs = nn.ModuleList(
             Sublayer(cfg.d_model, cfg.dropout, cfg.pre_norm) for _ in range(3)
         )
@@ -225,6 +225,7 @@ class Transformer(Seq2SeqModel):
         super().__init__()
         self.cfg = cfg
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
+        self.max_positions = cfg.max_positions
         d = cfg.d_model
         self.n_dec = cfg.n_decoder_layers
         self.static_state_keys = frozenset(
