@@ -154,7 +154,7 @@ def test_bottleneck(name):
         assert not torch.allclose(outs[0], outs[1], atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["bahdanau", "bahdanau_lstm_2l", "luong_general", "luong_dot"])
+@pytest.mark.parametrize("name", ["bahdanau", "bahdanau_lstm_2l", "luong_general_uni", "luong_dot"])
 def test_attention_query_is_previous_state_for_bahdanau_current_for_luong(name):
     """Bahdanau attends with s_{t-1}: the weights at step t do not depend on y_{t-1}, the token fed
     at step t. Luong attends with s_t, which already read y_{t-1}: its weights at step t do."""

@@ -182,7 +182,7 @@ def test_update_freq_2_equals_one_double_batch(name):
     assert any(not torch.equal(w, initial[k]) for k, w in weights[0].items())
 
 
-@pytest.mark.parametrize("name", ["bahdanau", "luong_general", "rnn"])
+@pytest.mark.parametrize("name", ["bahdanau", "luong_general_uni", "rnn"])
 def test_scheduled_sampling_wrapper(name):
     """ratio 1 is the teacher-forced forward; ratio 0 feeds back its own argmax at every step."""
     model = tiny_model(name)

@@ -34,7 +34,9 @@ TINY_MODELS = {
     "luong_dot": LuongConfig(
         score="dot", emb_size=16, hidden_size=24, encoder_hidden_size=12, dropout=0.0
     ),
-    "luong_general": LuongConfig(score="general", emb_size=16, hidden_size=24, dropout=0.0),
+    "luong_general_uni": LuongConfig(
+        score="general", bidirectional=False, emb_size=16, hidden_size=24, dropout=0.0
+    ),
     "luong_concat_nofeed": LuongConfig(
         score="concat",
         input_feeding=False,

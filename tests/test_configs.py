@@ -1,0 +1,101 @@
+"""Every shipped config loads and builds its model; embedding sharing, tying and the Transformer's
+input scaling and positions follow their papers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq.config import LuongConfig, RNNConfig, TransformerConfig, load_config
+from seq2seq.models import build_model
+from seq2seq.models.transformer import sinusoidal_positions
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted((ROOT / "configs").rglob("*.yaml"))
+
+
+def test_configs_are_shipped():
+    names = {p.relative_to(ROOT / "configs").as_posix() for p in SHIPPED}
+    assert {f"multi30k/{m}.yaml" for m in ("rnn", "bahdanau", "luong_dot", "transformer")} <= names
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.relative_to(ROOT / "configs").as_posix())
+def test_shipped_config_loads_and_builds(path):
+    cfg = load_config(path)
+    v = cfg.tokenizer.vocab_size
+    model = build_model(cfg.model, v, v, joint_vocab=cfg.tokenizer.joint)
+    src = torch.randint(4, v, (2, 5))
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    tgt_in = torch.randint(4, v, (2, 3))
+    with torch.no_grad():
+        logits = model.eval()(src, mask, tgt_in)
+    assert logits.shape == (2, 3, v)
+    assert torch.isfinite(logits).all()
+
+
+def test_joint_vocabulary_shares_one_matrix_for_source_target_and_output():
+    """Vaswani et al. 2017, §3.4: one matrix for both embeddings and the pre-softmax layer."""
+    cfg = TransformerConfig(d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1)
+    joint = build_model(cfg, 30, 30, joint_vocab=True)
+    separate = build_model(cfg, 30, 30, joint_vocab=False)
+    assert joint.src_embed is joint.tgt_embed
+    assert separate.src_embed is not separate.tgt_embed
+    assert separate.num_parameters() - joint.num_parameters() == 30 * 16
+    # the output projection is the target embedding: changing one row moves that token's logit only
+    joint.eval()
+    src, mask, tgt_in = (
+        torch.tensor([[5, 6, 7]]),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.tensor([[8]]),
+    )
+    with torch.no_grad():
+        before = joint(src, mask, tgt_in)
+        joint.tgt_embed.weight[20] += 1.0
+        after = joint(src, mask, tgt_in)
+    changed = (before != after).squeeze().nonzero().flatten().tolist()
+    assert changed == [20]
+
+
+@pytest.mark.parametrize("name", ["rnn", "bahdanau", "luong"])
+def test_tied_decoder_embeddings_are_the_output_matrix(name):
+    """Press & Wolf 2017: W_o = E^T; the tied model has exactly V x E fewer weights."""
+    extra = {"maxout_size": 8} if name == "bahdanau" else {}
+    sizes = dict(name=name, emb_size=8, hidden_size=8, dropout=0.0, **extra)
+    from seq2seq.config import BahdanauConfig
+
+    cls = {"rnn": RNNConfig, "bahdanau": BahdanauConfig, "luong": LuongConfig}[name]
+    tied = build_model(cls(tie_embeddings=True, **sizes), 20, 25, joint_vocab=False)
+    untied = build_model(cls(tie_embeddings=False, **sizes), 20, 25, joint_vocab=False)
+    assert tied.out.tie_with is tied.tgt_embed
+    assert untied.num_parameters() - tied.num_parameters() == 25 * 8
+
+
+def test_sinusoidal_positions_match_the_formula():
+    """PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D)) (§3.5)."""
+    d = 6
+    pe = sinusoidal_positions(50, d)
+    for pos in (0, 1, 7, 49):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+def test_transformer_input_is_scaled_embedding_plus_position():
+    """§3.4: embeddings are multiplied by sqrt(d_model) before the positions are added."""
+    cfg = TransformerConfig(
+        d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, dropout=0
+    )
+    model = build_model(cfg, 30, 30, joint_vocab=False).eval()
+    ids = torch.tensor([[4, 9, 3]])
+    x = model._embed(model.src_embed, ids)
+    expected = model.src_embed.weight[ids] * 4.0 + sinusoidal_positions(3, 16)
+    torch.testing.assert_close(x, expected)
+    # decoding step t (incremental) uses position t
+    x_t = model._embed(model.tgt_embed, ids[:, 2:], start=2)
+    torch.testing.assert_close(
+        x_t, model.tgt_embed.weight[ids[:, 2:]] * 4.0 + sinusoidal_positions(3, 16)[2:]
+    )
