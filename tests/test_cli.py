@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sacrebleu
+import torch
 import yaml
 
 
@@ -80,6 +83,12 @@ def test_train_writes_a_complete_run(trained_run):
     assert any((run_dir / "tensorboard").iterdir())
     info = json.loads((run_dir / "run_info.json").read_text())
     assert info["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert info["versions"]["torch"] == torch.__version__
+    assert {"python", "sentencepiece", "sacrebleu"} <= info["versions"].keys()
+    hashes = info["data_files_sha256"]
+    assert any(Path(f).name.startswith("train.") for f in hashes) and len(hashes) >= 4
+    for f, digest in hashes.items():  # the hashes are of the files the run read
+        assert hashlib.sha256(Path(f).read_bytes()).hexdigest() == digest, f
     steps = [json.loads(x) for x in (run_dir / "train_log.jsonl").read_text().splitlines()]
     assert [s["step"] for s in steps if "loss" in s] == list(range(1, 41))
 
