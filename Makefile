@@ -52,12 +52,15 @@ format: install
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
-# Decode speed and quality on test_2016_flickr, greedy vs beam: make bench-decode RUNS="runs/a runs/b"
-# (a folder of runs benchmarks each run inside it). Prints a table, writes $(BENCH_DECODE_JSON).
+# Decode speed and quality on test_2016_flickr, greedy vs beam:
+#   make bench-decode BENCH_RUNS="runs/multi30k/bahdanau runs/multi30k/rnn"
+# (a folder of runs benchmarks each run inside it; default every run in runs/multi30k). Prints a
+# table, writes $(BENCH_DECODE_JSON).
+BENCH_RUNS        ?= $(RUNS)/multi30k
 BENCH_BATCH       ?= 64
 BENCH_DECODE_JSON ?= runs/bench_decode.json
 bench-decode: install
-	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_decode.py $(RUNS) \
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_decode.py $(BENCH_RUNS) \
 		--batch-size $(BENCH_BATCH) --json $(BENCH_DECODE_JSON)
 
 # Training speed on this machine: per config (CONFIGS, default configs/multi30k/*.yaml) target
@@ -72,11 +75,13 @@ bench-train: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_train.py $(CONFIGS) $(BENCH_TRAIN_ARGS) \
 		--json $(BENCH_TRAIN_JSON)
 
-# The bottleneck-versus-attention study (issue 6): the synthetic reverse task (lengths 1-60, exact
+# The bottleneck-versus-attention study: the synthetic reverse task (lengths 1-60, exact
 # match against length), then Multi30k with long inputs joined from test lines (BLEU against
 # length). About 2 hours on a 2-core CPU; finished runs under $(STUDY_DIR) are reused on a rerun.
 # Reverse models get the same number of updates (their cosine schedule ends there), Multi30k
-# models the same minutes. On a GPU: make study STUDY_CONFIGS=configs/study/gpu STUDY_MINUTES=20
+# models the same minutes. On a GPU:
+#   make study STUDY_CONFIGS=configs/study/gpu STUDY_MINUTES=20 STUDY_DIR=runs/study-gpu
+# Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, bleu_by_length.png, results.json.
 STUDY_DIR           ?= $(RUNS)/study
 STUDY_CONFIGS       ?= configs/study
 STUDY_MINUTES       ?= 8

@@ -2,7 +2,7 @@
 matmul peak measured in the same run; plus peak memory as the training corpus grows x1 -> x10.
 
 Usage:
-    python scripts/bench_train.py [CONFIG ...] [--steps 10] [--warmup 2] [--precisions fp32 bf16]
+    python scripts/bench_train.py [CONFIG ...] [--steps 10] [--warmup 1] [--precisions fp32 bf16]
         [--device cpu|cuda] [--scales 1 10] [--json bench_train.json]
 
 ``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``

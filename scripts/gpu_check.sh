@@ -33,7 +33,7 @@ cuda=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()), torch.__ver
 # 2) The packages seq2seq needs for training (not fetched here: install them offline first).
 missing=$("$PY" - <<'EOF'
 import importlib.util
-need = ["numpy", "sentencepiece", "pydantic", "yaml", "sacrebleu", "typer", "rich", "tensorboard"]
+need = ["numpy", "sentencepiece", "pydantic", "yaml", "sacrebleu", "typer", "rich", "tensorboard", "matplotlib"]
 print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
 EOF
 )

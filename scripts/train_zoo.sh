@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Train every config given (default: configs/multi30k/*.yaml) into runs/multi30k/<name>/ and score
 # each on test_2016_flickr, greedy and beam 5, with BLEU by source length. Results:
-# runs/multi30k/<name>/test_{greedy,beam5}.json and .hyp.en, plus the train summary.
+# runs/multi30k/<name>/test_{greedy,beam5}.json and .hyp.en, plus the train summary. The test files
+# are test_2016_flickr.de / .en (the Multi30k de->en configs). A run stopped with Ctrl-C is not
+# scored: run the script again and it resumes.
 #   usage: scripts/train_zoo.sh [CONFIG ...]     (env: SEQ2SEQ_DATA_DIR, RUNS, SEQ2SEQ)
 set -euo pipefail
 data="${SEQ2SEQ_DATA_DIR:-../shared/data}"
@@ -22,11 +24,17 @@ for cfg in "$@"; do
     # a finished run stops at once; an interrupted one goes on to its budget
     echo "== $name: resuming $dir"
     $seq2seq train "$cfg" --resume "$dir" > "$runs/.$name.summary.json"
-    mv "$runs/.$name.summary.json" "$dir/train_summary_resumed.json"
+    summary="$dir/train_summary_resumed.json"
+    mv "$runs/.$name.summary.json" "$summary"
   else
     echo "== $name: training ($cfg)"
     $seq2seq train "$cfg" --run-dir "$dir" > "$runs/.$name.summary.json"
-    mv "$runs/.$name.summary.json" "$dir/train_summary.json"
+    summary="$dir/train_summary.json"
+    mv "$runs/.$name.summary.json" "$summary"
+  fi
+  if grep -q '"stopped": "interrupted"' "$summary"; then
+    echo "== $name: interrupted; run the same command again to resume it (nothing scored)" >&2
+    exit 130
   fi
   for beam in 1 5; do
     tag=$([ "$beam" = 1 ] && echo greedy || echo "beam$beam")

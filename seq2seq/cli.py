@@ -23,7 +23,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
-    "Transformer. Train, translate, evaluate, compare.",
+    "Transformer. Train, translate, evaluate, average checkpoints, make synthetic corpora, "
+    "compare models.",
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
 )
@@ -61,7 +62,11 @@ def train(
         [], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."
     ),
     resume: Path | None = typer.Option(
-        None, "--resume", help="Continue the run in this folder exactly where its last.pt stopped."
+        None,
+        "--resume",
+        help="Continue the run in this folder exactly where its last.pt stopped. CONFIG must "
+        "have the run's data, tokenizer and model sections (RUN_DIR/config.yaml does); train "
+        "settings may change, e.g. --max-time to extend a finished run.",
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Start afresh in a run directory that already holds a run."
@@ -97,6 +102,11 @@ def train(
     ):
         if value is not None:
             overrides.append(f"train.{key}={value}")
+    if resume is not None and (run_dir is not None or overwrite):
+        raise UserError(
+            "--resume continues the run in its own folder: drop --run-dir/--overwrite, or start "
+            "a new run without --resume"
+        )
     cfg = load_config(config, overrides)
     target = resume or run_dir
     summary = run_training(cfg, target, resume=resume is not None, overwrite=overwrite)
@@ -107,7 +117,10 @@ def train(
 @app.command()
 def translate(
     checkpoint: Path = typer.Option(
-        ..., "--checkpoint", "-c", help="Checkpoint file or run directory (uses best.pt)."
+        ...,
+        "--checkpoint",
+        "-c",
+        help="Checkpoint file or run directory (its best.pt, else last.pt).",
     ),
     input: str = typer.Option(
         "-", "--input", "-i", help="Source file, or - for stdin (one sentence per line)."
@@ -117,20 +130,31 @@ def translate(
         None, "--beam", help="Beam size; 1 = greedy [default: the run's decode.beam_size]."
     ),
     n_best: int = typer.Option(
-        1, "--n-best", help="Write the N best per line as TSV: line number, score, hypothesis."
+        1,
+        "--n-best",
+        min=1,
+        help="Write the N best per line as TSV: line number, score, hypothesis.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
     ),
     max_len_a: float | None = typer.Option(
-        None, "--max-len-a", help="Output length limit a*src_len+b: a."
+        None,
+        "--max-len-a",
+        help="Output length limit a*src_len+b: a [default: the run's decode.max_len_a].",
     ),
     max_len_b: int | None = typer.Option(
-        None, "--max-len-b", help="Output length limit a*src_len+b: b."
+        None,
+        "--max-len-b",
+        help="Output length limit a*src_len+b: b [default: the run's decode.max_len_b].",
     ),
-    min_len: int | None = typer.Option(None, "--min-len", help="Tokens required before EOS."),
+    min_len: int | None = typer.Option(
+        None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
+    ),
     length_penalty: float | None = typer.Option(
-        None, "--length-penalty", help="GNMT alpha (0 = raw log-prob)."
+        None,
+        "--length-penalty",
+        help="GNMT alpha, 0 = raw log-prob [default: the run's decode.length_penalty].",
     ),
     max_src_len: int | None = typer.Option(
         None,
@@ -298,6 +322,7 @@ def _output_stream(output: str):
         yield sys.stdout
         return
     target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -343,7 +368,9 @@ def _decode_cfg(
         return base.model_validate({**base.model_dump(), **updates})
     except ValidationError as e:
         err = e.errors()[0]
-        raise UserError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+        field = str(err["loc"][0])
+        option = {"beam_size": "beam"}.get(field, field).replace("_", "-")
+        raise UserError(f"--{option}: {err['msg']}") from None
 
 
 @app.command("eval")

@@ -235,7 +235,8 @@ class TrainConfig(_Section):
     """The training loop. Steps count optimizer updates.
 
     ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
-    copies of the newest k); every validation writes ``last.pt`` and ``best.pt``, and with
+    copies of the newest k); every validation writes ``last.pt``, and ``best.pt`` when
+    ``best_metric`` improved; with
     ``keep_best`` > 1 keeps ``best-step<N>.pt`` for the k best validations by ``best_metric``.
     ``seq2seq average`` averages either set. ``patience`` stops training (early stopping) after that
     many validations without improvement in ``best_metric``, whatever the schedule.
@@ -349,8 +350,9 @@ class Config(_Section):
             )
         if self.decode.max_len_a + self.decode.max_len_b > n_pos:
             raise ValueError(
-                f"decode.max_len_b ({self.decode.max_len_b}) leaves no room for output within "
-                f"model.max_positions ({n_pos})"
+                f"decode.max_len_a + decode.max_len_b ({self.decode.max_len_a} + "
+                f"{self.decode.max_len_b}) leave no room for output within model.max_positions "
+                f"({n_pos}): lower them or raise max_positions"
             )
         return self
 

@@ -15,7 +15,7 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
 
     - constant: ``lr`` after a linear warmup of ``warmup_steps``.
     - plateau: the same, times ``plateau_scale`` (halved, by default, each time validation stalls
-      for ``plateau_patience`` validations), never below ``min_lr``.
+      for more than ``plateau_patience`` validations), never below ``min_lr``.
     - noam (Vaswani et al. 2017, eq. 3): d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), rescaled
       so its peak, at ``warmup_steps``, is ``lr``: lr · min(step / warmup, (warmup / step)^0.5).
     - cosine: warmup, then ``lr`` -> ``min_lr`` along half a cosine until ``max_steps``.

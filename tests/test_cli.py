@@ -116,6 +116,25 @@ def test_translate_file_to_file_and_nbest(trained_run, multi30k_slice, tmp_path)
     assert float(rows[0][1]) >= float(rows[1][1])
 
 
+def test_translate_option_errors_name_the_option_and_missing_folders_are_made(
+    trained_run, tmp_path
+):
+    run_dir, _ = trained_run
+    r = run("translate", "-c", run_dir, "--beam", "0", stdin="Ein Hund.\n")
+    assert r.returncode == 2 and r.stderr.startswith("error: --beam:"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    out = tmp_path / "new" / "dir" / "hyp.en"  # stdin to a file in a folder not yet made
+    r = run("translate", "-c", run_dir, "-o", out, stdin="Ein Hund.\nEine Katze.\n")
+    assert r.returncode == 0, r.stderr
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_resume_refuses_run_dir_and_overwrite(tmp_path):
+    for extra in (["--run-dir", "elsewhere"], ["--overwrite"]):
+        r = run("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)
+        assert r.returncode == 2 and "--resume continues the run in its own folder" in r.stderr
+
+
 def test_eval_bleu_equals_sacrebleu(trained_run, multi30k_slice, tmp_path):
     run_dir, _ = trained_run
     r = run(
