@@ -554,10 +554,17 @@ def compare(
         help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
     ),
     budget_minutes: float | None = typer.Option(
-        None, "--budget-minutes", min=0.01, help="Train every model for this many minutes."
+        None,
+        "--budget-minutes",
+        min=0.01,
+        help="Train every model for this many minutes [default: each config's own stop rule]. "
+        "Configs with a cosine schedule need --budget-steps.",
     ),
     budget_steps: int | None = typer.Option(
-        None, "--budget-steps", min=1, help="Train every model for this many updates."
+        None,
+        "--budget-steps",
+        min=1,
+        help="Train every model for this many updates [default: each config's own stop rule].",
     ),
     beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
     concat_k: int = typer.Option(
@@ -587,7 +594,9 @@ def compare(
         help="Also report exact-match accuracy against length (synthetic tasks).",
     ),
     device: str = typer.Option(
-        "auto", "--device", help="auto | cpu | cuda, for training and decoding."
+        "auto",
+        "--device",
+        help="auto | cpu | cuda, for training and decoding (overrides train.device).",
     ),
 ):
     """Train each config under the same budget with one shared tokenizer (finished runs in
