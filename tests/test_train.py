@@ -24,6 +24,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import ConfigError, DecodeConfig, TrainConfig, validate_config
 from seq2seq.distributed import DistInfo
+from seq2seq.loss import token_loss_sum
 from seq2seq.models import build_model
 from seq2seq.monitor import attention_heatmap
 from seq2seq.schedules import lr_at, teacher_forcing_at
@@ -457,3 +458,36 @@ def test_fp16_without_cuda_is_a_config_error(multi30k_slice, tmp_path):
     with pytest.raises(ConfigError, match="fp16 needs CUDA"):
         train(config(multi30k_slice, precision="fp16"), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_label_smoothed_loss_matches_the_formula():
+    """ε-smoothed cross-entropy: -(1-ε)·log p_y - (ε/V)·Σ_v log p_v per real token; PAD ignored."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 3, 7, generator=g)
+    tgt_out = torch.tensor([[4, 5, 0], [6, 0, 0]])  # three real tokens, three PAD
+    logp = logits.log_softmax(-1)
+    eps, expected = 0.1, 0.0
+    for b, t in ((0, 0), (0, 1), (1, 0)):
+        y = tgt_out[b, t]
+        expected += -(1 - eps) * logp[b, t, y] - eps / 7 * logp[b, t].sum()
+    assert float(token_loss_sum(logits, tgt_out, eps)) == pytest.approx(float(expected), rel=1e-6)
+    plain = -sum(logp[b, t, tgt_out[b, t]] for b, t in ((0, 0), (0, 1), (1, 0)))
+    assert float(token_loss_sum(logits, tgt_out)) == pytest.approx(float(plain), rel=1e-6)
+
+
+def test_gradient_clipping_bounds_the_update():
+    """With SGD, the weight change is lr x the gradient rescaled to norm clip_norm."""
+    g = torch.Generator().manual_seed(0)
+    batch = Batch.from_ids(_rand_ids(g, 4, 3, 10, 40), _rand_ids(g, 4, 2, 12, 45))
+    model = tiny_model("bahdanau").train()
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    cfg = TrainConfig(max_steps=1, clip_norm=0.01)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    out = train_step(
+        TeacherForcing(model), opt, scaler, [batch], cfg, 0.5, torch.device("cpu"), DistInfo()
+    )
+    assert out["grad_norm"] > 0.1  # logged before clipping
+    moved = [(p.detach() - b).pow(2).sum() for p, b in zip(model.parameters(), before, strict=True)]
+    step = torch.sqrt(sum(moved))
+    assert float(step) == pytest.approx(0.5 * 0.01, rel=1e-4)
