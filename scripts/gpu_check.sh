@@ -3,7 +3,8 @@
 #   1. trains every model family (configs/multi30k/*.yaml) for a fixed number of steps on CUDA in
 #      bf16 on Multi30k, through scripts/bench_train.py, and prints target tokens/s, achieved model
 #      FLOP/s against a bf16 matmul peak measured in the same run, and peak GPU memory;
-#   2. runs a 2-process DistributedDataParallel smoke test (torchrun, NCCL) if two GPUs exist.
+#   2. trains the Transformer 30 updates in fp16 with the gradient scaler (it must reach 30);
+#   3. runs a 2-process DistributedDataParallel smoke test (torchrun, NCCL) if two GPUs exist.
 # Installs nothing: it runs this checkout (PYTHONPATH) with the python that has torch.
 #
 #   scripts/gpu_check.sh [DATA_DIR]     DATA_DIR holds multi30k/ (default: $SEQ2SEQ_DATA_DIR,
@@ -52,7 +53,23 @@ mkdir -p "$OUT_DIR"
 timeout 420 "$PY" scripts/bench_train.py configs/multi30k/*.yaml --device cuda --precisions bf16 \
     --steps "$STEPS" --warmup 5 --budget 30 --scales --json "$OUT_DIR/gpu_check.json"
 
-# 5) DDP smoke test: two ranks train a few steps; both must end with the same weights.
+# 5) fp16 with the gradient scaler through the real training loop: the updates must stay finite.
+fp16_dir=$(mktemp -d)
+timeout 240 "$PY" -m seq2seq train configs/multi30k/transformer.yaml --run-dir "$fp16_dir/fp16" \
+    --set train.device=cuda --set train.precision=fp16 --set train.max_steps=30 \
+    --set train.valid_every=30 --set train.valid_bleu=false --set train.best_metric=loss \
+    --set data.max_train_pairs=5000 --set data.max_valid_pairs=200 > "$fp16_dir/summary.json"
+"$PY" - "$fp16_dir/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s["steps"] == 30  # loss-scale overflows are skipped and counted, as GradScaler does
+print(f"gpu_check: fp16 + GradScaler, {s['steps']} updates, {s['nonfinite_skipped']} skipped "
+      f"(overflow), {s.get('target_tokens_per_s', 0):,.0f} target tokens/s: "
+      + ("ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
+EOF
+
+# 6) DDP smoke test: two ranks train a few steps; both must end with the same weights.
 if [ "$ngpu" -ge 2 ]; then
     run_dir=$(mktemp -d)
     timeout 240 "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 \
