@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -159,6 +160,44 @@ def test_eval_bleu_equals_sacrebleu(trained_run, multi30k_slice, tmp_path):
     expected = sacrebleu.corpus_bleu(hyps, [refs]).score
     scores = json.loads((tmp_path / "s.json").read_text())
     assert scores["bleu"]["score"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_eval_beam_translates_like_translate_beam(trained_run, multi30k_slice, tmp_path):
+    run_dir, _ = trained_run
+    src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
+    r = run("eval", "-c", run_dir, "--src", src, "--ref", ref, "--beam", "3", "-o", tmp_path / "e")
+    assert r.returncode == 0, r.stderr
+    r = run("translate", "-c", run_dir, "-i", src, "-o", tmp_path / "t", "--beam", "3")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "e").read_text() == (tmp_path / "t").read_text()
+    greedy = run("translate", "-c", run_dir, "-i", src, "--beam", "1").stdout
+    assert greedy != (tmp_path / "t").read_text()  # --beam reached the search
+
+
+def test_translate_answers_each_stdin_line_before_stdin_closes(trained_run):
+    """Interactive use: a translation comes back while the input is still open."""
+    run_dir, _ = trained_run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seq2seq", "translate", "-c", str(run_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        proc.stdin.write("Ein Hund läuft.\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "no translation while stdin is still open"
+        first = proc.stdout.readline()
+        assert first.endswith("\n") and first.strip()
+        proc.stdin.write("Zwei Männer.\n")
+        proc.stdin.close()
+        rest = proc.stdout.read().splitlines()
+        assert proc.wait(timeout=120) == 0
+        assert len(rest) == 1 and rest[0].strip()
+    finally:
+        proc.kill()
 
 
 def test_training_beats_chance_on_the_slice(trained_run):
