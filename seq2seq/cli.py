@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -316,23 +315,15 @@ def _stream(render, batch_size: int, output: str) -> None:
 
 @contextmanager
 def _output_stream(output: str):
-    """stdout, or a temporary file beside ``output`` renamed over it only once everything is
-    written: an error half-way never leaves a truncated or half-written file in its place."""
+    """stdout, or ``output`` written atomically: an error half-way never leaves a truncated or
+    half-written file in its place."""
     if output == "-":
         yield sys.stdout
         return
-    target = Path(output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from .atomic import atomic_open
+
+    with atomic_open(output) as f:
+        yield f
 
 
 def _write_lines(output: str, lines: list[str]) -> None:
