@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import random
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,14 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     """
     p = resolve_checkpoint(path)
     try:
-        ckpt = torch.load(p, map_location=map_location, weights_only=True)
-    except Exception as e:  # torch raises many types for a damaged file
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-        msg = f"{p}: cannot read checkpoint (corrupt or truncated?): {first}"
+        with warnings.catch_warnings():  # a damaged file makes torch warn before it raises
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(p, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises many types, with long messages, for a damaged file
+        msg = (
+            f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
+            "corrupt or truncated; pass a run folder or its best.pt / last.pt"
+        )
         raise CheckpointError(msg) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a seq2seq checkpoint")

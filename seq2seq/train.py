@@ -529,7 +529,8 @@ def _progress(info: DistInfo):
 
 @contextlib.contextmanager
 def _interruptible():
-    """First Ctrl-C asks the loop to stop after the current step (and save); a second one aborts."""
+    """First Ctrl-C (SIGINT) or SIGTERM (``kill``, ``timeout``, a scheduler's preemption) asks the
+    loop to stop after the current step and save ``last.pt``; a second one aborts."""
     import signal
 
     flag = {"hit": False}
@@ -538,14 +539,17 @@ def _interruptible():
         if flag["hit"]:
             raise KeyboardInterrupt
         flag["hit"] = True
-        log.warning("Ctrl-C: finishing this step, then saving (press again to abort)")
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        log.warning(f"{name}: finishing this step, then saving (press Ctrl-C again to abort)")
 
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread
-        previous = None
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread
+            pass
     try:
         yield lambda: flag["hit"]
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)

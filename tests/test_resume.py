@@ -130,7 +130,8 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     assert translate_sentences(model, tok, ["Ein Hund läuft."], DecodeConfig())[0].hypotheses
 
 
-def test_ctrl_c_saves_and_exits_cleanly(tmp_path, multi30k_slice):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_saves_and_exits_cleanly(tmp_path, multi30k_slice, sig):
     cfg = write_config(tmp_path, multi30k_slice, valid_every=1000)
     run = tmp_path / "run"
     proc = cli("train", cfg, "--run-dir", run, "--max-steps", 1000, wait=False)
@@ -139,7 +140,7 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path, multi30k_slice):
     while not (log.exists() and len(log.read_text().splitlines()) >= 3):
         assert proc.poll() is None and time.time() < deadline, "training did not start"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     summary = json.loads(out)
@@ -187,10 +188,17 @@ def _wrong_weights(tmp_path, tok):
     return path
 
 
+def _garbage(tmp_path, tok):
+    path = tmp_path / "garbage.pt"
+    path.write_bytes(b"\x80\xaa" + bytes(range(256)) * 20)  # torch warns "pickle protocol 170"
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "needle"),
     [
-        (_truncated, "cannot read checkpoint (corrupt or truncated?)"),
+        (_truncated, "cannot read this checkpoint"),
+        (_garbage, "cannot read this checkpoint"),
         (_newer_version, "format version 99 is newer"),
         (_wrong_weights, "weights do not match the model config"),
     ],
