@@ -89,7 +89,7 @@ STUDY_REVERSE_STEPS ?= 600
 STUDY_ARGS          ?=
 study: install
 	$(BIN)/seq2seq synth --task reverse --n 20000 --min-len 1 --max-len 60 --vocab 20 \
-		--out runs/synth/reverse60
+		--out runs/synth/reverse60 --overwrite
 	$(BIN)/seq2seq compare $(STUDY_CONFIGS)/reverse/*.yaml --out $(STUDY_DIR)/reverse \
 		--budget-steps $(STUDY_REVERSE_STEPS) --concat-k 1 --exact-match $(STUDY_ARGS)
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \

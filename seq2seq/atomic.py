@@ -17,9 +17,13 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     and renamed over ``path``, and the folder is fsync'ed. An error half-way leaves ``path`` as it
     was and removes the temporary file."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
             f.flush()
@@ -34,6 +38,12 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

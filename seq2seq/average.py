@@ -32,7 +32,7 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
     d = Path(run_dir)
     if not d.is_dir():
         raise CheckpointError(f"{d}: not a run directory")
-    if (last is None) == (best is None) or (last or best) < 1:
+    if (last is None) == (best is None) or (last if last is not None else best) < 1:
         raise CheckpointError("give exactly one of --last K or --best K, with K >= 1")
     if last == 1:
         if not (d / "last.pt").is_file():
@@ -97,7 +97,19 @@ def average_checkpoints(paths: list[Path]) -> dict:
 def average_run(
     run_dir: str | Path, output: str | Path, last: int | None = None, best: int | None = None
 ) -> list[Path]:
-    """Average the selected checkpoints of ``run_dir`` into ``output``; returns the inputs."""
+    """Average the selected checkpoints of ``run_dir`` into ``output``; returns the inputs.
+
+    Raises:
+        CheckpointError: as ``select_checkpoints``, or ``output`` is the run's own ``last.pt``,
+            ``best.pt`` or one of the inputs (the average cannot resume, so that would lose work).
+    """
     paths = select_checkpoints(run_dir, last, best)
+    run = Path(run_dir)
+    own = {p.resolve() for p in [run / "last.pt", run / "best.pt", *paths]}
+    if Path(output).resolve() in own:
+        raise CheckpointError(
+            f"-o {output}: would overwrite the run's own {Path(output).name}; "
+            f"write the average to another file, e.g. {run / 'averaged.pt'}"
+        )
     save_checkpoint(output, average_checkpoints(paths))
     return paths

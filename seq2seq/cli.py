@@ -45,6 +45,8 @@ def _device(name: str) -> str:
     """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent)."""
     from .step import TrainingError, pick_device
 
+    if name not in ("auto", "cpu", "cuda"):
+        raise UserError(f"--device {name!r}: choose auto, cpu or cuda")
     try:
         return str(pick_device(name, "fp32"))
     except TrainingError as e:
@@ -192,7 +194,9 @@ def translate(
     if n_best > dcfg.beam_size:
         raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
     report = TranslationReport()
-    extras = _Extras(batch_tokens, attention_dir, attention_n)
+    extras = _Extras(
+        batch_tokens, attention_dir, attention_n, source_name="stdin" if input == "-" else input
+    )
 
     def render(lines: list[str], first_line_no: int) -> list[str]:
         res = _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras)
@@ -228,6 +232,7 @@ class _Extras:
     attention_dir: Path | None
     attention_n: int
     progress: Callable[[int], None] | None = None
+    source_name: str = "input"
 
 
 def _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras: _Extras):
@@ -239,7 +244,12 @@ def _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras
     n_att = 0
     if extras.attention_dir is not None:
         n_att = max(0, min(len(lines), extras.attention_n - first_line_no + 1))
-    kw = {"n_best": n_best, "progress": extras.progress, "batch_tokens": extras.batch_tokens}
+    kw = {
+        "n_best": n_best,
+        "progress": extras.progress,
+        "batch_tokens": extras.batch_tokens,
+        "source_name": extras.source_name,
+    }
     head = (
         translate_sentences(
             model,
@@ -437,6 +447,8 @@ def evaluate(
     names = [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
+    if hyp is not None and checkpoint is not None:
+        raise UserError("give --hyp (score a file) or --checkpoint (translate --src), not both")
     edges = _or_user_error(parse_buckets, buckets)
     hyps = read_lines(hyp) if hyp is not None else []
     refs = [read_lines(r) for r in ref]
@@ -445,10 +457,14 @@ def evaluate(
     streams += [(str(src), sources)] if sources is not None else []
     streams += [(str(hyp), hyps)] if hyp is not None else []
     _or_user_error(check_aligned, streams)
+    if not refs[0]:
+        raise UserError(f"{ref[0]}: no lines to score")
     if hyp is None:
         if checkpoint is None or sources is None:
             raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-        hyps, run_lang = _translate_for_eval(checkpoint, sources, beam, batch_size, device)
+        hyps, run_lang = _translate_for_eval(
+            checkpoint, sources, beam, batch_size, device, source_name=str(src)
+        )
         tgt_lang = tgt_lang or run_lang
         if output is not None:
             _write_lines(str(output), hyps)
@@ -480,7 +496,9 @@ def _or_user_error(fn, *args):
         raise UserError(str(e)) from None
 
 
-def _translate_for_eval(checkpoint, sources, beam, batch_size, device) -> tuple[list[str], str]:
+def _translate_for_eval(
+    checkpoint, sources, beam, batch_size, device, source_name: str = "input"
+) -> tuple[list[str], str]:
     """Translate ``sources`` with the checkpoint's decode settings; returns the best translations
     and the run's target language."""
     from .checkpoint import load_for_inference
@@ -489,7 +507,8 @@ def _translate_for_eval(checkpoint, sources, beam, batch_size, device) -> tuple[
     dev = _device(device)
     model, tok, cfg = load_for_inference(checkpoint, dev)
     dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None)
-    return [t.text for t in translate_sentences(model, tok, sources, dcfg, dev)], cfg.data.tgt_lang
+    out = translate_sentences(model, tok, sources, dcfg, dev, source_name=source_name)
+    return [t.text for t in out], cfg.data.tgt_lang
 
 
 def _print_eval_report(report: dict) -> None:
@@ -628,13 +647,20 @@ def synth(
     max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
     vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),
     out: Path = typer.Option(..., "--out", help="Output folder: {train,val,test}.{src,tgt}."),
-    seed: int = typer.Option(1, "--seed", help="Random seed."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**32 - 1, help="Random seed."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the corpus files already in --out."
+    ),
 ):
     """Write a synthetic parallel corpus (train with data.src_lang: src, data.tgt_lang: tgt)."""
     from .synth import write_corpus
 
     if task not in ("copy", "reverse", "sort"):
         raise UserError(f"--task {task!r}: choose copy, reverse or sort")
+    existing = [out / f"{s}.{side}" for s in ("train", "val", "test") for side in ("src", "tgt")]
+    existing = [p for p in existing if p.exists()]
+    if existing and not overwrite:
+        raise UserError(f"{existing[0]}: exists already; pass --overwrite or another --out")
     try:
         sizes = write_corpus(task, n, min_len, max_len, vocab, out, seed)  # type: ignore[arg-type]
     except ValueError as e:
@@ -644,9 +670,12 @@ def synth(
 
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
-    from .checkpoint import CheckpointError
-    from .config import ConfigError
-    from .data import DataError
+    try:  # these import torch, which takes a second or two: Ctrl-C may land here
+        from .checkpoint import CheckpointError
+        from .config import ConfigError
+        from .data import DataError
+    except KeyboardInterrupt:
+        _fail("interrupted", code=130)
 
     try:
         app()
@@ -654,6 +683,10 @@ def main() -> None:
         _fail(str(e))
     except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C
         _fail("interrupted", code=130)
+    except OSError as e:  # a path that is a folder, exists already, is not writable, ...
+        if e.filename is None:
+            _fail(str(e))
+        _fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
         from .train import TrainingError
 

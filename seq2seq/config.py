@@ -242,7 +242,7 @@ class TrainConfig(_Section):
     many validations without improvement in ``best_metric``, whatever the schedule.
     """
 
-    seed: int = 1
+    seed: int = Field(1, ge=0, le=2**32 - 1)
     batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)

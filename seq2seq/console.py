@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -11,13 +12,22 @@ console = Console(stderr=True)
 
 
 def setup_logging(verbose: bool = False) -> None:
-    """Log ``seq2seq`` messages to stderr through rich (INFO, or DEBUG when verbose)."""
+    """Log ``seq2seq`` messages to stderr (INFO, or DEBUG when verbose): through rich on a
+    terminal, as plain unwrapped lines ("HH:MM:SS LEVEL message") when stderr is a file or a pipe,
+    so that logs stay one line a message for grep."""
     logger = logging.getLogger("seq2seq")
     logger.handlers.clear()
-    handler = RichHandler(
-        console=console, show_path=False, show_time=True, markup=False, rich_tracebacks=False
-    )
-    handler.setFormatter(logging.Formatter("%(message)s", datefmt="%H:%M:%S"))
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(
+            console=console, show_path=False, show_time=True, markup=False, rich_tracebacks=False
+        )
+        handler.setFormatter(logging.Formatter("%(message)s", datefmt="%H:%M:%S"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+        )
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False

@@ -157,14 +157,17 @@ def translate_sentences(
     progress=None,
     first_line_no: int = 1,
     batch_tokens: int | None = None,
+    source_name: str = "input",
 ) -> list[Translation]:
     """Translate in length-sorted batches of ``cfg.batch_size`` sentences (or, with
     ``batch_tokens``, of at most that many padded source tokens); output in input order.
 
     ``progress`` (optional) is called with the number of sentences finished after each batch.
-    ``first_line_no`` is the line number of ``sentences[0]`` in warnings.
+    ``first_line_no`` is the line number of ``sentences[0]``, and ``source_name`` the file, in
+    warnings.
     """
-    results, jobs, ids = _prepare(tok, sentences, source_limit(model, cfg), first_line_no)
+    limit = source_limit(model, cfg)
+    results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
     was_training = model.training
     model.eval()
@@ -203,7 +206,7 @@ def _batches(
 
 
 def _prepare(
-    tok: Tokenizer, sentences: Sequence[str], limit: int, first_line_no: int
+    tok: Tokenizer, sentences: Sequence[str], limit: int, first_line_no: int, source_name: str
 ) -> tuple[list[Translation], list[int], list[list[int]]]:
     """Clean and encode; returns a Translation per sentence (empty so far), the positions that
     need the model, and their ids cut to ``limit`` tokens."""
@@ -218,8 +221,9 @@ def _prepare(
         results[i].uncovered = UNK in e
         if len(e) > limit:
             log.warning(
-                "line %d: %d source tokens, cut to the first %d (decode.max_src_len, or "
+                "%s line %d: %d source tokens, cut to the first %d (decode.max_src_len, or "
                 "the model's max_positions)",
+                source_name,
                 first_line_no + i,
                 len(e),
                 limit,

@@ -130,6 +130,77 @@ def test_translate_option_errors_name_the_option_and_missing_folders_are_made(
     assert len(out.read_text().splitlines()) == 2
 
 
+def test_outputs_follow_the_umask(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    out = tmp_path / "hyp.en"
+    r = run("translate", "-c", run_dir, "-o", out, stdin="Ein Hund.\n")
+    assert r.returncode == 0, r.stderr
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (run_dir / "last.pt").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def _one_line_exit_2(r, needle):
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    (tmp_path / "a.en").write_text("a dog .\n")
+    (tmp_path / "empty.en").write_text("")
+    (tmp_path / "cfg.yaml").write_text("name: x\n")
+    _one_line_exit_2(
+        run("translate", "-c", run_dir, "--device", "gpu7", stdin="Ein Hund.\n"),
+        "--device 'gpu7': choose auto, cpu or cuda",
+    )
+    _one_line_exit_2(
+        run("translate", "-c", run_dir, "-o", tmp_path, stdin="Ein Hund.\n"),
+        f"{tmp_path}: is a folder",
+    )
+    _one_line_exit_2(
+        run("eval", "--hyp", "a.en", "--ref", "a.en", "-c", run_dir, cwd=tmp_path),
+        "give --hyp (score a file) or --checkpoint (translate --src), not both",
+    )
+    _one_line_exit_2(
+        run("eval", "--hyp", "empty.en", "--ref", "empty.en", cwd=tmp_path),
+        "empty.en: no lines to score",
+    )
+    _one_line_exit_2(
+        run("train", "cfg.yaml", "--run-dir", "cfg.yaml", cwd=tmp_path), "cfg.yaml: File exists"
+    )
+    _one_line_exit_2(run("train", "cfg.yaml", "--seed", "-1", cwd=tmp_path), "train.seed")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_average_refuses_to_overwrite_the_runs_own_checkpoints(trained_run):
+    run_dir, _ = trained_run
+    before = (run_dir / "last.pt").read_bytes()
+    for name in ("last.pt", "best.pt"):
+        _one_line_exit_2(
+            run("average", "-c", run_dir, "--last", "1", "-o", run_dir / name),
+            f"would overwrite the run's own {name}",
+        )
+    assert (run_dir / "last.pt").read_bytes() == before
+    _one_line_exit_2(
+        run("average", "-c", run_dir, "--last", "0", "-o", "x.pt"),
+        "give exactly one of --last K or --best K, with K >= 1",
+    )
+
+
+def test_synth_refuses_to_replace_a_corpus_without_overwrite(tmp_path):
+    args = ["synth", "--task", "copy", "--n", "100", "--out", tmp_path / "c"]
+    assert run(*args).returncode == 0
+    before = (tmp_path / "c" / "train.src").read_text()
+    _one_line_exit_2(run(*args, "--seed", "2"), "exists already; pass --overwrite")
+    assert (tmp_path / "c" / "train.src").read_text() == before
+    r = run(*args, "--seed", "2", "--overwrite")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "c" / "train.src").read_text() != before
+
+
 def test_resume_refuses_run_dir_and_overwrite(tmp_path):
     for extra in (["--run-dir", "elsewhere"], ["--overwrite"]):
         r = run("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)

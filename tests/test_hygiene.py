@@ -347,8 +347,9 @@ def test_translate_cuts_long_sources_with_a_warning_per_line(toy, tmp_path):
     )
     assert code == 0 and len(out.split("\n")) == 5
     # With max_len 0 S + 1 the output needs one position, so all 128 can hold the source.
-    assert f"line 2: {n_long} source tokens, cut to the first 128" in err
-    assert f"line 3: {n_dots} source tokens, cut to the first 128" in err
+    src = tmp_path / "in.txt"
+    assert f"{src} line 2: {n_long} source tokens, cut to the first 128" in err
+    assert f"{src} line 3: {n_dots} source tokens, cut to the first 128" in err
     # min_len 1 blocks EOS at step 0 and max length 1 stops every hypothesis there: all four cut.
     summary = [x for x in err.splitlines() if x.startswith("translate: ")]
     assert summary == [
