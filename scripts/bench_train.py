@@ -220,7 +220,8 @@ def corpus_worker(a) -> dict:
 
 def child(args: list[str]) -> dict:
     """Run this script as a worker in a fresh process; its last stdout line is JSON."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    path = os.environ.get("PYTHONPATH")  # keep the caller's (packages installed with --target)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
     r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tail = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
