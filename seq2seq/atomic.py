@@ -23,7 +23,7 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
             f.flush()
@@ -40,10 +40,15 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         os.close(dir_fd)
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once, at import (before any writer thread starts): os.umask can only be read by setting it,
+# and setting it to 0 while another thread creates a file would make that file world-writable.
+_UMASK = _read_umask()
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

@@ -88,8 +88,11 @@ def pick_device(name: str, precision: str) -> torch.device:
     """``auto`` -> cuda when torch sees one, else cpu.
 
     Raises:
-        TrainingError: cuda asked for but absent.  ConfigError: fp16 without CUDA.
+        TrainingError: an unknown name, or cuda asked for but absent.  ConfigError: fp16 without
+            CUDA.
     """
+    if name not in ("auto", "cpu", "cuda"):
+        raise TrainingError(f"--device {name!r}: choose auto, cpu or cuda")
     if name == "cuda" and not torch.cuda.is_available():
         raise TrainingError("--device cuda was asked for but torch sees no CUDA device")
     if name == "auto":
