@@ -28,13 +28,13 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.batch import pad_sequences
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import DecodeConfig, data_root, load_config
-from seq2seq.data import read_lines, resolve_corpus_file
-from seq2seq.metrics import corpus_score
+from seq2seq.data.batch import pad_sequences
+from seq2seq.data.text import read_lines, resolve_corpus_file
+from seq2seq.decoding.translate import search, translate_sentences
+from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.models import build_model
-from seq2seq.translate import search, translate_sentences
 
 TEST_SET = "multi30k/test_2016_flickr"
 

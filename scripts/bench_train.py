@@ -42,13 +42,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from seq2seq.batch import Batch
 from seq2seq.config import load_config
-from seq2seq.data import load_split, token_batches, tokenize_pairs
-from seq2seq.flops import formula, step_flops
-from seq2seq.loss import token_loss_sum
+from seq2seq.data.batch import Batch
+from seq2seq.data.text import load_split, token_batches, tokenize_pairs
+from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
-from seq2seq.tokenizer import PAD, Tokenizer
+from seq2seq.models.flops import formula, step_flops
+from seq2seq.training.loss import token_loss_sum
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,7 +200,7 @@ def corpus_worker(a) -> dict:
             n_batches += 1
         n_pairs = len(pairs)
     else:
-        from seq2seq.corpus_arrow import open_arrow
+        from seq2seq.data.arrow import open_arrow
 
         corpus = open_arrow(d, tok)
         for item in corpus.epoch_batches(cfg.train.batch_tokens, 1, 0):
@@ -231,8 +231,8 @@ def child(args: list[str]) -> dict:
 
 def repeated_corpus(cfg, work: Path, scale: int) -> str:
     """The config's training files, repeated ``scale`` times, as plain text under ``work``."""
-    from seq2seq.corpus import iter_lines
-    from seq2seq.data import resolve_corpus_file
+    from seq2seq.data.corpus import iter_lines
+    from seq2seq.data.text import resolve_corpus_file
 
     folder = work / f"corpus-x{scale}"
     if not folder.is_dir():

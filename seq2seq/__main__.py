@@ -1,3 +1,3 @@
-from .cli import main
+from seq2seq.cli import main
 
 main()

@@ -12,18 +12,16 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import random
 import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from .atomic import atomic_write_bytes
-from .config import Config, ConfigError, validate_config
-from .models import Seq2SeqModel, build_model
-from .tokenizer import Tokenizer
+from seq2seq.atomic import atomic_write_bytes
+from seq2seq.config import Config, ConfigError, validate_config
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.models import Seq2SeqModel, build_model
 
 FORMAT = "seq2seq-checkpoint"
 VERSION = 1
@@ -139,35 +137,6 @@ def load_for_inference(
     p = resolve_checkpoint(path)
     model, tok, cfg = model_from_checkpoint(load_checkpoint(p), str(p))
     return model.to(device), tok, cfg
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python's, numpy's and torch's (CPU and CUDA) generators."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def rng_states() -> dict[str, Any]:
-    """Every RNG state a run draws from, in a form ``torch.load(weights_only=True)`` reads."""
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {
-        "python": random.getstate(),
-        "numpy": [kind, torch.from_numpy(keys.copy()), pos, has_gauss, gauss],
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-    }
-
-
-def set_rng_states(s: dict[str, Any]) -> None:
-    """Restore what ``rng_states`` captured (CUDA states only where CUDA is present)."""
-    version, internal, gauss = s["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, pos, has_gauss, gauss = s["numpy"]
-    np.random.set_state((kind, keys.numpy(), pos, has_gauss, gauss))
-    torch.set_rng_state(s["torch"])
-    if s["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(s["cuda"])
 
 
 def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from .console import console, setup_logging
+from seq2seq.console import console, setup_logging
 
 app = typer.Typer(
     add_completion=False,
@@ -43,12 +43,9 @@ def _fail(msg: str, code: int = 2) -> None:
 
 def _device(name: str) -> str:
     """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent)."""
-    from .step import TrainingError, pick_device
+    from seq2seq.runtime import pick_device
 
-    try:
-        return str(pick_device(name, "fp32"))
-    except TrainingError as e:
-        raise UserError(str(e)) from None
+    return str(pick_device(name, "fp32"))
 
 
 @app.command()
@@ -87,8 +84,8 @@ def train(
 ):
     """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs and TensorBoard
     scalars into the run directory."""
-    from .config import load_config
-    from .train import train as run_training
+    from seq2seq.config import load_config
+    from seq2seq.training.loop import train as run_training
 
     setup_logging(verbose)
     overrides = list(set_)
@@ -180,8 +177,8 @@ def translate(
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
     A summary line on stderr counts sources with uncovered characters, sources cut to the length
     limit, and translations that stopped at the maximum length without EOS."""
-    from .checkpoint import load_for_inference
-    from .translate import TranslationReport
+    from seq2seq.checkpoint import load_for_inference
+    from seq2seq.decoding.translate import TranslationReport
 
     setup_logging()
     dev = _device(device)
@@ -212,7 +209,7 @@ def translate(
     if input == "-":
         _stream(render, dcfg.batch_size, output)
     else:
-        from .data import read_lines
+        from seq2seq.data.text import read_lines
 
         lines = read_lines(input)
         with _progress(len(lines), extras):
@@ -236,8 +233,8 @@ class _Extras:
 def _translate_lines(model, tok, lines, dcfg, dev, n_best, first_line_no, extras: _Extras):
     """Translate ``lines`` (numbered from ``first_line_no``); the first ``attention_n`` lines of
     the input are decoded with attention and plotted into ``attention_dir``."""
-    from .plots import plot_translations
-    from .translate import translate_sentences
+    from seq2seq.decoding.translate import translate_sentences
+    from seq2seq.evaluation.plots import plot_translations
 
     n_att = 0
     if extras.attention_dir is not None:
@@ -297,7 +294,7 @@ def _stream(render, batch_size: int, output: str) -> None:
     Lines are read by the same rules as files (``data.decode_line``)."""
     import select
 
-    from .data import decode_line
+    from seq2seq.data.text import decode_line
 
     with _output_stream(output) as out:
         line_no = 1
@@ -328,7 +325,7 @@ def _output_stream(output: str):
     if output == "-":
         yield sys.stdout
         return
-    from .atomic import atomic_open
+    from seq2seq.atomic import atomic_open
 
     with atomic_open(output) as f:
         yield f
@@ -340,7 +337,7 @@ def _write_lines(output: str, lines: list[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        from .atomic import atomic_write_text
+        from seq2seq.atomic import atomic_write_text
 
         atomic_write_text(output, text)
 
@@ -438,8 +435,8 @@ def evaluate(
     compare with --ref. Prints each score with its signature; warns on stderr when a file looks
     subword-tokenised or pre-tokenised. No line is dropped: an empty line is an empty segment.
     """
-    from .data import read_lines
-    from .metrics import check_aligned, evaluation_report, parse_buckets
+    from seq2seq.data.text import read_lines
+    from seq2seq.evaluation.metrics import check_aligned, evaluation_report, parse_buckets
 
     setup_logging()
     names = [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
@@ -481,7 +478,7 @@ def evaluate(
     )
     _print_eval_report(report)
     if json_out is not None:
-        from .atomic import atomic_write_text
+        from seq2seq.atomic import atomic_write_text
 
         atomic_write_text(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 
@@ -499,8 +496,8 @@ def _translate_for_eval(
 ) -> tuple[list[str], str]:
     """Translate ``sources`` with the checkpoint's decode settings; returns the best translations
     and the run's target language."""
-    from .checkpoint import load_for_inference
-    from .translate import translate_sentences
+    from seq2seq.checkpoint import load_for_inference
+    from seq2seq.decoding.translate import translate_sentences
 
     dev = _device(device)
     model, tok, cfg = load_for_inference(checkpoint, dev)
@@ -513,7 +510,7 @@ def _print_eval_report(report: dict) -> None:
     """Warnings on stderr (one line each), scores and the by-length table on stdout."""
     from rich.text import Text
 
-    from .metrics import METRICS, format_buckets
+    from seq2seq.evaluation.metrics import METRICS, format_buckets
 
     for w in report["warnings"]:
         console.print(
@@ -542,7 +539,7 @@ def average(
 ):
     """Average the weights of the last or best K checkpoints of a run into one checkpoint that
     translates (it holds no optimizer state, so it cannot resume training)."""
-    from .average import average_run
+    from seq2seq.training.average import average_run
 
     setup_logging()
     paths = average_run(checkpoint, output, last=last, best=best)
@@ -610,9 +607,9 @@ def compare(
     """Train each config under the same budget with one shared tokenizer (finished runs in
     OUT/runs are reused), decode the test set and its joined long inputs greedily and with beam
     search, and write report.md, results.json, bleu_by_length.png and attention/ into OUT."""
-    from .metrics import parse_buckets
-    from .study import Budget, StudyOptions
-    from .study import compare as run_compare
+    from seq2seq.evaluation.metrics import parse_buckets
+    from seq2seq.study.compare import Budget, StudyOptions
+    from seq2seq.study.compare import compare as run_compare
 
     setup_logging()
     if budget_minutes is not None and budget_steps is not None:
@@ -651,7 +648,7 @@ def synth(
     ),
 ):
     """Write a synthetic parallel corpus (train with data.src_lang: src, data.tgt_lang: tgt)."""
-    from .synth import write_corpus
+    from seq2seq.study.synth import write_corpus
 
     if task not in ("copy", "reverse", "sort"):
         raise UserError(f"--task {task!r}: choose copy, reverse or sort")
@@ -669,9 +666,9 @@ def synth(
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     try:  # these import torch, which takes a second or two: Ctrl-C may land here
-        from .checkpoint import CheckpointError
-        from .config import ConfigError
-        from .data import DataError
+        from seq2seq.checkpoint import CheckpointError
+        from seq2seq.config import ConfigError
+        from seq2seq.data.text import DataError
     except KeyboardInterrupt:
         _fail("interrupted", code=130)
 
@@ -686,7 +683,7 @@ def main() -> None:
             _fail(str(e))
         _fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
-        from .train import TrainingError
+        from seq2seq.training.loop import TrainingError
 
         if isinstance(e, TrainingError):
             _fail(str(e))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.config import TokenizerConfig, data_root
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer
 
 MULTI30K = data_root() / "multi30k"
 

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from seq2seq.config import ConfigError, DataConfig, HFSource, validate_config
-from seq2seq.corpus import DataError, clean_rows, iter_lines
-from seq2seq.corpus_arrow import open_arrow
-from seq2seq.corpus_stream import StreamCorpus
-from seq2seq.data import cut_runs, length_batches, load_split, read_lines, tokenize_pairs
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.data.arrow import open_arrow
+from seq2seq.data.corpus import DataError, clean_rows, iter_lines
+from seq2seq.data.stream import StreamCorpus
+from seq2seq.data.text import cut_runs, length_batches, load_split, read_lines, tokenize_pairs
+from seq2seq.data.tokenizer import Tokenizer
 from tests.conftest import MULTI30K
 
 REPO = Path(__file__).resolve().parents[1]
@@ -236,7 +236,7 @@ def _losses(run_dir: Path) -> list[float]:
 )  # arrow's batches are a pure function of (seed, epoch), like the memory backend's
 def test_training_resumes_exactly_on_a_disk_backend(multi30k_slice, tmp_path, backend):
     """The stream replays the interrupted epoch up to the batch the checkpoint stopped at."""
-    from seq2seq.train import train
+    from seq2seq.training.loop import train
 
     straight = train(_train_cfg(multi30k_slice, tmp_path, backend, 4), tmp_path / "a")
     assert straight["steps"] == 4
@@ -247,7 +247,7 @@ def test_training_resumes_exactly_on_a_disk_backend(multi30k_slice, tmp_path, ba
 
 
 def test_training_on_the_arrow_backend(multi30k_slice, tmp_path):
-    from seq2seq.train import train
+    from seq2seq.training.loop import train
 
     summary = train(_train_cfg(multi30k_slice, tmp_path, "arrow", 2), tmp_path / "run")
     assert summary["steps"] == 2 and len(_losses(tmp_path / "run")) == 2
@@ -334,11 +334,11 @@ def sample():
         time.sleep(0.002)
 threading.Thread(target=sample, daemon=True).start()
 
-from seq2seq import data
-from seq2seq.batch import Batch
+from seq2seq.data import text as data
+from seq2seq.data.batch import Batch
 from seq2seq.config import DataConfig
-from seq2seq.corpus_arrow import open_arrow
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.data.arrow import open_arrow
+from seq2seq.data.tokenizer import Tokenizer
 
 backend, prefix, tok_dir, cache = sys.argv[1:5]
 tok = Tokenizer.load(tok_dir)

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from seq2seq.config import DataConfig, HFSource, TokenizerConfig
-from seq2seq.data import (
+from seq2seq.data.text import (
     DataError,
     load_split,
     read_lines,
@@ -16,7 +16,7 @@ from seq2seq.data import (
     token_batches,
     tokenize_pairs,
 )
-from seq2seq.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
+from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
 
 
 def _write(path, data: bytes):
@@ -150,7 +150,7 @@ def test_hugging_face_dataset_offline(tmp_path):
 
 def test_drop_log_counts_each_pair_once(tmp_path, caplog):
     """Read = kept + every drop, whatever dropped it (cleaning, max_len, max_src_words)."""
-    from seq2seq.data import drop_long_sources, log_dropped
+    from seq2seq.data.text import drop_long_sources, log_dropped
 
     src = _write(tmp_path / "s.de", b"ein haus\n\nein sehr sehr langer satz\nhund\n")
     tgt = _write(tmp_path / "t.en", b"a house\nx\na very long sentence\ndog\n")

@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 
 from seq2seq.cli import main
-from seq2seq.metrics import bucket_label, parse_buckets, tokenisation_warnings
+from seq2seq.evaluation.metrics import bucket_label, parse_buckets, tokenisation_warnings
 
 SACREBLEU = Path(sys.executable).parent / "sacrebleu"
 
@@ -436,9 +436,9 @@ def test_eval_with_a_checkpoint_by_length(monkeypatch, capsys, tmp_path, tiny_ru
 
 
 def test_plotting_a_model_without_attention_is_an_error(tmp_path):
-    from seq2seq.plots import plot_translations
-    from seq2seq.search import Hypothesis
-    from seq2seq.translate import Translation
+    from seq2seq.decoding.search import Hypothesis
+    from seq2seq.decoding.translate import Translation
+    from seq2seq.evaluation.plots import plot_translations
 
     results = [Translation("ein hund", [Hypothesis([4, 3], -1.0, -1.0, True, None)], ["a dog"])]
     with pytest.raises(ValueError, match="no attention"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2seq.flops import count_weights, step_flops
+from seq2seq.models.flops import count_weights, step_flops
 from tests.toys import TINY_MODELS, tiny_model
 
 

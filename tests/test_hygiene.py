@@ -18,22 +18,22 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from seq2seq.batch import Batch, pad_sequences
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.cli import app
 from seq2seq.config import ConfigError, DecodeConfig, TokenizerConfig, validate_config
-from seq2seq.data import (
+from seq2seq.data.batch import Batch, pad_sequences
+from seq2seq.data.text import (
     DataError,
     load_split,
     read_parallel_files,
     token_batches,
     tokenize_pairs,
 )
-from seq2seq.loss import token_loss_sum
+from seq2seq.data.tokenizer import EOS, PAD, Tokenizer
+from seq2seq.decoding.search import Hypothesis
+from seq2seq.decoding.translate import TranslationReport, source_limit, translate_sentences
 from seq2seq.models import Seq2SeqModel
-from seq2seq.search import Hypothesis
-from seq2seq.tokenizer import EOS, PAD, Tokenizer
-from seq2seq.translate import TranslationReport, source_limit, translate_sentences
+from seq2seq.training.loss import token_loss_sum
 from tests.toys import TINY_MODELS, tiny_model
 
 WORDS = (
@@ -74,7 +74,7 @@ class Collect(logging.Handler):
 def toy(tmp_path_factory):
     """A 20-step Transformer on the toy corpus, whose training source has a 3,000-word line, a
     line of zero-width spaces and a blank-looking line, and whose target has an empty line."""
-    from seq2seq.train import train
+    from seq2seq.training.loop import train
 
     d = tmp_path_factory.mktemp("toy")
     src, tgt = toy_pairs(400, seed=7)
@@ -274,7 +274,7 @@ def test_odd_characters_keep_translate_aligned(toy, tmp_path, name):
 
 @pytest.mark.parametrize("split", ["train", "valid"])
 def test_misaligned_files_stop_before_training_and_write_no_checkpoint(tmp_path, split):
-    from seq2seq.train import train
+    from seq2seq.training.loop import train
 
     src, tgt = toy_pairs(4, seed=1)
     for prefix in ("train", "val"):

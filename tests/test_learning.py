@@ -7,12 +7,12 @@ import random
 import pytest
 import torch
 
-from seq2seq.batch import Batch
 from seq2seq.config import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
-from seq2seq.loss import token_loss_sum
+from seq2seq.data.batch import Batch
+from seq2seq.data.tokenizer import EOS
+from seq2seq.decoding.search import greedy_search
 from seq2seq.models import build_model
-from seq2seq.search import greedy_search
-from seq2seq.tokenizer import EOS
+from seq2seq.training.loss import token_loss_sum
 
 V = 8  # symbols 4 .. 11 (0-3 are pad, unk, bos, eos)
 FAMILIES = {

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import ConfigError, validate_config
+from seq2seq.decoding.search import greedy_search
 from seq2seq.models import MODELS
 from seq2seq.models.transformer import attention
-from seq2seq.search import greedy_search
 
 from .toys import TINY_MODELS, tiny_model
 

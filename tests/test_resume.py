@@ -14,7 +14,6 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.average import select_checkpoints
 from seq2seq.checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -22,9 +21,10 @@ from seq2seq.checkpoint import (
     save_checkpoint,
 )
 from seq2seq.config import DecodeConfig, load_config, validate_config
+from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import build_model
-from seq2seq.train import train
-from seq2seq.translate import translate_sentences
+from seq2seq.training.average import select_checkpoints
+from seq2seq.training.loop import train
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 

@@ -10,9 +10,9 @@ import random
 import pytest
 import torch
 
+from seq2seq.data.tokenizer import BOS, EOS
+from seq2seq.decoding.search import beam_search, greedy_search, length_penalty
 from seq2seq.models.base import Seq2SeqModel
-from seq2seq.search import beam_search, greedy_search, length_penalty
-from seq2seq.tokenizer import BOS, EOS
 from tests.toys import ATTENTION_MODELS, TINY_MODELS, tiny_model
 
 A, B, C = 4, 5, 6  # three ordinary target tokens

@@ -14,11 +14,11 @@ import yaml
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ConfigError, load_config
-from seq2seq.data import ParallelText, drop_long_sources
-from seq2seq.study import Budget, StudyOptions, compare, load_study_configs
-from seq2seq.study_eval import EvalSet, attention_sentences, build_eval_set, score_decode
-from seq2seq.study_report import length_finding
-from seq2seq.tokenizer import Tokenizer
+from seq2seq.data.text import ParallelText, drop_long_sources
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.study.compare import Budget, StudyOptions, compare, load_study_configs
+from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
+from seq2seq.study.report import length_finding
 
 TINY = {
     "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
@@ -343,7 +343,7 @@ def test_max_src_words_drops_long_training_sources():
 
 
 def test_reverse_study_reports_exact_match(tmp_path):
-    from seq2seq.synth import write_corpus
+    from seq2seq.study.synth import write_corpus
 
     write_corpus("reverse", 300, 1, 25, 6, tmp_path / "rev", seed=3)
     data = {

@@ -14,8 +14,6 @@ import pytest
 import torch
 
 from seq2seq.atomic import atomic_write_bytes
-from seq2seq.average import average_checkpoints, average_run
-from seq2seq.batch import Batch
 from seq2seq.checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -23,15 +21,23 @@ from seq2seq.checkpoint import (
     save_checkpoint,
 )
 from seq2seq.config import ConfigError, DecodeConfig, TrainConfig, validate_config
-from seq2seq.distributed import DistInfo
-from seq2seq.loss import token_loss_sum
+from seq2seq.data.batch import Batch
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import build_model
-from seq2seq.monitor import attention_heatmap
-from seq2seq.schedules import lr_at, teacher_forcing_at
-from seq2seq.step import TeacherForcing, TrainingError, TrainState, book_score, epoch_batches
-from seq2seq.tokenizer import Tokenizer
-from seq2seq.train import prepare_data, train, train_step
-from seq2seq.translate import translate_sentences
+from seq2seq.training.average import average_checkpoints, average_run
+from seq2seq.training.distributed import DistInfo
+from seq2seq.training.loop import prepare_data, train, train_step
+from seq2seq.training.loss import token_loss_sum
+from seq2seq.training.monitor import attention_heatmap
+from seq2seq.training.schedules import lr_at, teacher_forcing_at
+from seq2seq.training.step import (
+    TeacherForcing,
+    TrainingError,
+    TrainState,
+    book_score,
+    epoch_batches,
+)
 
 from .toys import tiny_model
 
@@ -200,7 +206,7 @@ def test_scheduled_sampling_wrapper(name):
 
 
 def test_epoch_batches_are_sharded_per_rank(multi30k_slice, slice_tokenizer):
-    from seq2seq.data import TokenizedPairs
+    from seq2seq.data.text import TokenizedPairs
 
     lines = (multi30k_slice / "train.de").read_text().splitlines()[:300]
     ids = slice_tokenizer.encode_src(lines)
@@ -288,8 +294,8 @@ def _scripted_validation(monkeypatch, metric, values):
             "chrf": v if metric == "chrf" else 1.0,
         }
 
-    monkeypatch.setattr("seq2seq.train.validate", validate)
-    monkeypatch.setattr("seq2seq.train.attention_heatmap", lambda *args: None)
+    monkeypatch.setattr("seq2seq.training.loop.validate", validate)
+    monkeypatch.setattr("seq2seq.training.loop.attention_heatmap", lambda *args: None)
 
 
 SCHEDULES = {

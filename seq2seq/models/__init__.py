@@ -6,10 +6,10 @@ inference call; every model speaks the protocol in ``base.Seq2SeqModel``.
 
 from __future__ import annotations
 
-from ..config import ModelConfig
-from .base import Seq2SeqModel, State, masked_softmax
-from .rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
-from .transformer import Transformer
+from seq2seq.config import ModelConfig
+from seq2seq.models.base import Seq2SeqModel, State, masked_softmax
+from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
+from seq2seq.models.transformer import Transformer
 
 MODELS = {
     "rnn": RNNSeq2Seq,

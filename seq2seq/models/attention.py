@@ -12,7 +12,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from .base import masked_softmax
+from seq2seq.models.base import masked_softmax
 
 
 class BahdanauAttention(nn.Module):

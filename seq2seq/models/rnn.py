@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..config import BahdanauConfig, LuongConfig, RNNConfig
-from .attention import BahdanauAttention, LuongAttention
-from .base import Seq2SeqModel, State
+from seq2seq.config import BahdanauConfig, LuongConfig, RNNConfig
+from seq2seq.models.attention import BahdanauAttention, LuongAttention
+from seq2seq.models.base import Seq2SeqModel, State
 
 
 def _rnn(cell: str, input_size: int, hidden: int, layers: int, dropout: float, bidir: bool):

@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..config import TransformerConfig
-from .base import Seq2SeqModel, State
+from seq2seq.config import TransformerConfig
+from seq2seq.models.base import Seq2SeqModel, State
 
 
 def sinusoidal_positions(n: int, d_model: int) -> Tensor:

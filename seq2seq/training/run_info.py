@@ -8,8 +8,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .atomic import atomic_write_text
-from .config import Config, to_yaml
+from seq2seq.atomic import atomic_write_text
+from seq2seq.config import Config, to_yaml
 
 
 def _git_commit() -> str | None:
@@ -47,7 +47,7 @@ def _bleu_signature(tgt_lang: str) -> str:
 
 def write_run_info(run_dir: Path, cfg: Config, data, model) -> None:
     """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes)."""
-    from .data import resolve_corpus_file, sha256_file
+    from seq2seq.data.text import resolve_corpus_file, sha256_file
 
     files = {}
     if cfg.data.hf is None:

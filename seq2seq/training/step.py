@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .batch import Batch
-from .config import Config, ConfigError, TrainConfig
-from .corpus import Corpus
-from .data import TokenizedPairs, token_batches
-from .distributed import DistInfo, all_reduce_sum
-from .loss import token_loss_sum
-from .metrics import corpus_score
-from .models import Seq2SeqModel
-from .translate import translate_sentences
+from seq2seq.config import Config, TrainConfig
+from seq2seq.data.batch import Batch
+from seq2seq.data.corpus import Corpus
+from seq2seq.data.text import TokenizedPairs, token_batches
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.evaluation.metrics import corpus_score
+from seq2seq.models import Seq2SeqModel
+from seq2seq.runtime import autocast
+from seq2seq.training.distributed import DistInfo, all_reduce_sum
+from seq2seq.training.loss import token_loss_sum
 
 
 class TrainingError(RuntimeError):
@@ -82,32 +83,6 @@ class TeacherForcing(nn.Module):
                 gold = torch.rand(prev.shape[0], device=prev.device) < ratio
                 prev = torch.where(gold, tgt_in[:, t + 1], logits.argmax(-1))
         return torch.stack(outs, 1)
-
-
-def pick_device(name: str, precision: str) -> torch.device:
-    """``auto`` -> cuda when torch sees one, else cpu.
-
-    Raises:
-        TrainingError: an unknown name, or cuda asked for but absent.  ConfigError: fp16 without
-            CUDA.
-    """
-    if name not in ("auto", "cpu", "cuda"):
-        raise TrainingError(f"--device {name!r}: choose auto, cpu or cuda")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise TrainingError("--device cuda was asked for but torch sees no CUDA device")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if precision == "fp16" and name != "cuda":
-        raise ConfigError("train.precision fp16 needs CUDA (no GPU here); use bf16 or fp32")
-    return torch.device(name)
-
-
-def autocast(device: torch.device, precision: str):
-    """bf16 autocast on CUDA or CPU, fp16 on CUDA (with a GradScaler), nothing for fp32."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device.type, dtype=dtype)
 
 
 def epoch_batches(pairs: TokenizedPairs | Corpus, t: TrainConfig, epoch: int, info: DistInfo):

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .atomic import atomic_write_text
-from .models import Seq2SeqModel
-from .tokenizer import BOS, Tokenizer
-from .translate import translate_sentences
+from seq2seq.atomic import atomic_write_text
+from seq2seq.data.tokenizer import BOS, Tokenizer
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.models import Seq2SeqModel
 
 TRAIN_SCALARS = {
     "loss": "train/loss",
@@ -103,7 +103,7 @@ def attention_heatmap(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from .config import DecodeConfig
+    from seq2seq.config import DecodeConfig
 
     hyp = translate_sentences(model, tok, [sentence], DecodeConfig(), device)[0]
     if not hyp.hypotheses:

@@ -83,7 +83,7 @@ def plot_translations(results, tok, first_line_no: int, directory: str | Path) -
     Raises:
         ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
     """
-    from .data import clean_line
+    from seq2seq.data.text import clean_line
 
     paths = []
     for k, r in enumerate(results):

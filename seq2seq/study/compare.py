@@ -28,14 +28,20 @@ from pathlib import Path
 
 import torch
 
-from .atomic import atomic_write_text
-from .checkpoint import load_for_inference
-from .config import Config, ConfigError, load_config, validate_config
-from .data import clean_line, load_split, resolve_corpus_file, sha256_file
-from .models import Seq2SeqModel
-from .study_eval import EvalSet, attention_sentences, beam_label, build_eval_set, score_decode
-from .tokenizer import Tokenizer
-from .translate import translate_sentences
+from seq2seq.atomic import atomic_write_text
+from seq2seq.checkpoint import load_for_inference
+from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.data.text import clean_line, load_split, resolve_corpus_file, sha256_file
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.models import Seq2SeqModel
+from seq2seq.study.evalsets import (
+    EvalSet,
+    attention_sentences,
+    beam_label,
+    build_eval_set,
+    score_decode,
+)
 
 log = logging.getLogger("seq2seq")
 
@@ -199,7 +205,7 @@ def train_or_reuse(path: str, cfg: Config, run_dir: Path, tok: Tokenizer) -> Mod
     Raises:
         KeyboardInterrupt: training was interrupted (its last.pt is kept, nothing is recorded).
     """
-    from .train import train
+    from seq2seq.training.loop import train
 
     marker = run_dir / "compare.json"
     want = {
@@ -274,7 +280,7 @@ def evaluate_runs(
 ) -> list[Path]:
     """Decode and score every run (filling ``run.decodes``) and draw the attention maps of the
     same few lines for every attention model, side by side; returns the map files."""
-    from .plots import save_attention_panels_png
+    from seq2seq.evaluation.plots import save_attention_panels_png
 
     lines = attention_sentences(evalset, opts.n_attention)
     panels: dict[int, list] = {i: [] for i in lines}
@@ -317,7 +323,7 @@ def compare(
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
-    from .study_report import write_report
+    from seq2seq.study.report import write_report
 
     out = Path(out)
     cfgs = load_study_configs(paths, budget, opts.device)

@@ -12,9 +12,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .config import Config
-from .data import ParallelText, load_split
-from .metrics import bleu_by_length, bucket_label, corpus_score
+from seq2seq.config import Config
+from seq2seq.data.text import ParallelText, load_split
+from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import DataConfig, data_root
+from seq2seq.config import DataConfig, data_root
 
 log = logging.getLogger("seq2seq")
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .models.base import Seq2SeqModel
-from .tokenizer import BOS, EOS, PAD
+from seq2seq.data.tokenizer import BOS, EOS, PAD
+from seq2seq.models.base import Seq2SeqModel
 
 NEG_INF = float("-inf")
 

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .batch import Batch
-from .config import DataConfig
-from .corpus import (
+from seq2seq.config import DataConfig
+from seq2seq.data.batch import Batch
+from seq2seq.data.corpus import (
     Drops,
     clean_rows,
     encode_rows,
@@ -30,8 +30,8 @@ from .corpus import (
     table_batch,
     table_lengths,
 )
-from .data import cut_runs, length_batches
-from .tokenizer import Tokenizer
+from seq2seq.data.text import cut_runs, length_batches
+from seq2seq.data.tokenizer import Tokenizer
 
 
 class StreamCorpus:

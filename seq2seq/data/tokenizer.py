@@ -23,8 +23,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from .atomic import atomic_write_bytes
-from .config import ConfigError, TokenizerConfig
+from seq2seq.atomic import atomic_write_bytes
+from seq2seq.config import ConfigError, TokenizerConfig
 
 log = logging.getLogger("seq2seq")
 

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Literal
 
-from .atomic import atomic_write_text
+from seq2seq.atomic import atomic_write_text
 
 Task = Literal["copy", "reverse", "sort"]
 

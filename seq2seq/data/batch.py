@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .tokenizer import BOS, EOS, PAD
+from seq2seq.data.tokenizer import BOS, EOS, PAD
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad: int = PAD) -> torch.Tensor:

@@ -21,21 +21,18 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .checkpoint import (
+from seq2seq.checkpoint import (
     CheckpointError,
     config_of,
     link_checkpoint,
     load_checkpoint,
-    rng_states,
     save_checkpoint,
-    seed_everything,
-    set_rng_states,
     weights_digest,
 )
-from .config import Config, ConfigError
-from .console import console
-from .corpus import Corpus
-from .data import (
+from seq2seq.config import Config, ConfigError
+from seq2seq.console import console
+from seq2seq.data.corpus import Corpus
+from seq2seq.data.text import (
     DataError,
     ParallelText,
     TokenizedPairs,
@@ -43,7 +40,10 @@ from .data import (
     load_split,
     tokenize_pairs,
 )
-from .distributed import (
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.models import build_model
+from seq2seq.runtime import pick_device, rng_states, seed_everything, set_rng_states
+from seq2seq.training.distributed import (
     DistInfo,
     barrier,
     broadcast_int,
@@ -52,11 +52,10 @@ from .distributed import (
     init_distributed,
     shutdown,
 )
-from .models import build_model
-from .monitor import Monitor, attention_heatmap
-from .run_info import write_run_info
-from .schedules import lr_at, teacher_forcing_at
-from .step import (
+from seq2seq.training.monitor import Monitor, attention_heatmap
+from seq2seq.training.run_info import write_run_info
+from seq2seq.training.schedules import lr_at, teacher_forcing_at
+from seq2seq.training.step import (
     TeacherForcing,
     TrainingError,
     TrainState,
@@ -64,11 +63,9 @@ from .step import (
     epoch_batches,
     make_batch,
     metric_value,
-    pick_device,
     train_step,
     validate,
 )
-from .tokenizer import Tokenizer
 
 __all__ = ["Run", "TrainState", "TrainingError", "lr_at", "train", "train_step"]
 
@@ -89,7 +86,7 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
     """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
     With ``data.backend`` arrow or stream the training split stays on disk (corpus.py)."""
     if cfg.data.backend != "memory":
-        from .corpus import prepare_corpus
+        from seq2seq.data.backends import prepare_corpus
 
         tok, corpus = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
         valid_text = load_split(cfg.data, "valid")
@@ -122,7 +119,7 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
     train = tokenize_pairs(train_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
     if cfg.data.concat_k > 1:
-        from .data import concat_pairs
+        from seq2seq.data.text import concat_pairs
 
         train = concat_pairs(train, cfg.data.concat_k, cfg.train.seed)
     return Data(tok, train, valid, valid_text)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .config import ModelConfig
+from seq2seq.config import ModelConfig
 
 
 @dataclass

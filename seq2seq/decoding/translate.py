@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .batch import pad_sequences
-from .config import ConfigError, DecodeConfig
-from .data import clean_line
-from .models import Seq2SeqModel
-from .search import Hypothesis, beam_search, greedy_search
-from .tokenizer import PAD, UNK, Tokenizer
+from seq2seq.config import ConfigError, DecodeConfig
+from seq2seq.data.batch import pad_sequences
+from seq2seq.data.text import clean_line
+from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
+from seq2seq.decoding.search import Hypothesis, beam_search, greedy_search
+from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
 

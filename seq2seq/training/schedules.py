@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .config import TeacherForcingConfig, TrainConfig
+from seq2seq.config import TeacherForcingConfig, TrainConfig
 
 
 def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:

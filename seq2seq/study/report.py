@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .atomic import atomic_write_text
+from seq2seq.atomic import atomic_write_text
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
 WEAK_FRACTION = 0.25  # models under this share of the best short-input score are not rated
@@ -208,7 +208,7 @@ def _row(cells: Sequence[str]) -> str:
 
 def plot(results: dict, out: Path, metric: str) -> Path:
     """``bleu_by_length.png`` (or ``exact_by_length.png``): one panel per decoding."""
-    from .plots import save_by_length_png
+    from seq2seq.evaluation.plots import save_by_length_png
 
     labels = list(results["models"][0]["decodes"])
     panels = {lab: series(results, lab, metric) for lab in labels}

@@ -23,16 +23,16 @@ import hashlib
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from .batch import Batch
-from .config import Config, DataConfig
-from .data import DataError, clean_line, decode_line, resolve_corpus_file
-from .tokenizer import Tokenizer
+from seq2seq.config import DataConfig
+from seq2seq.data.batch import Batch
+from seq2seq.data.text import DataError, clean_line, decode_line, resolve_corpus_file
+from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
 
@@ -231,42 +231,6 @@ def table_batch(table) -> Batch:
     return Batch.from_ids(table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist())
 
 
-def _stream_sentences(cfg: DataConfig, side: str) -> Iterator[str]:
+def stream_sentences(cfg: DataConfig, side: str) -> Iterator[str]:
     """One side's sentences of the kept pairs, streamed (for tokenizer training)."""
     return (row[side] for row in clean_rows(cfg.model_dump_json(), "train") if row[side])
-
-
-# ---- the entry point training calls ----------------------------------------------------------
-
-
-def prepare_corpus(
-    cfg: Config, run_dir: Path, tok: Tokenizer | None, is_main: bool, barrier: Callable[[], None]
-) -> tuple[Tokenizer, Corpus]:
-    """Tokenizer and training corpus for ``data.backend`` arrow or stream. Rank 0 builds the caches
-    and trains the tokenizer (unless ``tok`` is given) into ``run_dir``; other ranks wait, then
-    open them."""
-    d = cfg.data
-    if is_main and tok is None:
-        log.info(
-            "training %s sentencepiece model(s), vocab %d",
-            cfg.tokenizer.type,
-            cfg.tokenizer.vocab_size,
-        )
-        if d.backend == "arrow":
-            from .corpus_arrow import arrow_text, text_sentences
-
-            text = arrow_text(d)
-            sents = text_sentences(text, "src"), text_sentences(text, "tgt")
-        else:
-            sents = _stream_sentences(d, "src"), _stream_sentences(d, "tgt")
-        Tokenizer.train(*sents, cfg.tokenizer).save(run_dir)
-    barrier()
-    tok = tok or Tokenizer.load(run_dir)
-    # The backends import this module, so they are imported here, not at the top.
-    from .corpus_arrow import open_arrow
-    from .corpus_stream import StreamCorpus
-
-    opener = open_arrow if d.backend == "arrow" else StreamCorpus
-    corpus = opener(d, tok) if is_main else None  # rank 0 first: it builds the cache
-    barrier()
-    return tok, opener(d, tok) if corpus is None else corpus

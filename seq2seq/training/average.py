@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, config_of, load_checkpoint, save_checkpoint
+from seq2seq.checkpoint import CheckpointError, config_of, load_checkpoint, save_checkpoint
 
 
 def _step_files(run_dir: Path, prefix: str) -> list[Path]:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .batch import Batch
-from .config import DataConfig
-from .corpus import (
+from seq2seq.config import DataConfig
+from seq2seq.data.batch import Batch
+from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
     Drops,
     clean_rows,
@@ -36,8 +36,8 @@ from .corpus import (
     table_lengths,
     token_features,
 )
-from .data import length_batches, resolve_corpus_file, sha256_file
-from .tokenizer import Tokenizer
+from seq2seq.data.text import length_batches, resolve_corpus_file, sha256_file
+from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
 

@@ -1,0 +1,2 @@
+"""Data: parallel text (plain, .gz, Hugging Face), cleaning, tokenizer, batching, and the training
+corpus backends (memory, arrow, stream). Knows text and token ids, never models or training."""

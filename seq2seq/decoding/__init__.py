@@ -1,0 +1,1 @@
+"""Decoding: search over the model protocol (greedy, beam) and text -> text translation."""

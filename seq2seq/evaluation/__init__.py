@@ -1,0 +1,1 @@
+"""Evaluation: sacrebleu metrics (text against text), BLEU by length, and plots."""

@@ -1,0 +1,67 @@
+"""Where and how computation runs, shared by training and inference: the device, autocast, seeding
+and the RNG states a checkpoint carries."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+from seq2seq.config import ConfigError
+
+
+def pick_device(name: str, precision: str) -> torch.device:
+    """``auto`` -> cuda when torch sees one, else cpu.
+
+    Raises:
+        ConfigError: an unknown name, cuda asked for but absent, or fp16 without CUDA.
+    """
+    if name not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"--device {name!r}: choose auto, cpu or cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda was asked for but torch sees no CUDA device")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if precision == "fp16" and name != "cuda":
+        raise ConfigError("train.precision fp16 needs CUDA (no GPU here); use bf16 or fp32")
+    return torch.device(name)
+
+
+def autocast(device: torch.device, precision: str):
+    """bf16 autocast on CUDA or CPU, fp16 on CUDA (with a GradScaler), nothing for fp32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's, numpy's and torch's (CPU and CUDA) generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def rng_states() -> dict[str, Any]:
+    """Every RNG state a run draws from, in a form ``torch.load(weights_only=True)`` reads."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": [kind, torch.from_numpy(keys.copy()), pos, has_gauss, gauss],
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_states(s: dict[str, Any]) -> None:
+    """Restore what ``rng_states`` captured (CUDA states only where CUDA is present)."""
+    version, internal, gauss = s["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, gauss = s["numpy"]
+    np.random.set_state((kind, keys.numpy(), pos, has_gauss, gauss))
+    torch.set_rng_state(s["torch"])
+    if s["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])

@@ -1,0 +1,2 @@
+"""The bottleneck-versus-attention study: synthetic tasks, long-input evaluation sets, ``compare``
+and its report."""
