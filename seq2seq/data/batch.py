@@ -48,11 +48,6 @@ class Batch:
         tgt_out = pad_sequences([[*t, EOS] for t in tgt])
         return cls(src_t, src_t != PAD, tgt_in, tgt_out, int((tgt_out != PAD).sum()))
 
-    @property
-    def tgt_mask(self) -> torch.Tensor:
-        """(B, T) bool, True where tgt_out holds a real token."""
-        return self.tgt_out != PAD
-
     def to(self, device: torch.device | str) -> Batch:
         nb = device != "cpu" and torch.device(device).type == "cuda"
         return Batch(

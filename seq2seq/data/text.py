@@ -20,7 +20,7 @@ import hashlib
 import logging
 import random
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -384,10 +384,3 @@ def token_batches(
     return [
         b.tolist() for b in length_batches(src_lens, tgt_lens, batch_tokens, seed, epoch, shuffle)
     ]
-
-
-def sentence_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices in batches of up to ``batch_size`` sentences, sorted by length for inference."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    for j in range(0, len(order), batch_size):
-        yield order[j : j + batch_size]

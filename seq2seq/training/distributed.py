@@ -57,11 +57,6 @@ def broadcast_int(value: int, info: DistInfo, device: torch.device) -> int:
     return int(t.item())
 
 
-def broadcast_flag(flag: bool, info: DistInfo, device: torch.device) -> bool:
-    """Rank 0's decision for every rank."""
-    return bool(broadcast_int(int(flag), info, device))
-
-
 def broadcast_object(obj: Any, info: DistInfo) -> Any:
     """Rank 0's ``obj`` (picklable) on every rank, e.g. the training state after validation."""
     if not info.enabled:
