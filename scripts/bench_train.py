@@ -43,8 +43,8 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import load_config
-from seq2seq.data.batch import Batch
-from seq2seq.data.text import load_split, token_batches, tokenize_pairs
+from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
@@ -231,8 +231,7 @@ def child(args: list[str]) -> dict:
 
 def repeated_corpus(cfg, work: Path, scale: int) -> str:
     """The config's training files, repeated ``scale`` times, as plain text under ``work``."""
-    from seq2seq.data.corpus import iter_lines
-    from seq2seq.data.text import resolve_corpus_file
+    from seq2seq.data.text import iter_lines, resolve_corpus_file
 
     folder = work / f"corpus-x{scale}"
     if not folder.is_dir():

@@ -20,9 +20,10 @@ import pytest
 
 from seq2seq.config import ConfigError, DataConfig, HFSource, validate_config
 from seq2seq.data.arrow import open_arrow
-from seq2seq.data.corpus import DataError, clean_rows, iter_lines
+from seq2seq.data.batch import cut_runs, length_batches
+from seq2seq.data.corpus import clean_rows
 from seq2seq.data.stream import StreamCorpus
-from seq2seq.data.text import cut_runs, length_batches, load_split, read_lines, tokenize_pairs
+from seq2seq.data.text import DataError, iter_lines, load_split, read_lines, tokenize_pairs
 from seq2seq.data.tokenizer import Tokenizer
 from tests.conftest import MULTI30K
 

@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from seq2seq.config import Config, TrainConfig
-from seq2seq.data.batch import Batch
+from seq2seq.data.batch import Batch, token_batches
 from seq2seq.data.corpus import Corpus
-from seq2seq.data.text import TokenizedPairs, token_batches
+from seq2seq.data.text import TokenizedPairs
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.models import Seq2SeqModel
