@@ -683,7 +683,7 @@ def main() -> None:
             _fail(str(e))
         _fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
-        from seq2seq.training.loop import TrainingError
+        from seq2seq.training.state import TrainingError
 
         if isinstance(e, TrainingError):
             _fail(str(e))
