@@ -48,6 +48,7 @@ from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
+from seq2seq.runtime import seed_everything
 from seq2seq.training.loss import token_loss_sum
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def run_worker(a) -> dict:
     batches = [
         Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]) for idx in order
     ]
-    torch.manual_seed(0)
+    seed_everything(0)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas))
