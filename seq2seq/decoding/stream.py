@@ -56,7 +56,11 @@ class LineTranslator:
 
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
-        decoded with attention and plotted."""
+        decoded with attention and plotted.
+
+        Raises:
+            ConfigError: the decode length limits leave no room within the model's positions.
+        """
         n_att = 0
         if self.plot is not None:
             n_att = max(0, min(len(lines), self.attention_n - first_line_no + 1))
@@ -104,6 +108,8 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
 
     Raises:
         DataError: the input is missing, unreadable or not UTF-8.
+        ConfigError: as ``LineTranslator.translate``.
+        OSError: the output cannot be written (e.g. it is a folder).
     """
     if input == "-":
         with open_output(output) as out:
@@ -117,7 +123,11 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
 
 def translate_stream(tr: LineTranslator, stdin: BinaryIO, out: IO[str]) -> None:
     """Translate whatever lines are waiting on ``stdin`` (up to ``cfg.batch_size``), write and
-    flush their output, repeat until end of input."""
+    flush their output, repeat until end of input.
+
+    Raises:
+        DataError: a line is not valid UTF-8 (named by its number).
+    """
     line_no = 1
     while batch := _waiting_lines(stdin, tr.cfg.batch_size):
         lines = [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
