@@ -35,6 +35,7 @@ from seq2seq.data.text import read_lines, resolve_corpus_file
 from seq2seq.decoding.translate import search, translate_sentences
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.models import build_model
+from seq2seq.runtime import seed_everything
 
 TEST_SET = "multi30k/test_2016_flickr"
 
@@ -115,7 +116,7 @@ def random_sources(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
 
 def bench_random(config: Path, args) -> list[dict]:
     """Search-only timing of the config's model with random weights and random sources."""
-    torch.manual_seed(0)
+    seed_everything(0)
     cfg = load_config(config, [])
     vocab = cfg.tokenizer.vocab_size
     model = build_model(cfg.model, vocab, vocab, joint_vocab=True).to(args.device).eval()

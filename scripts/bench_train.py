@@ -43,11 +43,12 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import load_config
-from seq2seq.data.batch import Batch
-from seq2seq.data.text import load_split, token_batches, tokenize_pairs
+from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
+from seq2seq.runtime import seed_everything
 from seq2seq.training.loss import token_loss_sum
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def run_worker(a) -> dict:
     batches = [
         Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]) for idx in order
     ]
-    torch.manual_seed(0)
+    seed_everything(0)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas))
@@ -231,8 +232,7 @@ def child(args: list[str]) -> dict:
 
 def repeated_corpus(cfg, work: Path, scale: int) -> str:
     """The config's training files, repeated ``scale`` times, as plain text under ``work``."""
-    from seq2seq.data.corpus import iter_lines
-    from seq2seq.data.text import resolve_corpus_file
+    from seq2seq.data.text import iter_lines, resolve_corpus_file
 
     folder = work / f"corpus-x{scale}"
     if not folder.is_dir():

@@ -1,9 +1,14 @@
 """Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder. A crash
-leaves either the old file or the new one, never half of one."""
+leaves either the old file or the new one, never half of one.
+
+``open_output`` and ``write_output`` are what every command's output-file option uses: the path
+``-`` means standard output.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,4 +66,37 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text"]
+STDOUT = "-"
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """True for the path ``-`` (standard output); ``./-`` names a file called ``-``."""
+    return path is not None and str(path) == STDOUT
+
+
+@contextmanager
+def open_output(path: str | Path) -> Iterator[IO[str]]:
+    """A text stream for an output option: standard output for ``-`` (flushed on exit), else
+    ``path`` written atomically (``atomic_open``: an error half-way leaves no truncated file)."""
+    if is_stdout(path):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_open(path) as f:
+        yield f
+
+
+def write_output(path: str | Path, text: str) -> None:
+    """Write ``text`` to an output option's path (``-``: standard output), atomically."""
+    with open_output(path) as f:
+        f.write(text)
+
+
+__all__ = [
+    "atomic_open",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "is_stdout",
+    "open_output",
+    "write_output",
+]

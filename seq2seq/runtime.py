@@ -4,6 +4,8 @@ and the RNG states a checkpoint carries."""
 from __future__ import annotations
 
 import contextlib
+import os
+import platform
 import random
 from typing import Any
 
@@ -28,6 +30,16 @@ def pick_device(name: str, precision: str) -> torch.device:
     if precision == "fp16" and name != "cuda":
         raise ConfigError("train.precision fp16 needs CUDA (no GPU here); use bf16 or fp32")
     return torch.device(name)
+
+
+def describe_machine() -> str:
+    """The hardware, in words, for reports: the GPU, else the CPU, its cores and torch threads."""
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA), torch {torch.__version__}"
+    return (
+        f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads: "
+        f"{torch.get_num_threads()}), torch {torch.__version__}"
+    )
 
 
 def autocast(device: torch.device, precision: str):

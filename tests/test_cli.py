@@ -175,6 +175,25 @@ def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_pa
     assert not (tmp_path / "runs").exists()
 
 
+def test_dash_means_stdout_and_is_refused_where_stdout_cannot_hold_the_output(
+    trained_run, tmp_path
+):
+    run_dir, _ = trained_run
+    for args, needle in [
+        (["average", "-c", run_dir, "--last", "1", "-o", "-"], "-o -: a checkpoint cannot go"),
+        (["synth", "--task", "copy", "--out", "-"], "--out -: a corpus folder cannot go"),
+        (["compare", "a.yaml", "--out", "-"], "--out -: the study's folder cannot go"),
+        (["train", "a.yaml", "--run-dir", "-"], "--run-dir -: a run folder cannot go"),
+        (["translate", "-c", run_dir, "--attention-dir", "-"], "--attention-dir -: a folder"),
+    ]:
+        _one_line_exit_2(run(*args, cwd=tmp_path, stdin="Ein Hund.\n"), needle)
+    (tmp_path / "in.de").write_text("Ein Hund.\nZwei Männer.\n")
+    r = run("translate", "-c", run_dir, "-i", "in.de", "-o", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2 and all(r.stdout.splitlines())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.de"]  # nothing named "-"
+
+
 def test_average_refuses_to_overwrite_the_runs_own_checkpoints(trained_run):
     run_dir, _ = trained_run
     before = (run_dir / "last.pt").read_bytes()

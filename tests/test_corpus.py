@@ -20,9 +20,10 @@ import pytest
 
 from seq2seq.config import ConfigError, DataConfig, HFSource, validate_config
 from seq2seq.data.arrow import open_arrow
-from seq2seq.data.corpus import DataError, clean_rows, iter_lines
+from seq2seq.data.batch import cut_runs, length_batches
+from seq2seq.data.corpus import clean_rows
 from seq2seq.data.stream import StreamCorpus
-from seq2seq.data.text import cut_runs, length_batches, load_split, read_lines, tokenize_pairs
+from seq2seq.data.text import DataError, iter_lines, load_split, read_lines, tokenize_pairs
 from seq2seq.data.tokenizer import Tokenizer
 from tests.conftest import MULTI30K
 
@@ -335,7 +336,7 @@ def sample():
 threading.Thread(target=sample, daemon=True).start()
 
 from seq2seq.data import text as data
-from seq2seq.data.batch import Batch
+from seq2seq.data.batch import Batch, token_batches
 from seq2seq.config import DataConfig
 from seq2seq.data.arrow import open_arrow
 from seq2seq.data.tokenizer import Tokenizer
@@ -348,7 +349,7 @@ if backend == "memory":
     pairs = data.tokenize_pairs(data.load_split(cfg, "train"), tok.encode_src, tok.encode_tgt,
                                 cfg.max_len, "train")
     lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
-    for idx in data.token_batches(*lens, 4000, 1, 0):
+    for idx in token_batches(*lens, 4000, 1, 0):
         n += Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).n_tokens
 else:
     corpus = open_arrow(cfg, tok)

@@ -8,12 +8,12 @@ import logging
 import pytest
 
 from seq2seq.config import DataConfig, HFSource, TokenizerConfig
+from seq2seq.data.batch import token_batches
 from seq2seq.data.text import (
     DataError,
     load_split,
     read_lines,
     read_parallel_files,
-    token_batches,
     tokenize_pairs,
 )
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer

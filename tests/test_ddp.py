@@ -13,9 +13,8 @@ import yaml
 from seq2seq.checkpoint import load_checkpoint, weights_digest
 from seq2seq.config import load_config
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.training.data import epoch_batches, make_batch, prepare_data
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.loop import prepare_data
-from seq2seq.training.step import epoch_batches, make_batch
 
 
 def test_torchrun_two_ranks_train_identical_replicas(tmp_path, multi30k_slice):

@@ -126,6 +126,17 @@ def test_an_all_empty_hypothesis_file_scores_zero(monkeypatch, capsys, tmp_path)
     assert "BLEU = 0.00" in printed and "signature:" in printed
 
 
+def test_json_dash_writes_the_report_alone_to_stdout(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    ref, hyp = write(tmp_path / "ref.en", REF), write(tmp_path / "hyp.en", HYP)
+    code, out, err = seq2seq(monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--json", "-")
+    assert code == 0, err
+    report = json.loads(out)  # stdout holds the JSON and nothing else
+    assert report["bleu"]["score"] == pytest.approx(sacrebleu.corpus_bleu(HYP, [REF]).score)
+    assert "signature: nrefs:1" in err  # the scores in words moved to stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hyp.en", "ref.en"]  # no file "-"
+
+
 def test_a_line_count_mismatch_is_one_error_naming_both_files(monkeypatch, capsys, tmp_path):
     """Issue 7 case 8: 3 hypotheses against 4 references; two references of different lengths."""
     ref, hyp = write(tmp_path / "ref.en", REF), write(tmp_path / "hyp.en", HYP[:3])
@@ -433,6 +444,22 @@ def test_eval_with_a_checkpoint_by_length(monkeypatch, capsys, tmp_path, tiny_ru
     assert [r["bucket"] for r in rows] == ["1-10", "11-20", "21-30", "31-40", "41-60", "61+"]
     assert sum(r["sentences"] for r in rows) == 100 and scores["tgt_lang"] == "en"
     assert "BLEU by source length" in out
+
+
+def test_eval_output_dash_writes_the_translations_to_stdout(
+    monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice
+):
+    src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
+    args = ["eval", "-c", tiny_run, "--src", src, "--ref", ref, "-o", "-"]
+    code, out, err = seq2seq(monkeypatch, capsys, *args, "--json", tmp_path / "s.json")
+    assert code == 0, err
+    hyps, refs = out.splitlines(), ref.read_text().splitlines()
+    assert len(hyps) == 100  # stdout holds the translations only, one per source line
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["bleu"]["score"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    assert "signature: nrefs:1" in err
+    code, out, err = seq2seq(monkeypatch, capsys, *args, "--json", "-")
+    assert code == 2 and "would share standard output" in err and out == ""
 
 
 def test_plotting_a_model_without_attention_is_an_error(tmp_path):

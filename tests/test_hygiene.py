@@ -21,12 +21,11 @@ from typer.testing import CliRunner
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.cli import app
 from seq2seq.config import ConfigError, DecodeConfig, TokenizerConfig, validate_config
-from seq2seq.data.batch import Batch, pad_sequences
+from seq2seq.data.batch import Batch, pad_sequences, token_batches
 from seq2seq.data.text import (
     DataError,
     load_split,
     read_parallel_files,
-    token_batches,
     tokenize_pairs,
 )
 from seq2seq.data.tokenizer import EOS, PAD, Tokenizer

@@ -23,20 +23,18 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.config import DataConfig
-from seq2seq.data.batch import Batch
+from seq2seq.data.batch import Batch, length_batches
 from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
     Drops,
     clean_rows,
     encode_rows,
-    open_hf,
-    origin_of,
     shard,
     table_batch,
     table_lengths,
     token_features,
 )
-from seq2seq.data.text import length_batches, resolve_corpus_file, sha256_file
+from seq2seq.data.text import open_hf, resolve_corpus_file, sha256_file, split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
@@ -178,7 +176,7 @@ def open_arrow(cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str 
     drop = table.column("drop").to_numpy()
     drops = Drops(cfg.max_len)
     drops.add(drop, table.column("line_no").to_numpy())
-    drops.log(what, origin_of(cfg, split))
+    drops.log(what, split_origin(cfg, split))
     rows = np.flatnonzero(drop == 0)
     src_lens, tgt_lens = table_lengths(table)
     return ArrowCorpus(ds, rows, src_lens[rows], tgt_lens[rows])

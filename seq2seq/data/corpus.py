@@ -1,27 +1,25 @@
 """Training corpora larger than memory: ``data.backend`` ``arrow`` or ``stream``.
 
-The ``memory`` backend (data.py) reads the training split into Python lists. The two backends here
-keep it on disk and hold only an index in memory; validation sets are small and stay in data.py.
+The ``memory`` backend (text.py) reads the training split into Python lists. The two backends here
+keep it on disk and hold only an index in memory; validation sets are small and stay in text.py.
 
-- ``arrow`` (corpus_arrow.py): read -> clean -> write an Arrow file of (line_no, src, tgt), one line
+- ``arrow`` (arrow.py): read -> clean -> write an Arrow file of (line_no, src, tgt), one line
   at a time; the tokenizer is trained from that file; ``datasets.Dataset.map(num_proc=...)``
   tokenises it into memory-mapped Arrow files. Both are cached under ``data.cache_dir`` by content
   hash and reused by the next run. In memory: each kept pair's row and lengths (16 bytes a pair).
-- ``stream`` (corpus_stream.py): for corpora that do not fit on disk twice. A
+- ``stream`` (stream.py): for corpora that do not fit on disk twice. A
   ``datasets.IterableDataset`` reads, cleans and tokenises on the fly; pairs are bucketed by length
   within buffers of ``data.shuffle_buffer`` pairs. Resume stays exact (see ``StreamEpoch``).
 
-This module holds what both share: data.py's reading policy one line at a time, the tokenising
-function ``Dataset.map`` runs, the drop log (counts and first line numbers, as data.py logs them),
-while batching is ``data.length_batches``, the one rule for every backend.
+This module holds what both share: text.py's readers applied row by row, the tokenising function
+``Dataset.map`` runs, and the drop counts (logged by ``text.log_drops``, as for the memory backend),
+while batching is ``batch.length_batches``, the one rule for every backend.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
-import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,14 +29,22 @@ import numpy as np
 
 from seq2seq.config import DataConfig
 from seq2seq.data.batch import Batch
-from seq2seq.data.text import DataError, clean_line, decode_line, resolve_corpus_file
+from seq2seq.data.text import (
+    DROP_EMPTY,
+    DROP_NO_TOKENS,
+    DataError,
+    clean_line,
+    drop_over_max_len,
+    hf_field,
+    iter_lines,
+    log_drops,
+    misaligned_files,
+    open_hf,
+    resolve_corpus_file,
+)
 from seq2seq.data.tokenizer import Tokenizer
 
-log = logging.getLogger("seq2seq")
-
 ROWS_PER_CHUNK = 1000  # rows per Arrow record batch written, and per chunk read back
-# Why a pair is dropped, as stored in the ``drop`` column (0 = kept); see data.tokenize_pairs.
-_DROP_REASONS = {1: "empty", 2: "no tokens left after normalisation", 3: "over max_len {} tokens"}
 
 
 class Corpus(Protocol):
@@ -63,26 +69,6 @@ class Corpus(Protocol):
 # ---- reading and cleaning, one line at a time ------------------------------------------------
 
 
-def iter_lines(path: Path) -> Iterator[str]:
-    """``data.read_lines`` one line at a time: split on ``\\n`` only, BOM dropped, ``decode_line``.
-
-    Raises:
-        DataError: the file is missing, unreadable, not gzip though named .gz, or not UTF-8.
-    """
-    try:
-        f = gzip.open(path) if path.suffix == ".gz" else open(path, "rb")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    with f:
-        try:
-            for i, raw in enumerate(f, start=1):
-                if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
-        except (OSError, EOFError) as e:
-            raise DataError(f"{path}: cannot read ({e})") from None
-
-
 def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
     src, tgt = iter_lines(src_path), iter_lines(tgt_path)
     n = 0
@@ -90,37 +76,13 @@ def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
         if s is None or t is None:
             n_src = n + (s is not None) + sum(1 for _ in src)
             n_tgt = n + (t is not None) + sum(1 for _ in tgt)
-            raise DataError(
-                f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: parallel files must "
-                "have one sentence per line, line for line"
-            )
+            raise misaligned_files(src_path, n_src, tgt_path, n_tgt)
         n += 1
         yield s, t
 
 
-def open_hf(cfg: DataConfig, split: str, streaming: bool):
-    """A split of a Hugging Face dataset (hub name or ``save_to_disk`` folder), mapped or
-    streamed."""
-    import datasets
-
-    hf = cfg.hf
-    split = getattr(hf, f"{split}_split")
-    try:
-        local = Path(hf.path)
-        if local.is_dir() and (local / "dataset_dict.json").exists():
-            ds = datasets.load_from_disk(str(local))[split]
-            return ds.to_iterable_dataset() if streaming else ds
-        return datasets.load_dataset(hf.path, hf.name, split=split, streaming=streaming)
-    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(f"dataset {hf.path} split {split!r}: {first}") from None
-
-
 def _field(row: dict, name: str) -> str:
-    """``translation.de`` reaches into a dict column, as WMT sets have."""
-    head, _, rest = name.partition(".")
-    if head not in row:
-        raise DataError(f"dataset has no field {head!r}; its fields are {sorted(row)}")
+    head, rest = hf_field(row, name)
     value = row[head][rest] if rest else row[head]
     return "" if value is None else str(value)
 
@@ -153,20 +115,15 @@ def clean_rows(cfg_json: str, split: str, streaming: bool = True) -> Iterator[di
             return
 
 
-def origin_of(cfg: DataConfig, split: str) -> str:
-    if cfg.hf is not None:
-        return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
-    return str(resolve_corpus_file(getattr(cfg, split), cfg.src_lang))
-
-
 # ---- tokenising and dropping -----------------------------------------------------------------
 
 _TOKENIZERS: dict[str, Tokenizer] = {}
 
 
 def encode_rows(batch: dict, src_proto: bytes, tgt_proto: bytes | None, max_len: int) -> dict:
-    """``Dataset.map`` function: ids of both sides and a ``drop`` code (0 = kept, see
-    ``_DROP_REASONS``); the tokenizer is built once per worker process."""
+    """``Dataset.map`` function: ids of both sides and a ``drop`` code (0 = kept, 1 = an empty
+    side, 2 = no tokens left, 3 = over ``max_len``; see ``Drops``); the tokenizer is built once
+    per worker process."""
     key = hashlib.sha256(src_proto + (tgt_proto or b"")).hexdigest()
     tok = _TOKENIZERS.get(key) or _TOKENIZERS.setdefault(key, Tokenizer(src_proto, tgt_proto))
     src_ids, tgt_ids = tok.encode_src(batch["src"]), tok.encode_tgt(batch["tgt"])
@@ -190,7 +147,8 @@ class Drops:
     """Dropped pairs per reason: a count and the first lines (a log line, not a list of all)."""
 
     def __init__(self, max_len: int):
-        self.max_len, self.n_read = max_len, 0
+        self.reasons = {1: DROP_EMPTY, 2: DROP_NO_TOKENS, 3: drop_over_max_len(max_len)}
+        self.n_read = 0
         self.count: Counter[int] = Counter()
         self.first: dict[int, list[int]] = {}
 
@@ -203,12 +161,8 @@ class Drops:
             self.first[code] += lines[: 10 - len(self.first[code])].tolist()
 
     def log(self, what: str, origin: str) -> None:
-        log.info("%s: %d pairs read from %s", what, self.n_read, origin)
-        for code, n in sorted(self.count.items()):
-            lines = self.first[code]
-            shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if n > 10 else "")
-            reason = _DROP_REASONS[code].format(self.max_len)
-            log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, n, reason, shown, origin)
+        drops = {self.reasons[c]: (n, self.first[c]) for c, n in sorted(self.count.items())}
+        log_drops(what, origin, self.n_read, drops)
 
 
 def shard(batches: Sequence, rank: int, world: int) -> Sequence:

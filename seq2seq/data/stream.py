@@ -21,16 +21,15 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from seq2seq.config import DataConfig
-from seq2seq.data.batch import Batch
+from seq2seq.data.batch import Batch, cut_runs, length_batches
 from seq2seq.data.corpus import (
     Drops,
     clean_rows,
     encode_rows,
-    origin_of,
     table_batch,
     table_lengths,
 )
-from seq2seq.data.text import cut_runs, length_batches
+from seq2seq.data.text import split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
 
@@ -41,7 +40,7 @@ class StreamCorpus:
     def __init__(self, cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
         self.cfg, self.tok, self.split = cfg, tok, split
         # The counting pass: per buffer, the distinct (target, source) lengths (K, 2), sorted as
-        # data.length_batches sorts them, and how many pairs have each (K,); enough to count an
+        # batch.length_batches sorts them, and how many pairs have each (K,); enough to count an
         # epoch's batches for any budget.
         self.lengths: list[tuple[np.ndarray, np.ndarray]] = []
         drops = Drops(cfg.max_len)
@@ -49,7 +48,7 @@ class StreamCorpus:
             src_lens, tgt_lens = table_lengths(buf)
             lens = np.stack([tgt_lens, src_lens], 1)
             self.lengths.append(np.unique(lens, axis=0, return_counts=True))
-        drops.log(what, origin_of(cfg, split))
+        drops.log(what, split_origin(cfg, split))
         self.n = int(sum(counts.sum() for _, counts in self.lengths))
 
     def __len__(self) -> int:

@@ -1,4 +1,5 @@
-"""Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> ids -> token batches.
+"""Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> token ids (batched in
+``batch.py``).
 
 Reading policy (stated in the README, "Data hygiene"):
 - A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are
@@ -24,8 +25,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from seq2seq.config import DataConfig, data_root
 
 log = logging.getLogger("seq2seq")
@@ -33,6 +32,15 @@ log = logging.getLogger("seq2seq")
 _LINE_BREAK_LIKE = str.maketrans({c: " " for c in "\r\x0b\x0c\x85\u2028\u2029\x1c\x1d\x1e"})
 # Sentences handed over in Python (not read from a file) may still hold a newline or a NUL.
 _IN_SENTENCE = str.maketrans({"\n": " ", "\x00": None})
+
+
+# Why a pair is dropped, as the drop log names it (every backend).
+DROP_EMPTY = "empty"
+DROP_NO_TOKENS = "no tokens left after normalisation"
+
+
+def drop_over_max_len(max_len: int) -> str:
+    return f"over max_len {max_len} tokens"
 
 
 class DataError(ValueError):
@@ -78,36 +86,42 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def read_lines(path: str | Path, warnings: list[str] | None = None) -> list[str]:
-    """Read a text file (plain or ``.gz``) as lines, splitting on ``\\n`` only.
-
-    Returns the lines unstripped except for the ``\\r`` of ``\\r\\n`` and a leading BOM; other
-    line-break-like characters are replaced by spaces and NUL bytes removed (see the module policy).
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """A text file (plain or ``.gz``) one line at a time, by the module's reading policy: split on
+    ``\\n`` only, a leading BOM and the ``\\r`` of ``\\r\\n`` dropped, ``decode_line`` applied.
 
     Raises:
-        DataError: the file is missing, not gzip though named .gz, or not valid UTF-8 (names the
-            line).
+        DataError: the file is missing or unreadable, not gzip though named .gz, or not valid UTF-8
+            (names the line).
     """
     path = Path(path)
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path) as f:
-                raw = f.read()
-        else:
-            raw = path.read_bytes()
+        f = gzip.open(path) if path.suffix == ".gz" else open(path, "rb")
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
-    except (OSError, EOFError) as e:
+    except OSError as e:
         raise DataError(f"{path}: cannot read ({e})") from None
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    chunks = raw.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()
-    return [decode_line(chunk, str(path), i, warnings) for i, chunk in enumerate(chunks, start=1)]
+    with f:
+        try:
+            for i, raw in enumerate(f, start=1):
+                if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
+        except (OSError, EOFError) as e:
+            raise DataError(f"{path}: cannot read ({e})") from None
 
 
-def decode_line(raw: bytes, where: str, line_no: int, warnings: list[str] | None = None) -> str:
+def read_lines(path: str | Path) -> list[str]:
+    """``iter_lines`` as a list: the lines unstripped, NULs removed, line-break-like characters
+    replaced by spaces (see the module policy).
+
+    Raises:
+        DataError: as ``iter_lines``.
+    """
+    return list(iter_lines(path))
+
+
+def decode_line(raw: bytes, where: str, line_no: int) -> str:
     """One line's bytes (``\\n`` already removed) -> text, by the module's reading policy.
 
     Shared by files and ``translate``'s stdin, so both read a line the same way: a trailing
@@ -128,10 +142,7 @@ def decode_line(raw: bytes, where: str, line_no: int, warnings: list[str] | None
         text = text[:-1]
     if "\x00" in text:
         text = text.replace("\x00", "")
-        msg = f"{where} line {line_no}: NUL byte removed"
-        log.warning(msg)
-        if warnings is not None:
-            warnings.append(msg)
+        log.warning("%s line %d: NUL byte removed", where, line_no)
     return text.translate(_LINE_BREAK_LIKE)
 
 
@@ -158,11 +169,16 @@ def read_parallel_files(src_path: Path, tgt_path: Path) -> ParallelText:
     """
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
-        raise DataError(
-            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: parallel files must "
-            "have one sentence per line, line for line"
-        )
+        raise misaligned_files(src_path, len(src), tgt_path, len(tgt))
     return clean_pairs(src, tgt, origin=f"{src_path}")
+
+
+def misaligned_files(src_path: Path, n_src: int, tgt_path: Path, n_tgt: int) -> DataError:
+    """The one error for parallel files of different lengths, naming both files and counts."""
+    return DataError(
+        f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: parallel files must have one "
+        "sentence per line, line for line"
+    )
 
 
 def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> ParallelText:
@@ -177,49 +193,75 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> Parallel
         out.tgt.append(t)
         out.line_no.append(i)
     if empty:
-        out.dropped["empty"] = empty
+        out.dropped[DROP_EMPTY] = empty
     out.n_read = len(src)
     return out
 
 
-def _hf_column(ds, name: str) -> list[str]:
-    """A text column, where ``translation.de`` reaches into a dict column as WMT sets have."""
+def open_hf(cfg: DataConfig, split: str, streaming: bool = False):
+    """Split ``split`` (train, valid or test) of the configured Hugging Face dataset (hub name or
+    ``save_to_disk`` folder), as a ``datasets`` Dataset, or an IterableDataset when ``streaming``.
+
+    Raises:
+        DataError: the dataset or the split cannot be found or reached.
+    """
+    import datasets
+
+    hf = cfg.hf
+    assert hf is not None
+    name = getattr(hf, f"{split}_split")
+    try:
+        local = Path(hf.path)
+        if local.is_dir() and (local / "dataset_dict.json").exists():
+            ds = datasets.load_from_disk(str(local))[name]
+            return ds.to_iterable_dataset() if streaming else ds
+        return datasets.load_dataset(hf.path, hf.name, split=name, streaming=streaming)
+    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"dataset {hf.path} split {name!r}: {first}") from None
+
+
+def hf_field(fields: Iterable[str], name: str) -> tuple[str, str]:
+    """``translation.de`` -> ("translation", "de"): a key into a dict column, as WMT sets have;
+    a plain name -> (name, "").
+
+    Raises:
+        DataError: the dataset has no such field (its fields are listed).
+    """
     head, _, rest = name.partition(".")
-    if head not in ds.column_names:
-        raise DataError(f"dataset has no field {head!r}; its fields are {ds.column_names}")
+    if head not in fields:
+        raise DataError(f"dataset has no field {head!r}; its fields are {sorted(fields)}")
+    return head, rest
+
+
+def _hf_column(ds, name: str) -> list[str]:
+    head, rest = hf_field(ds.column_names, name)
     col = ds[head]
     if rest:
         col = [row[rest] for row in col]
     return ["" if x is None else str(x) for x in col]
 
 
-def load_hf_split(cfg: DataConfig, split: str) -> ParallelText:
-    """Read one split of a Hugging Face dataset (hub name or local path) with ``datasets``.
-
-    Raises:
-        DataError: the dataset, split or a field cannot be found or reached.
-    """
-    import datasets
-
-    hf = cfg.hf
-    assert hf is not None
-    try:
-        local = Path(hf.path)
-        if local.is_dir() and (local / "dataset_dict.json").exists():
-            ds = datasets.load_from_disk(str(local))[split]
-        else:
-            ds = datasets.load_dataset(hf.path, hf.name, split=split)
-    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(f"dataset {hf.path} split {split!r}: {first}") from None
-    src, tgt = _hf_column(ds, hf.src_field), _hf_column(ds, hf.tgt_field)
-    return clean_pairs(src, tgt, origin=f"{hf.path}[{split}]")
+def split_origin(cfg: DataConfig, split: str) -> str:
+    """Where a split comes from, as logs name it: the source-side file, or ``path[split]``."""
+    if cfg.hf is not None:
+        return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
+    prefix = getattr(cfg, split)
+    if prefix is None:
+        raise DataError(f"data.{split} is not set in the config")
+    return str(resolve_corpus_file(prefix, cfg.src_lang))
 
 
 def load_split(cfg: DataConfig, split: str) -> ParallelText:
-    """``split`` is ``train``, ``valid`` or ``test``."""
+    """``split`` is ``train``, ``valid`` or ``test``.
+
+    Raises:
+        DataError: the split is not configured, or its files or dataset are unusable.
+    """
     if cfg.hf is not None:
-        return load_hf_split(cfg, getattr(cfg.hf, f"{split}_split"))
+        ds = open_hf(cfg, split)
+        src, tgt = _hf_column(ds, cfg.hf.src_field), _hf_column(ds, cfg.hf.tgt_field)
+        return clean_pairs(src, tgt, origin=split_origin(cfg, split))
     prefix = getattr(cfg, split)
     if prefix is None:
         raise DataError(f"data.{split} is not set in the config")
@@ -229,18 +271,18 @@ def load_split(cfg: DataConfig, split: str) -> ParallelText:
 
 
 def log_dropped(text: ParallelText, what: str) -> None:
-    n_kept = text.n_read - sum(len(v) for v in text.dropped.values())
-    log.info("%s: %d pairs read from %s, %d kept", what, text.n_read, text.origin, n_kept)
-    for reason, lines in text.dropped.items():
-        shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if len(lines) > 10 else "")
-        log.info(
-            "%s: dropped %d pairs (%s) at lines %s of %s",
-            what,
-            len(lines),
-            reason,
-            shown,
-            text.origin,
-        )
+    drops = {reason: (len(lines), lines) for reason, lines in text.dropped.items()}
+    log_drops(what, text.origin, text.n_read, drops)
+
+
+def log_drops(what: str, origin: str, n_read: int, drops: dict[str, tuple[int, list[int]]]) -> None:
+    """The drop log of every backend: pairs read and kept, then per reason the count and the
+    first ten line numbers. ``drops``: reason -> (count, first line numbers)."""
+    n_kept = n_read - sum(n for n, _ in drops.values())
+    log.info("%s: %d pairs read from %s, %d kept", what, n_read, origin, n_kept)
+    for reason, (n, lines) in drops.items():
+        shown = ", ".join(str(i) for i in lines[:10]) + (" ..." if n > 10 else "")
+        log.info("%s: dropped %d pairs (%s) at lines %s of %s", what, n, reason, shown, origin)
 
 
 @dataclass
@@ -273,9 +315,9 @@ def tokenize_pairs(
             out.tgt.append(t)
             out.line_no.append(line)
     if too_long:
-        text.dropped[f"over max_len {max_len} tokens"] = too_long
+        text.dropped[drop_over_max_len(max_len)] = too_long
     if empty:
-        text.dropped["no tokens left after normalisation"] = empty
+        text.dropped[DROP_NO_TOKENS] = empty
     log_dropped(text, what)
     return out
 
@@ -309,85 +351,3 @@ def concat_pairs(pairs: TokenizedPairs, k_max: int, seed: int) -> TokenizedPairs
             out.tgt.append([x for i in group for x in pairs.tgt[i]])
             out.line_no.append(pairs.line_no[group[0]])
     return out
-
-
-def cut_runs(runs: Iterable[tuple[int, int]], batch_tokens: int) -> list[int]:
-    """Batch sizes for examples sorted by length, given as runs of (width, count): a batch grows
-    while n_sentences x widest <= ``batch_tokens``. Costs O(runs + batches), not O(examples).
-
-    Raises:
-        DataError: one example alone exceeds the budget.
-    """
-    sizes: list[int] = []
-    size = width = 0
-    for need, k in runs:
-        if need > batch_tokens:
-            raise DataError(
-                f"one example has {need} tokens, more than batch_tokens {batch_tokens}: raise "
-                "train.batch_tokens or lower data.max_len"
-            )
-        while k:
-            w = max(width, need)
-            if size and w * (size + 1) > batch_tokens:
-                sizes.append(size)
-                size = width = 0
-                continue
-            m = min(k, batch_tokens // w - size)
-            size, k, width = size + m, k - m, w
-    if size:
-        sizes.append(size)
-    return sizes
-
-
-def length_batches(
-    src_lens: Sequence[int] | np.ndarray,
-    tgt_lens: Sequence[int] | np.ndarray,
-    batch_tokens: int,
-    seed: int = 0,
-    epoch: int = 0,
-    shuffle: bool = True,
-    part: int = 0,
-) -> list[np.ndarray]:
-    """Length-bucketed batches of example indices, each within ``batch_tokens`` padded tokens.
-
-    The padded size of a batch is n_sentences x max(longest source, longest target + 1), the +1 for
-    the BOS/EOS shift. Examples are shuffled, then sorted by (target, source) length with ties left
-    shuffled -- the target first, because the decoder and the output layer cost most -- cut into
-    batches, and the batch order is shuffled: a pure function of (seed, epoch), so a resumed run
-    sees the same batches. ``part`` numbers independent draws within an epoch (stream buffers).
-    Memory: a few bytes an example.
-
-    Raises:
-        DataError: one example alone exceeds the budget.
-    """
-    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
-    rng = np.random.default_rng([seed % 2**63, epoch, part])
-    idx = rng.permutation(len(src_lens)) if shuffle else np.arange(len(src_lens))
-    idx = idx[np.lexsort((src_lens[idx], tgt_lens[idx]))]  # stable: ties stay shuffled
-    need = np.maximum(src_lens[idx], tgt_lens[idx] + 1)
-    starts = np.flatnonzero(np.diff(need, prepend=-1))
-    counts = np.diff(np.append(starts, len(need)))
-    sizes = cut_runs(zip(need[starts].tolist(), counts.tolist(), strict=True), batch_tokens)
-    batches = np.split(idx, np.cumsum(sizes)[:-1]) if sizes else []
-    return [batches[i] for i in rng.permutation(len(batches))] if shuffle else batches
-
-
-def token_batches(
-    src_lens: Sequence[int],
-    tgt_lens: Sequence[int],
-    batch_tokens: int,
-    seed: int = 0,
-    epoch: int = 0,
-    shuffle: bool = True,
-) -> list[list[int]]:
-    """``length_batches`` as lists of ints."""
-    return [
-        b.tolist() for b in length_batches(src_lens, tgt_lens, batch_tokens, seed, epoch, shuffle)
-    ]
-
-
-def sentence_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices in batches of up to ``batch_size`` sentences, sorted by length for inference."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    for j in range(0, len(order), batch_size):
-        yield order[j : j + batch_size]

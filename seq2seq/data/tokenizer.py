@@ -121,10 +121,6 @@ class Tokenizer:
     def tgt_pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
 
-    def uncovered(self, sentence: str) -> bool:
-        """True when the source sentence has a character the source model cannot spell."""
-        return UNK in self.src_sp.encode(sentence)
-
     def normalize(self, sentence: str) -> str:
         """The text the source model actually sees: ``nmt_nfkc``, whitespace runs collapsed to one
         space, ends stripped. With ``byte_fallback`` this is what ``decode(encode(x))`` returns."""

@@ -83,21 +83,6 @@ def corpus_score(
     return Score(name, float(result.score), str(metric.get_signature()), str(result))
 
 
-def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
-    """Every (name, lines) stream must have as many lines as the first one.
-
-    Raises:
-        ValueError: one line naming both files and both counts.
-    """
-    first, lines = streams[0]
-    for name, other in streams[1:]:
-        if len(other) != len(lines):
-            raise ValueError(
-                f"{name} has {len(other)} lines but {first} has {len(lines)}: "
-                "hypotheses, references and sources must align line for line"
-            )
-
-
 def parse_buckets(spec: str | None) -> tuple[int, ...]:
     """``"10,20,30"`` -> (10, 20, 30), the upper bounds of buckets 1-10, 11-20, 21-30, 31+.
 
@@ -155,15 +140,6 @@ def bleu_by_length(
     return rows
 
 
-def format_buckets(rows: Sequence[dict]) -> str:
-    """The by-length rows as an aligned plain-text table."""
-    lines = [f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}"]
-    for r in rows:
-        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
-        lines.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
-    return "\n".join(lines)
-
-
 def tokenisation_warnings(lines: Sequence[str], name: str) -> list[str]:
     """One-line warnings when ``lines`` do not look like plain detokenised text.
 
@@ -190,35 +166,3 @@ def tokenisation_warnings(lines: Sequence[str], name: str) -> list[str]:
             "scores are not comparable"
         )
     return out
-
-
-def evaluation_report(
-    names: Sequence[str],
-    hyps: Sequence[str],
-    refs: Sequence[Sequence[str]],
-    ref_names: Sequence[str],
-    hyp_name: str,
-    sources: Sequence[str] | None = None,
-    edges: Sequence[int] = DEFAULT_BUCKETS,
-    tgt_lang: str | None = None,
-    lowercase: bool = False,
-) -> dict:
-    """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
-    tokenisation warnings for every file, and (given ``sources``) BLEU by source length."""
-    warnings = tokenisation_warnings(hyps, hyp_name)
-    for lines, name in zip(refs, ref_names, strict=True):
-        warnings += tokenisation_warnings(lines, name)
-    report: dict = {
-        "hyp": hyp_name,
-        "refs": list(ref_names),
-        "sentences": len(hyps),
-        "tgt_lang": tgt_lang,
-        "lowercase": lowercase,
-        "warnings": warnings,
-    }
-    for n in names:
-        report[n] = corpus_score(n, hyps, refs, tgt_lang, lowercase).as_dict()
-    if sources is not None:
-        rows = bleu_by_length(sources, hyps, refs, edges, tgt_lang, lowercase)
-        report["by_length"] = {"unit": "source words", "buckets": rows}
-    return report

@@ -51,25 +51,33 @@ def attention_figure(
     return fig
 
 
-def save_attention_png(
-    path: str | Path,
-    attention: torch.Tensor | np.ndarray,
-    src_pieces: Sequence[str],
-    tgt_pieces: Sequence[str],
-    title: str | None = None,
-) -> Path:
-    """Draw ``attention`` (T, S) with its labels and write it as a PNG; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    attention_figure(attention, src_pieces, tgt_pieces, title).savefig(path)
-    return path
-
-
 def figure_rgb(fig: Figure) -> np.ndarray:
-    """Render a figure to an (H, W, 3) uint8 RGB array (e.g. for TensorBoard's ``add_image``)."""
+    """Render a figure to an (H, W, 3) uint8 RGB array (for TensorBoard's ``add_image``)."""
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+def translation_figure(result, tok, title: str | None = None) -> Figure:
+    """The cross-attention heatmap of a translation's best hypothesis (``attention_figure``).
+
+    Args:
+        result: a ``translate.Translation`` decoded with attention, not blank.
+        tok: the ``Tokenizer`` that encoded the source (gives the source and output pieces).
+
+    Raises:
+        ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
+    """
+    from seq2seq.data.text import clean_line
+
+    h = result.hypotheses[0]
+    if h.attention is None:
+        raise ValueError(
+            "--attention-dir: this model has no attention to plot (the rnn bottleneck model "
+            "has none)"
+        )
+    src_pieces = tok.src_pieces(clean_line(result.source))[: h.attention.shape[1]]
+    return attention_figure(h.attention, src_pieces, tok.tgt_pieces(h.tokens), title)
 
 
 def plot_translations(results, tok, first_line_no: int, directory: str | Path) -> list[Path]:
@@ -83,25 +91,16 @@ def plot_translations(results, tok, first_line_no: int, directory: str | Path) -
     Raises:
         ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
     """
-    from seq2seq.data.text import clean_line
-
     paths = []
     for k, r in enumerate(results):
         if not r.hypotheses:
             continue
-        h = r.hypotheses[0]
-        if h.attention is None:
-            raise ValueError(
-                "--attention-dir: this model has no attention to plot (the rnn "
-                "bottleneck model has none)"
-            )
-        src_pieces = tok.src_pieces(clean_line(r.source))[: h.attention.shape[1]]
         title = f"line {first_line_no + k}: {r.text}"
         title = title if len(title) <= 80 else title[:77] + "..."
         path = Path(directory) / f"line{first_line_no + k:05d}.png"
-        paths.append(
-            save_attention_png(path, h.attention, src_pieces, tok.tgt_pieces(h.tokens), title)
-        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        translation_figure(r, tok, title).savefig(path)
+        paths.append(path)
     return paths
 
 

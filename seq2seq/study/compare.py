@@ -19,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from seq2seq.data.text import clean_line, load_split, resolve_corpus_file, sha25
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import Seq2SeqModel
+from seq2seq.runtime import describe_machine
 from seq2seq.study.evalsets import (
     EvalSet,
     attention_sentences,
@@ -65,6 +64,10 @@ class Budget:
 
     minutes: float | None = None
     steps: int | None = None
+
+    def __post_init__(self):
+        if self.minutes is not None and self.steps is not None:
+            raise ValueError("give --budget-minutes or --budget-steps, not both")
 
     def describe(self) -> str:
         if self.minutes is not None:
@@ -302,16 +305,6 @@ def evaluate_runs(
     return paths
 
 
-def machine() -> str:
-    """The hardware, in words, for the report."""
-    if torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name(0)} (CUDA), torch {torch.__version__}"
-    return (
-        f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads: "
-        f"{torch.get_num_threads()}), torch {torch.__version__}"
-    )
-
-
 def compare(
     paths: Sequence[str | Path], out: str | Path, budget: Budget, opts: StudyOptions
 ) -> dict:
@@ -337,7 +330,7 @@ def compare(
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     results = {
         "budget": budget.describe(),
-        "machine": machine(),
+        "machine": describe_machine(),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
         "eval_set": {
             "origin": evalset.origin,

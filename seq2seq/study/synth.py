@@ -15,6 +15,8 @@ from typing import Literal
 from seq2seq.atomic import atomic_write_text
 
 Task = Literal["copy", "reverse", "sort"]
+TASKS = ("copy", "reverse", "sort")
+SPLITS = ("train", "val", "test")
 
 
 def make_pairs(
@@ -39,10 +41,28 @@ def make_pairs(
 
 
 def write_corpus(
-    task: Task, n: int, min_len: int, max_len: int, vocab: int, out: Path, seed: int = 1
+    task: str,
+    n: int,
+    min_len: int,
+    max_len: int,
+    vocab: int,
+    out: Path,
+    seed: int = 1,
+    overwrite: bool = False,
 ) -> dict[str, int]:
     """Write ``train``, ``val`` and ``test`` splits as ``{split}.src`` / ``{split}.tgt`` in ``out``
-    (train n pairs, val and test n // 10 each, at least 100, disjoint seeds). Returns counts."""
+    (train n pairs, val and test n // 10 each, at least 100, disjoint seeds). Returns counts.
+
+    Raises:
+        ValueError: an unknown task, bad lengths or vocabulary, or a corpus already in ``out``
+            (without ``overwrite``).
+    """
+    if task not in TASKS:
+        raise ValueError(f"--task {task!r}: choose copy, reverse or sort")
+    existing = [out / f"{s}.{side}" for s in SPLITS for side in ("src", "tgt")]
+    existing = [p for p in existing if p.exists()]
+    if existing and not overwrite:
+        raise ValueError(f"{existing[0]}: exists already; pass --overwrite or another --out")
     sizes = {"train": n, "val": max(100, n // 10), "test": max(100, n // 10)}
     for k, (split, size) in enumerate(sizes.items()):
         pairs = make_pairs(task, size, min_len, max_len, vocab, seed * 1000 + k)

@@ -8,11 +8,13 @@ GPUs, gloo on CPU), and only rank 0 logs, validates and writes files.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,25 @@ def init_distributed(device_type: str) -> DistInfo:
     return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
 
+def rank_device(device: torch.device, info: DistInfo) -> torch.device:
+    """This rank's device: on CUDA the GPU numbered ``LOCAL_RANK`` (made current), else
+    ``device``."""
+    if device.type != "cuda":
+        return device
+    device = torch.device("cuda", info.local_rank)
+    torch.cuda.set_device(device)
+    return device
+
+
+def wrap(module: nn.Module, info: DistInfo, device: torch.device) -> nn.Module:
+    """``module`` inside DistributedDataParallel under torchrun (which broadcasts rank 0's
+    weights here), else ``module`` itself."""
+    if not info.enabled:
+        return module
+    ids = [info.local_rank] if device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(module, device_ids=ids)
+
+
 def all_reduce_sum(value: float, info: DistInfo, device: torch.device) -> float:
     if not info.enabled:
         return value
@@ -57,9 +78,17 @@ def broadcast_int(value: int, info: DistInfo, device: torch.device) -> int:
     return int(t.item())
 
 
-def broadcast_flag(flag: bool, info: DistInfo, device: torch.device) -> bool:
-    """Rank 0's decision for every rank."""
-    return bool(broadcast_int(int(flag), info, device))
+def broadcast_choice(value: str, choices: Sequence[str], info: DistInfo, device) -> str:
+    """Rank 0's ``value``, one of ``choices`` (e.g. a reason to stop training), on every rank."""
+    return choices[broadcast_int(choices.index(value), info, device)]
+
+
+def broadcast_fields(obj: Any, names: Sequence[str], info: DistInfo) -> None:
+    """Set the attributes ``names`` of ``obj`` to rank 0's values on every rank (e.g. the
+    training state that only rank 0's validation updates)."""
+    shared = broadcast_object({n: getattr(obj, n) for n in names}, info)
+    for name, value in shared.items():
+        setattr(obj, name, value)
 
 
 def broadcast_object(obj: Any, info: DistInfo) -> Any:

@@ -21,8 +21,10 @@ import numpy as np
 import torch
 
 from seq2seq.atomic import atomic_write_text
-from seq2seq.data.tokenizer import BOS, Tokenizer
+from seq2seq.config import DecodeConfig
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
+from seq2seq.evaluation.plots import figure_rgb, translation_figure
 from seq2seq.models import Seq2SeqModel
 
 TRAIN_SCALARS = {
@@ -90,48 +92,26 @@ class Monitor:
         self.writer.close()
 
 
-@torch.no_grad()
 def attention_heatmap(
     model: Seq2SeqModel,
     tok: Tokenizer,
     sentence: str,
-    device: torch.device,
+    device: torch.device | str,
     png: Path | None = None,
 ) -> np.ndarray | None:
-    """Greedy-translate ``sentence`` and draw its cross-attention (T, S) as an RGB image (H, W, 3),
-    source pieces across, output pieces down. None for a model without attention (``rnn``)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """Greedy-translate ``sentence`` and draw its cross-attention (T, S) with ``plots``, source
+    pieces across, output pieces down; written to ``png`` when given.
 
-    from seq2seq.config import DecodeConfig
-
-    hyp = translate_sentences(model, tok, [sentence], DecodeConfig(), device)[0]
-    if not hyp.hypotheses:
+    Returns:
+        The picture as an (H, W, 3) uint8 RGB array, or None for a model without attention
+        (``rnn``) or a sentence that translates to nothing.
+    """
+    result = translate_sentences(
+        model, tok, [sentence], DecodeConfig(), device, need_attention=True
+    )[0]
+    if not result.hypotheses or result.hypotheses[0].attention is None:
         return None
-    src_ids, out_ids = tok.encode_src([sentence])[0], hyp.hypotheses[0].tokens
-    src = torch.tensor([src_ids], device=device)
-    tgt_in = torch.tensor([[BOS, *out_ids[:-1]]], device=device)
-    was_training = model.training
-    model.eval()
-    _, attn = model.forward_attention(src, src != 0, tgt_in, need_attention=True)
-    model.train(was_training)
-    if attn is None:
-        return None
-    # Fixed margins (1 inch for the labels) instead of tight_layout: one draw, not three.
-    w, h = min(16.0, 1.2 + 0.3 * len(src_ids)), min(16.0, 1.2 + 0.25 * len(out_ids))
-    fig = Figure(figsize=(w, h), dpi=80)
-    fig.subplots_adjust(left=1.0 / w, bottom=1.0 / h, right=1 - 0.1 / w, top=1 - 0.1 / h)
-    canvas = FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.imshow(attn[0].float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(
-        range(len(src_ids)), [tok.src_sp.id_to_piece(i) for i in src_ids], rotation=90, fontsize=8
-    )
-    ax.set_yticks(range(len(out_ids)), tok.tgt_pieces(out_ids), fontsize=8)
-    canvas.draw()
-    image = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    fig = translation_figure(result, tok)
     if png is not None:
-        from PIL import Image
-
-        Image.fromarray(image).save(png)
-    return image
+        fig.savefig(png)
+    return figure_rgb(fig)

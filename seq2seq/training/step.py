@@ -1,58 +1,26 @@
-"""One training update and one validation, and the state they move.
+"""One training update: teacher forcing (or scheduled sampling) under DDP, gradient accumulation,
+clipping, and skipping non-finite updates.
 
 Shape notation: B batch, S source length, T target length, V target vocabulary.
 
-``train.py`` strings these together; everything here is a function of its arguments (plus torch's
-RNG for dropout and scheduled sampling), so each piece is tested on its own.
+Everything here is a function of its arguments (plus torch's RNG for dropout and scheduled
+sampling), so each piece is tested on its own; ``loop`` strings them together.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from seq2seq.config import Config, TrainConfig
+from seq2seq.config import TrainConfig
 from seq2seq.data.batch import Batch
-from seq2seq.data.corpus import Corpus
-from seq2seq.data.text import TokenizedPairs, token_batches
-from seq2seq.decoding.translate import translate_sentences
-from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.models import Seq2SeqModel
 from seq2seq.runtime import autocast
 from seq2seq.training.distributed import DistInfo, all_reduce_sum
 from seq2seq.training.loss import token_loss_sum
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (one line; the last good checkpoint stays on disk)."""
-
-
-@dataclass
-class TrainState:
-    """The loop's position and bookkeeping; saved in every checkpoint.
-
-    ``best_k`` lists (score, file name) of the kept best checkpoints, best first; scores are
-    "higher is better" (the negated loss when ``best_metric`` is loss).
-    """
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_score: float | None = None
-    best_step: int = 0
-    bad_validations: int = 0
-    plateau_scale: float = 1.0
-    plateau_bad: int = 0
-    nonfinite_in_row: int = 0
-    nonfinite_total: int = 0
-    tokens_seen: int = 0
-    train_seconds: float = 0.0
-    best_k: list[tuple[float, str]] = field(default_factory=list)
-    last_k: list[str] = field(default_factory=list)
 
 
 class TeacherForcing(nn.Module):
@@ -83,64 +51,6 @@ class TeacherForcing(nn.Module):
                 gold = torch.rand(prev.shape[0], device=prev.device) < ratio
                 prev = torch.where(gold, tgt_in[:, t + 1], logits.argmax(-1))
         return torch.stack(outs, 1)
-
-
-def epoch_batches(pairs: TokenizedPairs | Corpus, t: TrainConfig, epoch: int, info: DistInfo):
-    """This rank's share of the epoch's batches: every ``world``-th batch from ``rank`` on, after
-    dropping the remainder so every rank gets the same number. An Arrow or stream corpus
-    (``data.backend``, corpus.py) cuts its own batches by the same rule."""
-    if not isinstance(pairs, TokenizedPairs):
-        return pairs.epoch_batches(t.batch_tokens, t.seed, epoch, info.rank, info.world)
-    src_lens = [len(s) for s in pairs.src]
-    tgt_lens = [len(s) for s in pairs.tgt]
-    order = token_batches(src_lens, tgt_lens, t.batch_tokens, t.seed, epoch)
-    usable = len(order) - len(order) % info.world
-    return order[info.rank : usable : info.world]
-
-
-def make_batch(pairs: TokenizedPairs | Corpus, idx, device: torch.device) -> Batch:
-    if not isinstance(pairs, TokenizedPairs):
-        return pairs.batch(idx).to(device)
-    return Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)
-
-
-@torch.no_grad()
-def validate(model: Seq2SeqModel, data, cfg: Config, device: torch.device) -> dict:
-    """Validation loss (un-smoothed, per token), perplexity, and greedy BLEU / chrF with the first
-    three (source, hypothesis, reference) triples as samples.
-
-    ``data`` is ``train.Data``: the tokenizer, the tokenized and the raw validation split."""
-    model.eval()
-    try:
-        return _validate(model, data, cfg, device)
-    finally:
-        model.train()
-
-
-def _validate(model: Seq2SeqModel, data, cfg: Config, device: torch.device) -> dict:
-    total, n = 0.0, 0
-    lens = [len(s) for s in data.valid.src], [len(s) for s in data.valid.tgt]
-    budget = max([cfg.train.batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
-    for idx in token_batches(*lens, budget, shuffle=False):
-        b = make_batch(data.valid, idx, device)
-        total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))
-        n += b.n_tokens
-    out = {"loss": total / max(n, 1), "ppl": math.exp(min(total / max(n, 1), 50))}
-    if cfg.train.valid_bleu:
-        # Every cleaned validation sentence is translated, the over-long ones too (translate cuts
-        # them to decode.max_src_len with a warning): BLEU is over the whole set.
-        srcs, refs = data.valid_text.src, data.valid_text.tgt
-        greedy = cfg.decode.model_copy(update={"beam_size": 1})
-        hyps = [t.text for t in translate_sentences(model, data.tok, srcs, greedy, device)]
-        out["bleu"] = corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score
-        out["chrf"] = corpus_score("chrf", hyps, [refs]).score
-        out["samples"] = list(zip(srcs[:3], hyps[:3], refs[:3], strict=True))
-    return out
-
-
-def metric_value(metrics: dict, name: str) -> float:
-    """The score ``best_metric`` ranks by; higher is better (the loss is negated)."""
-    return -metrics["loss"] if name == "loss" else metrics[name]
 
 
 def train_step(
@@ -188,29 +98,3 @@ def train_step(
     scaler.step(optimizer)
     scaler.update()
     return {"loss": loss_sum / n_tokens, "grad_norm": grad_norm, "tokens": n_tokens}
-
-
-def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str | None, list[str]]:
-    """Book one validation ``score`` (higher is better) into ``st``: best score and step,
-    patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
-
-    Returns:
-        (improved, the best-k file this validation should write or None, best-k files to delete).
-    """
-    improved = st.best_score is None or score > st.best_score
-    if improved:
-        st.best_score, st.best_step, st.bad_validations, st.plateau_bad = score, st.step, 0, 0
-    else:
-        st.bad_validations += 1
-        st.plateau_bad += 1
-        if t.schedule == "plateau" and st.plateau_bad > t.plateau_patience:
-            st.plateau_scale *= t.plateau_factor
-            st.plateau_bad = 0
-    if t.keep_best <= 1:
-        return improved, None, []
-    name = f"best-step{st.step}.pt"
-    # a stable sort on the score alone: on a tie the earlier checkpoint stays ahead
-    ranked = sorted([*st.best_k, (score, name)], key=lambda x: -x[0])
-    st.best_k = ranked[: t.keep_best]
-    kept = name if (score, name) in st.best_k else None
-    return improved, kept, [n for _, n in ranked[t.keep_best :]]

@@ -1,0 +1,75 @@
+"""What every command shares: the one-line user error, its printing, and the mapping of library
+errors, ``-`` paths, ``--device`` and ``--checkpoint`` to what the commands need."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from seq2seq.console import console
+
+
+class UserError(Exception):
+    """A problem with what the user gave us; printed as one line."""
+
+
+def fail(msg: str, code: int = 2) -> None:
+    """Print one error line on stderr and exit with ``code``."""
+    from rich.text import Text
+
+    console.print(Text.assemble(("error: ", "bold red"), msg), highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def warn(msg: str) -> None:
+    """Print one warning line on stderr."""
+    from rich.text import Text
+
+    console.print(Text.assemble(("warning: ", "bold yellow"), msg), highlight=False, soft_wrap=True)
+
+
+# Config fields whose option has another name; every other field ``x_y`` is ``--x-y``.
+OPTION_OF_FIELD = {"beam_size": "beam"}
+
+
+@contextmanager
+def user_errors():
+    """Bad user input found by the library becomes a one-line ``UserError``: a ValueError keeps its
+    message; a pydantic ValidationError of a config section names the option it came from
+    (``decode.beam_size`` -> ``--beam: ...``)."""
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0])
+        option = OPTION_OF_FIELD.get(field, field).replace("_", "-")
+        raise UserError(f"--{option}: {err['msg']}") from None
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def no_stdout(path: Path | str | None, option: str, what: str) -> None:
+    """``-`` means standard output, which cannot hold a folder or a binary file."""
+    from seq2seq.atomic import is_stdout
+
+    if is_stdout(path):
+        raise UserError(f"{option} -: {what} cannot go to standard output; give a path")
+
+
+def inference_device(name: str) -> str:
+    """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent)."""
+    from seq2seq.runtime import pick_device
+
+    return str(pick_device(name, "fp32"))
+
+
+def load_model(checkpoint: Path, device: str):
+    """``--checkpoint`` and ``--device`` -> (model in eval mode, tokenizer, run config, device)."""
+    from seq2seq.checkpoint import load_for_inference
+
+    dev = inference_device(device)
+    model, tok, cfg = load_for_inference(checkpoint, dev)
+    return model, tok, cfg, dev

@@ -1,0 +1,108 @@
+"""``compare`` and ``synth``: the study commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seq2seq.commands.common import inference_device, no_stdout, user_errors
+from seq2seq.console import setup_logging
+
+
+def compare(
+    configs: list[Path] = typer.Argument(
+        ..., help="YAML configs, one per model (each with its own name)."
+    ),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
+    ),
+    budget_minutes: float | None = typer.Option(
+        None,
+        "--budget-minutes",
+        min=0.01,
+        help="Train every model for this many minutes [default: each config's own stop rule]. "
+        "Configs with a cosine schedule need --budget-steps.",
+    ),
+    budget_steps: int | None = typer.Option(
+        None,
+        "--budget-steps",
+        min=1,
+        help="Train every model for this many updates [default: each config's own stop rule].",
+    ),
+    beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
+    concat_k: int = typer.Option(
+        4,
+        "--concat-k",
+        min=1,
+        help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only).",
+    ),
+    concat_n: int | None = typer.Option(
+        None,
+        "--concat-n",
+        min=1,
+        help="Join only the first N test lines for k >= 2 [default: all].",
+    ),
+    buckets: str = typer.Option(
+        "10,20,30,40,50,60", "--buckets", help="Source-length bucket upper bounds, in words."
+    ),
+    attention_n: int = typer.Option(
+        3,
+        "--attention-n",
+        min=0,
+        help="Lines whose attention maps are drawn for every attention model.",
+    ),
+    exact_match: bool = typer.Option(
+        False,
+        "--exact-match",
+        help="Also report exact-match accuracy against length (synthetic tasks).",
+    ),
+    device: str = typer.Option(
+        "auto",
+        "--device",
+        help="auto | cpu | cuda, for training and decoding (overrides train.device).",
+    ),
+):
+    """Train each config under the same budget with one shared tokenizer (finished runs in
+    OUT/runs are reused), decode the test set and its joined long inputs greedily and with beam
+    search, and write report.md, results.json, bleu_by_length.png and attention/ into OUT."""
+    from seq2seq.evaluation.metrics import parse_buckets
+    from seq2seq.study.compare import Budget, StudyOptions
+    from seq2seq.study.compare import compare as run_compare
+    from seq2seq.study.evalsets import parse_beams
+
+    setup_logging()
+    no_stdout(out, "--out", "the study's folder")
+    with user_errors():
+        budget = Budget(budget_minutes, budget_steps)
+        beam_sizes, edges = parse_beams(beams), parse_buckets(buckets)
+    dev = inference_device(device)
+    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact_match, dev)
+    results = run_compare(configs, out, budget, opts)
+    typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
+    typer.echo(results["findings"]["bleu"])
+
+
+def synth(
+    task: str = typer.Option(..., "--task", help="copy | reverse | sort."),
+    n: int = typer.Option(
+        20000, "--n", help="Training pairs (val and test get n/10 each, at least 100)."
+    ),
+    min_len: int = typer.Option(1, "--min-len", help="Shortest sequence, in symbols."),
+    max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
+    vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),
+    out: Path = typer.Option(..., "--out", help="Output folder: {train,val,test}.{src,tgt}."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**32 - 1, help="Random seed."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the corpus files already in --out."
+    ),
+):
+    """Write a synthetic parallel corpus (train with data.src_lang: src, data.tgt_lang: tgt)."""
+    from seq2seq.study.synth import write_corpus
+
+    no_stdout(out, "--out", "a corpus folder")
+    with user_errors():
+        sizes = write_corpus(task, n, min_len, max_len, vocab, out, seed, overwrite)
+    typer.echo(f"wrote {task} corpus to {out}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))

@@ -1,0 +1,90 @@
+"""``train`` and ``average``: the commands that write checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+
+from seq2seq.commands.common import UserError, no_stdout
+from seq2seq.console import setup_logging
+
+
+def train(
+    config: Path = typer.Argument(..., help="YAML config (see configs/)."),
+    run_dir: Path | None = typer.Option(
+        None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."
+    ),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        help="Continue the run in this folder exactly where its last.pt stopped. CONFIG must "
+        "have the run's data, tokenizer and model sections (RUN_DIR/config.yaml does); train "
+        "settings may change, e.g. --max-time to extend a finished run.",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Start afresh in a run directory that already holds a run."
+    ),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
+    max_epochs: int | None = typer.Option(
+        None, "--max-epochs", help="Stop after this many epochs."
+    ),
+    max_time: float | None = typer.Option(
+        None,
+        "--max-time",
+        help="Stop after this many minutes of wall time, counted over resumed runs too.",
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="auto | cpu | cuda [default: the config's, auto]."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+):
+    """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs and TensorBoard
+    scalars into the run directory."""
+    from seq2seq.config import load_config
+    from seq2seq.training.loop import train as run_training
+
+    setup_logging(verbose)
+    if resume is not None and (run_dir is not None or overwrite):
+        raise UserError(
+            "--resume continues the run in its own folder: drop --run-dir/--overwrite, or start "
+            "a new run without --resume"
+        )
+    no_stdout(run_dir, "--run-dir", "a run folder")
+    flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time": max_time}
+    flags |= {"device": device, "seed": seed}
+    overrides = [*set_, *(f"train.{k}={v}" for k, v in flags.items() if v is not None)]
+    cfg = load_config(config, overrides)
+    summary = run_training(cfg, resume or run_dir, resume=resume is not None, overwrite=overwrite)
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for all
+        typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
+
+
+def average(
+    checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Run directory."),
+    last: int | None = typer.Option(
+        None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."
+    ),
+    best: int | None = typer.Option(
+        None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."
+    ),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="Where to write the averaged checkpoint."
+    ),
+):
+    """Average the weights of the last or best K checkpoints of a run into one checkpoint that
+    translates (it holds no optimizer state, so it cannot resume training)."""
+    from seq2seq.training.average import average_run
+
+    setup_logging()
+    no_stdout(output, "-o", "a checkpoint")
+    paths = average_run(checkpoint, output, last=last, best=best)
+    typer.echo(
+        f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}"
+    )

@@ -1,0 +1,121 @@
+"""What ``eval`` reports: the files read and checked line for line, every metric with its
+signature, tokenisation warnings, BLEU by source length; as one JSON-ready dict and as text.
+
+Scoring is text against text: the hypotheses are a file, or translations someone else made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.data.text import read_lines
+from seq2seq.evaluation.metrics import (
+    DEFAULT_BUCKETS,
+    METRICS,
+    bleu_by_length,
+    corpus_score,
+    tokenisation_warnings,
+)
+
+
+@dataclass
+class EvalTexts:
+    """The lines ``eval`` scores: one or more reference streams, the sources (with ``--src``) and
+    the hypotheses (empty until translated when there is no hypothesis file)."""
+
+    refs: list[list[str]]
+    ref_names: list[str]
+    sources: list[str] | None
+    hyps: list[str]
+    hyp_name: str
+
+
+def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) -> EvalTexts:
+    """Read the hypothesis file (if any), the references and the sources (if any).
+
+    Raises:
+        DataError: a file is missing, unreadable or not UTF-8.
+        ValueError: the files differ in line count (both named), or the first reference is empty.
+    """
+    hyps = read_lines(hyp) if hyp is not None else []
+    ref_lines = [read_lines(r) for r in refs]
+    sources = read_lines(src) if src is not None else None
+    streams = [(str(p), r) for p, r in zip(refs, ref_lines, strict=True)]
+    streams += [(str(src), sources)] if sources is not None else []
+    streams += [(str(hyp), hyps)] if hyp is not None else []
+    check_aligned(streams)
+    if not ref_lines[0]:
+        raise ValueError(f"{refs[0]}: no lines to score")
+    hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
+    return EvalTexts(ref_lines, [str(r) for r in refs], sources, hyps, hyp_name)
+
+
+def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Every (name, lines) stream must have as many lines as the first one.
+
+    Raises:
+        ValueError: one line naming both files and both counts.
+    """
+    first, lines = streams[0]
+    for name, other in streams[1:]:
+        if len(other) != len(lines):
+            raise ValueError(
+                f"{name} has {len(other)} lines but {first} has {len(lines)}: "
+                "hypotheses, references and sources must align line for line"
+            )
+
+
+def evaluation_report(
+    texts: EvalTexts,
+    names: Sequence[str],
+    by_length: bool = False,
+    edges: Sequence[int] = DEFAULT_BUCKETS,
+    tgt_lang: str | None = None,
+    lowercase: bool = False,
+) -> dict:
+    """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
+    tokenisation warnings for every file, and (``by_length``) BLEU by source length.
+
+    Raises:
+        ValueError: the hypotheses do not align with the references, or the target language's
+            BLEU tokenizer is not installed.
+    """
+    hyps, refs = texts.hyps, texts.refs
+    warnings = tokenisation_warnings(hyps, texts.hyp_name)
+    for lines, name in zip(refs, texts.ref_names, strict=True):
+        warnings += tokenisation_warnings(lines, name)
+    report: dict = {
+        "hyp": texts.hyp_name,
+        "refs": list(texts.ref_names),
+        "sentences": len(hyps),
+        "tgt_lang": tgt_lang,
+        "lowercase": lowercase,
+        "warnings": warnings,
+    }
+    for n in names:
+        report[n] = corpus_score(n, hyps, refs, tgt_lang, lowercase).as_dict()
+    if by_length and texts.sources is not None:
+        rows = bleu_by_length(texts.sources, hyps, refs, edges, tgt_lang, lowercase)
+        report["by_length"] = {"unit": "source words", "buckets": rows}
+    return report
+
+
+def format_report(report: dict) -> str:
+    """The scores, each with its signature, and the by-length table, as plain text."""
+    scored = [n for n in METRICS if n in report]
+    out = [f"{report[n]['text']}\n  signature: {report[n]['signature']}" for n in scored]
+    if "by_length" in report:
+        out.append(f"BLEU by source length ({report['hyp']}):")
+        out.append(format_buckets(report["by_length"]["buckets"]))
+    return "\n".join(out)
+
+
+def format_buckets(rows: Sequence[dict]) -> str:
+    """The by-length rows as an aligned plain-text table."""
+    lines = [f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}"]
+    for r in rows:
+        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
+        lines.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""A run directory's checkpoints: refusing to mix runs, ``--overwrite``, loading ``last.pt`` to
+resume, and writing ``last.pt`` with its rotations (``keep_last`` ``step<N>.pt``, ``best.pt``,
+``keep_best`` ``best-step<N>.pt``).
+
+Only rank 0 writes. ``best.pt``, ``step<N>.pt`` and ``best-step<N>.pt`` are hard links to the
+``last.pt`` of their step (``checkpoint.link_checkpoint``), so a validation writes one file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from seq2seq.checkpoint import (
+    CheckpointError,
+    config_of,
+    link_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from seq2seq.config import Config, ConfigError
+from seq2seq.runtime import set_rng_states
+from seq2seq.training.state import TrainingError, TrainState, book_last
+
+RESUME_KEYS = ("model", "optimizer", "scaler", "train_state", "rng", "tokenizer")
+RUN_FILES = (
+    "*.pt",
+    "spm*.model",
+    "train_log.jsonl",
+    "config.yaml",
+    "run_info.json",
+    "attention.png",
+)
+
+
+def check_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """A new run never lands on an earlier one unless ``--overwrite`` says so.
+
+    Raises:
+        TrainingError: ``run_dir`` holds a run (``last.pt``) and neither resume nor overwrite.
+    """
+    if not resume and not overwrite and (run_dir / "last.pt").exists():
+        raise TrainingError(
+            f"{run_dir} already holds a run (last.pt): continue it with --resume {run_dir}, "
+            "or pass --overwrite, or choose another --run-dir"
+        )
+
+
+def clear_run(run_dir: Path) -> None:
+    """``--overwrite``: remove what an earlier run wrote (checkpoints, tokenizer, logs, TensorBoard
+    events), so nothing of it mixes with the new run; other files in the folder are left alone."""
+    for pattern in RUN_FILES:
+        for path in run_dir.glob(pattern):
+            path.unlink()
+    shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
+
+
+def load_resume(run_dir: Path, cfg: Config) -> dict:
+    """``run_dir/last.pt``, checked for everything a resume needs.
+
+    Raises:
+        TrainingError: no last.pt.
+        CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one).
+        ConfigError: the config's data, tokenizer or model section differs from the checkpoint's.
+    """
+    path = run_dir / "last.pt"
+    if not path.is_file():
+        raise TrainingError(f"{path}: nothing to resume (no last.pt in the run directory)")
+    ckpt = load_checkpoint(path)
+    missing = [k for k in RESUME_KEYS if k not in ckpt]
+    if missing:
+        raise CheckpointError(
+            f"{path}: holds no {missing[0]} state, so it can translate but not resume training"
+        )
+    old = config_of(ckpt, str(path))
+    for section in ("data", "tokenizer", "model"):
+        if getattr(old, section) != getattr(cfg, section):
+            raise ConfigError(
+                f"--resume {run_dir}: the config's {section} section differs from the "
+                "checkpoint's; resume with the run's own config.yaml"
+            )
+    return ckpt
+
+
+def restore(ckpt: dict, model, optimizer, scaler, path: Path) -> TrainState:
+    """Load weights, optimizer, scaler and RNG states from ``ckpt``; returns its training state.
+
+    Raises:
+        CheckpointError: the state does not fit (one line naming ``path``).
+    """
+    try:
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        if ckpt["scaler"]:  # empty when the run was not fp16
+            scaler.load_state_dict(ckpt["scaler"])
+        state = TrainState(**ckpt["train_state"])
+        set_rng_states(ckpt["rng"])
+    except (RuntimeError, ValueError, TypeError, KeyError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise CheckpointError(f"{path}: cannot resume from it ({first})") from None
+    return state
+
+
+class RunCheckpoints:
+    """Writes a run's checkpoints; on ranks other than 0 every call does nothing.
+
+    ``payload`` builds the checkpoint dict when it is needed, after the bookkeeping it records.
+    """
+
+    def __init__(self, run_dir: Path, keep_last: int, is_main: bool):
+        self.run_dir, self.keep_last, self.is_main = run_dir, keep_last, is_main
+
+    def save(self, name: str, payload: dict) -> None:
+        """Write ``name``; non-finite weights stop training and write nothing.
+
+        Raises:
+            TrainingError: a weight is NaN or inf (the previous checkpoint is kept).
+        """
+        if not self.is_main:
+            return
+        try:
+            save_checkpoint(self.run_dir / name, payload)
+        except CheckpointError as e:
+            raise TrainingError(
+                f"{e}: training diverged; lower train.lr or use precision fp32 "
+                "(the previous checkpoint is kept)"
+            ) from None
+
+    def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
+        """``last.pt``; with ``keep_last`` k > 1 also ``step<N>.pt`` for the newest k."""
+        name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
+        if not self.is_main:
+            return
+        self.save("last.pt", payload())
+        if name is not None:
+            self._link(name)
+        self._remove(dropped)
+
+    def keep_validated(self, improved: bool, kept: str | None, dropped: list[str]) -> None:
+        """After ``save_last`` of a validated step: ``best.pt`` when it improved, its
+        ``best-step<N>.pt`` when it entered the best k, and the best-k files that left."""
+        if not self.is_main:
+            return
+        if improved:
+            self._link("best.pt")
+        if kept:
+            self._link(kept)
+        self._remove(dropped)
+
+    def _link(self, name: str) -> None:
+        link_checkpoint(self.run_dir / "last.pt", self.run_dir / name)
+
+    def _remove(self, names: list[str]) -> None:
+        for old in names:
+            (self.run_dir / old).unlink(missing_ok=True)
+
+
+__all__ = ["RunCheckpoints", "check_run_dir", "clear_run", "load_resume", "restore"]

@@ -1,0 +1,123 @@
+"""Data preparation for a run: both splits read and cleaned, the tokenizer trained (or reused),
+pairs encoded and filtered; then each epoch's batches, a pure function of (seed, epoch), and this
+rank's share of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.config import Config, TrainConfig
+from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.corpus import Corpus
+from seq2seq.data.text import (
+    DataError,
+    ParallelText,
+    TokenizedPairs,
+    concat_pairs,
+    drop_long_sources,
+    load_split,
+    tokenize_pairs,
+)
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.training.distributed import DistInfo, barrier
+
+log = logging.getLogger("seq2seq")
+
+
+@dataclass
+class TrainData:
+    """What a run trains and validates on."""
+
+    tok: Tokenizer
+    train: TokenizedPairs | Corpus
+    valid: TokenizedPairs
+    valid_text: ParallelText
+
+
+def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistInfo) -> TrainData:
+    """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
+    With ``data.backend`` arrow or stream the training split stays on disk (``data.backends``).
+
+    Args:
+        tok: the tokenizer to use; None trains one on the training split (rank 0 writes it to
+            ``run_dir``; the other ranks wait for it and load it).
+
+    Raises:
+        DataError: no usable training pair, or unreadable or misaligned files.
+        ConfigError: sentencepiece refused the tokenizer settings.
+    """
+    if cfg.data.backend != "memory":
+        from seq2seq.data.backends import prepare_corpus
+
+        tok, train = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
+        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)
+    else:
+        text = _read(cfg, "train", cfg.data.max_train_pairs)
+        if cfg.data.max_src_words:
+            drop_long_sources(text, cfg.data.max_src_words)
+        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)  # before any slow step
+        if not len(text):
+            raise DataError(f"{text.origin}: no usable training pairs")
+        if tok is None:
+            tok = _train_tokenizer(text, cfg, run_dir, info)
+        train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
+    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
+    if isinstance(train, TokenizedPairs):
+        train = concat_pairs(train, cfg.data.concat_k, cfg.train.seed)
+    return TrainData(tok, train, valid, valid_text)
+
+
+def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
+    text = load_split(cfg.data, split)
+    if max_pairs:
+        _truncate(text, max_pairs)
+    return text
+
+
+def _train_tokenizer(text: ParallelText, cfg: Config, run_dir: Path, info: DistInfo) -> Tokenizer:
+    """Rank 0 trains the tokenizer on the training split and writes it; every rank loads it."""
+    if info.is_main:
+        log.info(
+            "training %s sentencepiece model(s), vocab %d",
+            cfg.tokenizer.type,
+            cfg.tokenizer.vocab_size,
+        )
+        Tokenizer.train(text.src, text.tgt, cfg.tokenizer).save(run_dir)
+    barrier(info)
+    return Tokenizer.load(run_dir)
+
+
+def _truncate(text: ParallelText, n: int) -> None:
+    """Keep the first ``n`` pairs; lines past the last kept one count as not read."""
+    if len(text) <= n:
+        return
+    last = text.line_no[n - 1]
+    del text.src[n:], text.tgt[n:], text.line_no[n:]
+    text.n_read = last
+    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
+    text.dropped = {k: v for k, v in text.dropped.items() if v}
+
+
+def epoch_batches(pairs: TokenizedPairs | Corpus, t: TrainConfig, epoch: int, info: DistInfo):
+    """This rank's share of the epoch's batches: every ``world``-th batch from ``rank`` on, after
+    dropping the remainder so every rank gets the same number. An Arrow or stream corpus
+    (``data.backend``) cuts its own batches by the same rule."""
+    if not isinstance(pairs, TokenizedPairs):
+        return pairs.epoch_batches(t.batch_tokens, t.seed, epoch, info.rank, info.world)
+    src_lens = [len(s) for s in pairs.src]
+    tgt_lens = [len(s) for s in pairs.tgt]
+    order = token_batches(src_lens, tgt_lens, t.batch_tokens, t.seed, epoch)
+    usable = len(order) - len(order) % info.world
+    return order[info.rank : usable : info.world]
+
+
+def make_batch(pairs: TokenizedPairs | Corpus, idx, device: torch.device | str) -> Batch:
+    """One element of ``epoch_batches`` as a ``Batch`` on ``device``."""
+    if not isinstance(pairs, TokenizedPairs):
+        return pairs.batch(idx).to(device)
+    return Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)

@@ -1,0 +1,91 @@
+"""The training loop's position and bookkeeping, saved in every checkpoint, and how one validation
+score is booked into it (best score, patience, plateau, the best-k checkpoints).
+
+Pure Python: nothing here touches torch, so the bookkeeping is tested on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from seq2seq.config import TrainConfig
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (one line; the last good checkpoint stays on disk)."""
+
+
+@dataclass
+class TrainState:
+    """The loop's position and bookkeeping; saved in every checkpoint.
+
+    ``best_k`` lists (score, file name) of the kept best checkpoints, best first; scores are
+    "higher is better" (the negated loss when ``best_metric`` is loss). ``last_k`` lists the kept
+    ``step<N>.pt`` names, oldest first.
+    """
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_score: float | None = None
+    best_step: int = 0
+    bad_validations: int = 0
+    plateau_scale: float = 1.0
+    plateau_bad: int = 0
+    nonfinite_in_row: int = 0
+    nonfinite_total: int = 0
+    tokens_seen: int = 0
+    train_seconds: float = 0.0
+    best_k: list[tuple[float, str]] = field(default_factory=list)
+    last_k: list[str] = field(default_factory=list)
+
+
+# What validation decides on rank 0 and every rank needs (the learning rate and the stop rule).
+SHARED_AFTER_VALIDATION = ("plateau_scale", "best_score", "best_step", "bad_validations")
+
+
+def metric_value(metrics: dict, name: str) -> float:
+    """The score ``best_metric`` ranks by; higher is better (the loss is negated)."""
+    return -metrics["loss"] if name == "loss" else metrics[name]
+
+
+def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str | None, list[str]]:
+    """Book one validation ``score`` (higher is better) into ``st``: best score and step,
+    patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
+
+    Returns:
+        (improved, the best-k file this validation should write or None, best-k files to delete).
+    """
+    improved = st.best_score is None or score > st.best_score
+    if improved:
+        st.best_score, st.best_step, st.bad_validations, st.plateau_bad = score, st.step, 0, 0
+    else:
+        st.bad_validations += 1
+        st.plateau_bad += 1
+        if t.schedule == "plateau" and st.plateau_bad > t.plateau_patience:
+            st.plateau_scale *= t.plateau_factor
+            st.plateau_bad = 0
+    if t.keep_best <= 1:
+        return improved, None, []
+    name = f"best-step{st.step}.pt"
+    # a stable sort on the score alone: on a tie the earlier checkpoint stays ahead
+    ranked = sorted([*st.best_k, (score, name)], key=lambda x: -x[0])
+    st.best_k = ranked[: t.keep_best]
+    kept = name if (score, name) in st.best_k else None
+    return improved, kept, [n for _, n in ranked[t.keep_best :]]
+
+
+def book_last(st: TrainState, keep_last: int) -> tuple[str | None, list[str]]:
+    """Book a ``last.pt`` save into ``st.last_k`` (before the save, so last.pt records the list it
+    belongs to).
+
+    Returns:
+        (the ``step<N>.pt`` name to link to last.pt or None when ``keep_last`` <= 1, names to
+        delete).
+    """
+    if keep_last <= 1:
+        return None, []
+    name = f"step{st.step}.pt"
+    names = [n for n in st.last_k if n != name] + [name]
+    st.last_k = names[-keep_last:]
+    return name, names[:-keep_last]

@@ -1,0 +1,73 @@
+"""Validation: loss and perplexity over the tokenized validation split, and greedy BLEU / chrF over
+its raw text.
+
+Shape notation: B batch, S source length, T target length, V target vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from seq2seq.config import Config
+from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.text import ParallelText, TokenizedPairs
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.evaluation.metrics import corpus_score
+from seq2seq.models import Seq2SeqModel
+from seq2seq.training.loss import token_loss_sum
+
+
+@torch.no_grad()
+def validate(
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    valid: TokenizedPairs,
+    valid_text: ParallelText,
+    cfg: Config,
+    device: torch.device,
+) -> dict:
+    """Validation loss (un-smoothed, per token), perplexity, and (``train.valid_bleu``) greedy
+    BLEU / chrF with the first three (source, hypothesis, reference) triples as samples.
+
+    Args:
+        valid: the tokenized validation pairs (the loss).  valid_text: the cleaned validation
+            sentences (BLEU: every one is translated, the over-long ones too).
+
+    Returns:
+        {"loss", "ppl"} and, with ``valid_bleu``, {"bleu", "chrf", "samples"}.
+    """
+    model.eval()
+    try:
+        out = _loss(model, valid, cfg.train.batch_tokens, device)
+        if cfg.train.valid_bleu:
+            out.update(_bleu(model, tok, valid_text, cfg, device))
+        return out
+    finally:
+        model.train()
+
+
+def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device) -> dict:
+    total, n = 0.0, 0
+    lens = [len(s) for s in valid.src], [len(s) for s in valid.tgt]
+    # a budget that fits the longest pair: validation never drops a pair
+    budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
+    for idx in token_batches(*lens, budget, shuffle=False):
+        b = Batch.from_ids([valid.src[i] for i in idx], [valid.tgt[i] for i in idx]).to(device)
+        total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))  # (B, T, V)
+        n += b.n_tokens
+    return {"loss": total / max(n, 1), "ppl": math.exp(min(total / max(n, 1), 50))}
+
+
+def _bleu(model: Seq2SeqModel, tok: Tokenizer, text: ParallelText, cfg: Config, device) -> dict:
+    # Sources over decode.max_src_len are cut with a warning, not skipped: BLEU covers the set.
+    srcs, refs = text.src, text.tgt
+    greedy = cfg.decode.model_copy(update={"beam_size": 1})
+    hyps = [t.text for t in translate_sentences(model, tok, srcs, greedy, device)]
+    return {
+        "bleu": corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score,
+        "chrf": corpus_score("chrf", hyps, [refs]).score,
+        "samples": list(zip(srcs[:3], hyps[:3], refs[:3], strict=True)),
+    }
