@@ -8,9 +8,10 @@ Usage:
 ``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``
 updates after ``warmup`` on the first batches of a Multi30k epoch, in a fresh process, so its peak
 memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak allocation). Model
-FLOPs are counted by seq2seq/flops.py (6 x weights used per token on each side, output projection
-included, embedding lookups excluded, plus the attention matmuls; the formula is printed with each
-figure). The matmul peak is the best rate of large square matmuls in each precision, measured first.
+FLOPs are counted by seq2seq/models/flops.py (6 x weights used per token on each side, output
+projection included, embedding lookups excluded, plus the attention matmuls; the formula is printed
+with each figure). The matmul peak is the best rate of large square matmuls in each precision,
+measured first.
 
 The corpus rows open Multi30k x1 and x10 (the training files repeated, in a temporary folder) with
 ``data.backend`` arrow and memory, make every batch of one epoch, and report the peak anonymous
@@ -146,7 +147,7 @@ def run_worker(a) -> dict:
         if i >= a.warmup:
             done += 1
             tokens += b.n_tokens
-            flops += step_flops(model, cfg.model, *lens)
+            flops += step_flops(model, *lens)
             if time.perf_counter() - t0 > a.budget:  # a slow path, e.g. bf16 without hardware
                 break
     sync(device)
@@ -166,7 +167,7 @@ def run_worker(a) -> dict:
         peak_mem_mb=peak,
         last_loss=loss,
         mean_batch_tgt_tokens=tokens / done,
-        formula=formula(model, cfg.model),
+        formula=formula(model),
     )
 
 

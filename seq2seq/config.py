@@ -2,18 +2,32 @@
 
 Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that names
 its path (``model.n_head: unknown key``). Cross-field constraints (``d_model % n_heads == 0``, a dot
-score needs equal encoder and decoder sizes) are checked here, once, before anything is built.
+score needs equal encoder and decoder sizes) are checked once, before anything is built.
 ``--set key=value`` overrides go through the same validation as the file.
+
+The ``model`` section's classes live beside the models, in ``seq2seq/models/configs.py`` (which
+imports only pydantic, so this module still needs no torch), and are re-exported here; the union
+``ModelConfig`` is built from that module's ``MODEL_CONFIGS``, so adding a model touches only
+``models/``.
 """
 
 from __future__ import annotations
 
+import operator
 import os
+from functools import reduce
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES
+from seq2seq.models.configs import BahdanauConfig as BahdanauConfig
+from seq2seq.models.configs import LuongConfig as LuongConfig
+from seq2seq.models.configs import ModelConfigBase as ModelConfigBase
+from seq2seq.models.configs import RNNConfig as RNNConfig
+from seq2seq.models.configs import TransformerConfig as TransformerConfig
 
 
 class ConfigError(ValueError):
@@ -97,99 +111,9 @@ class TokenizerConfig(_Section):
     max_sentences: int = Field(2_000_000, ge=1, description="sentences sampled to train the model")
 
 
-class _RNNBase(_Section):
-    cell: Literal["gru", "lstm"] = "gru"
-    emb_size: int = Field(256, ge=1)
-    hidden_size: int = Field(512, ge=1, description="decoder state size")
-    encoder_hidden_size: int | None = Field(
-        None, ge=1, description="encoder state size per direction (default: hidden_size)"
-    )
-    num_layers: int = Field(1, ge=1)
-    bidirectional: bool = Field(True, description="bidirectional encoder")
-    dropout: float = Field(0.2, ge=0.0, lt=1.0)
-    tie_embeddings: bool = Field(False, description="tie decoder input and output embeddings")
-
-    @property
-    def enc_size(self) -> int:
-        """Per-direction encoder state size."""
-        return self.encoder_hidden_size or self.hidden_size
-
-
-class RNNConfig(_RNNBase):
-    """``rnn``: the fixed-vector encoder-decoder (Sutskever et al. 2014; Cho et al. 2014)."""
-
-    name: Literal["rnn"] = "rnn"
-    feed_context: bool = Field(False, description="Cho et al. 2014: feed c = h_S at every step")
-
-
-class BahdanauConfig(_RNNBase):
-    """``bahdanau``: additive attention, queried with s_{t-1} (Bahdanau et al. 2015)."""
-
-    name: Literal["bahdanau"] = "bahdanau"
-    attention_size: int = Field(512, ge=1)
-    maxout_size: int = Field(512, ge=1, description="l in appendix A.2.2: the deep output size")
-
-
-class LuongConfig(_RNNBase):
-    """``luong``: multiplicative attention, queried with s_t (Luong et al. 2015)."""
-
-    name: Literal["luong"] = "luong"
-    score: Literal["dot", "general", "concat"] = "general"
-    input_feeding: bool = True
-    attention_size: int = Field(512, ge=1, description="size of W_a's output for the concat score")
-
-    @model_validator(mode="after")
-    def _dot_needs_equal_sizes(self) -> LuongConfig:
-        dirs = 2 if self.bidirectional else 1
-        enc = self.enc_size * dirs
-        if self.score == "dot" and enc != self.hidden_size:
-            raise ValueError(
-                "score 'dot' needs equal encoder and decoder sizes, but the encoder states are "
-                f"{enc} wide ({dirs} x encoder_hidden_size {self.enc_size}) and the decoder state "
-                f"is {self.hidden_size} (hidden_size): set encoder_hidden_size to "
-                f"{self.hidden_size // dirs if self.hidden_size % dirs == 0 else 'hidden_size / 2'}"
-                " or use score: general"
-            )
-        return self
-
-
-class TransformerConfig(_Section):
-    """``transformer`` (Vaswani et al. 2017)."""
-
-    name: Literal["transformer"] = "transformer"
-    d_model: int = Field(256, ge=1)
-    n_heads: int = Field(4, ge=1)
-    d_ff: int | None = Field(None, ge=1, description="FFN inner size (default: 4 x d_model)")
-    n_encoder_layers: int = Field(3, ge=1)
-    n_decoder_layers: int = Field(3, ge=1)
-    dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="on attention weights")
-    activation_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="on the FFN's ReLU output")
-    pre_norm: bool = False
-    learned_positions: bool = False
-    max_positions: int = Field(1024, ge=1)
-    share_embeddings: bool = Field(
-        True,
-        description="output projection = target embeddings; with a joint vocabulary the source "
-        "embeddings are the same matrix",
-    )
-
-    @property
-    def ffn_size(self) -> int:
-        return self.d_ff or 4 * self.d_model
-
-    @model_validator(mode="after")
-    def _heads_divide_d_model(self) -> TransformerConfig:
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
-            )
-        return self
-
-
-ModelConfig = Annotated[
-    RNNConfig | BahdanauConfig | LuongConfig | TransformerConfig, Field(discriminator="name")
-]
+# The model sections live beside the models (seq2seq/models/configs.py, torch-free, re-exported
+# here), so a new model touches only models/: the union A | B | ... is built from their tuple.
+ModelConfig = Annotated[reduce(operator.or_, MODEL_CONFIGS), Field(discriminator="name")]
 
 
 class TeacherForcingConfig(_Section):
@@ -327,21 +251,25 @@ class Config(_Section):
     decode: DecodeConfig = DecodeConfig()
 
     @model_validator(mode="after")
-    def _sampling_needs_an_rnn(self) -> Config:
-        if self.model.name == "transformer" and not self.train.teacher_forcing.always:
+    def _sampling_needs_a_model_that_allows_it(self) -> Config:
+        if not self.model.scheduled_sampling and not self.train.teacher_forcing.always:
+            allowed = ", ".join(
+                n for n, c in zip(MODEL_NAMES, MODEL_CONFIGS, strict=True) if c.scheduled_sampling
+            )
             raise ValueError(
-                "train.teacher_forcing: scheduled sampling is for the RNN models (rnn, bahdanau, "
-                "luong); remove it for the transformer"
+                f"train.teacher_forcing: scheduled sampling is for the models {allowed}; "
+                f"remove it for {self.model.name}"
             )
         return self
 
     @model_validator(mode="after")
     def _fits_max_positions(self) -> Config:
-        """A Transformer embeds at most ``max_positions`` tokens: the longest training pair (BOS
-        added, ``concat_k`` pairs joined) and the shortest-source output must fit."""
-        if self.model.name != "transformer":
+        """A model with a position limit (the Transformer's ``max_positions``) embeds at most that
+        many tokens: the longest training pair (BOS added, ``concat_k`` pairs joined) and the
+        shortest-source output must fit."""
+        n_pos, d = self.model.position_limit, self.data
+        if n_pos is None:
             return self
-        n_pos, d = self.model.max_positions, self.data
         longest = d.max_len * d.concat_k + 1
         if longest > n_pos:
             raise ValueError(
@@ -362,13 +290,11 @@ def _one_line(err: ValidationError, source: str) -> str:
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
-        loc = ".".join(
-            p for p in loc.split(".") if p not in {"rnn", "bahdanau", "luong", "transformer"}
-        )
+        loc = ".".join(p for p in loc.split(".") if p not in MODEL_NAMES)
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "union_tag_invalid":
-            msg = "unknown model name; choose rnn, bahdanau, luong or transformer"
+            msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
         else:
             msg = e["msg"].removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)

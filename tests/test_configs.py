@@ -4,6 +4,8 @@ input scaling and positions follow their papers."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,18 @@ from seq2seq.models.transformer import sinusoidal_positions
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "configs").rglob("*.yaml"))
+
+
+def test_config_module_imports_without_torch():
+    """Validating a config (the model sections come from seq2seq/models/configs.py) needs no torch:
+    ``seq2seq.config`` and the ``seq2seq.models`` package import none."""
+    code = (
+        "import sys, seq2seq.config as c; "
+        "c.validate_config({'model': {'name': 'transformer'}}); "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_configs_are_shipped():

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from seq2seq.config import ConfigError, validate_config
 from seq2seq.decoding.search import greedy_search
 from seq2seq.models import MODELS
+from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES
 from seq2seq.models.transformer import attention
 
 from .toys import TINY_MODELS, tiny_model
@@ -29,8 +30,26 @@ def _batch(seed: int = 0):
     return src, src != PAD, tgt
 
 
-def test_registry_is_complete():
-    assert set(MODELS) == {"rnn", "bahdanau", "luong", "transformer"}
+def test_registry_matches_the_config_union_and_the_toys():
+    """Every registered model has a config class in the ``model:`` union and a toy; no config
+    class or toy names an unregistered model."""
+    assert list(MODELS) == list(MODEL_NAMES)
+    for name, cfg_cls in zip(MODEL_NAMES, MODEL_CONFIGS, strict=True):
+        assert validate_config({"model": {"name": name}}).model.__class__ is cfg_cls
+        assert any(type(toy) is cfg_cls for toy in TINY_MODELS.values()), f"no toy for {name}"
+        assert isinstance(MODELS[name].has_attention, bool)
+    assert {toy.name for toy in TINY_MODELS.values()} <= set(MODELS)
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_has_attention_says_whether_decode_step_returns_weights(name):
+    model = tiny_model(name)
+    src, mask, tgt = _batch()
+    state = model.init_state(model.encode(src, mask))
+    _, attn, _ = model.decode_step(tgt[:, 0], state, need_attention=True)
+    assert (attn is not None) == model.has_attention
+    _, attn = model.forward_attention(src, mask, tgt)
+    assert (attn is not None) == model.has_attention
 
 
 @pytest.mark.parametrize("name", TINY_MODELS)
@@ -40,7 +59,7 @@ def test_shapes_and_attention_rows(name):
     logits, attn = model.forward_attention(src, mask, tgt)
     assert logits.shape == (3, 5, 45)
     assert torch.isfinite(logits).all()
-    if name.startswith("rnn"):
+    if not model.has_attention:
         assert attn is None
         return
     assert attn.shape == (3, 5, 7)
@@ -133,8 +152,9 @@ def test_reorder_state_moves_rows(name):
 
 @pytest.mark.parametrize("name", TINY_MODELS)
 def test_bottleneck(name):
-    """Overwrite the encoder states h_1..h_{S-1} with noise, keeping the final state: the ``rnn``
-    model's logits must not change (the fixed vector is all it sees); attention models' must."""
+    """Overwrite the encoder states h_1..h_{S-1} with noise, keeping the final state: a model
+    without attention (``rnn``) must not change its logits (the fixed vector is all it sees);
+    attention models' must."""
     model = tiny_model(name)
     src, mask, tgt = _batch()
     enc = model.encode(src, mask)
@@ -148,7 +168,7 @@ def test_bottleneck(name):
             step, _, state = model.decode_step(tgt[:, t], state)
             logits.append(step)
         outs.append(torch.stack(logits, 1))
-    if name.startswith("rnn"):
+    if not model.has_attention:
         torch.testing.assert_close(outs[0], outs[1], atol=0, rtol=0)
     else:
         assert not torch.allclose(outs[0], outs[1], atol=1e-4)
@@ -229,7 +249,7 @@ def test_transformer_empty_source_row_is_finite():
             {"model": {"name": "luong", "score": "dot", "hidden_size": 64}},
             "score 'dot' needs equal encoder and decoder sizes",
         ),
-        ({"model": {"name": "gpt"}}, "unknown model name"),
+        ({"model": {"name": "gpt"}}, f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])}"),
         ({"train": {"lr": -1, "max_steps": 3}}, "train.lr"),
     ],
 )

@@ -125,7 +125,7 @@ def test_teacher_forcing_schedules():
         (
             {"teacher_forcing": {"schedule": "constant", "start": 0.5}},
             {"name": "transformer", "d_model": 32, "n_heads": 2},
-            "scheduled sampling is for the RNN",
+            "scheduled sampling is for the models rnn, .*; remove it for transformer",
         ),
         ({"teacher_forcing": {"kk": 1}}, None, "train.teacher_forcing.kk: unknown key"),
         ({"precision": "fp16", "device": "cpu"}, None, "fp16 needs CUDA"),

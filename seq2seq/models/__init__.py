@@ -1,31 +1,36 @@
-"""The model zoo: an explicit name -> builder table.
+"""The model zoo: ``MODELS`` (name -> model class, in ``registry.py``) and ``build_model``.
 
 ``build_model(cfg, src_vocab, tgt_vocab, joint_vocab)`` is the only constructor training and
 inference call; every model speaks the protocol in ``base.Seq2SeqModel``.
+
+This file imports no torch: ``seq2seq.config`` reads the model sections from ``configs.py`` in this
+package and must stay importable without torch. The names below are imported from their modules on
+first use.
 """
 
 from __future__ import annotations
 
-from seq2seq.config import ModelConfig
-from seq2seq.models.base import Seq2SeqModel, State, masked_softmax
-from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
-from seq2seq.models.transformer import Transformer
+import importlib
+from typing import TYPE_CHECKING, Any
 
-MODELS = {
-    "rnn": RNNSeq2Seq,
-    "bahdanau": BahdanauSeq2Seq,
-    "luong": LuongSeq2Seq,
-    "transformer": Transformer,
+if TYPE_CHECKING:
+    from seq2seq.models.base import Seq2SeqModel, State, masked_softmax
+    from seq2seq.models.registry import MODELS, build_model
+
+_HOME = {
+    "MODELS": "registry",
+    "build_model": "registry",
+    "Seq2SeqModel": "base",
+    "State": "base",
+    "masked_softmax": "base",
 }
 
 
-def build_model(
-    cfg: ModelConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool
-) -> Seq2SeqModel:
-    """Instantiate the model named by ``cfg.name`` for the given vocabulary sizes."""
-    if cfg.name == "transformer":
-        return Transformer(src_vocab, tgt_vocab, cfg, joint_vocab)
-    return MODELS[cfg.name](src_vocab, tgt_vocab, cfg)
+def __getattr__(name: str) -> Any:
+    """``from seq2seq.models import build_model`` imports the registry (and torch) only then."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
 
 
 __all__ = ["MODELS", "Seq2SeqModel", "State", "build_model", "masked_softmax"]

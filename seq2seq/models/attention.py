@@ -12,7 +12,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from seq2seq.models.base import masked_softmax
+from seq2seq.models.base import FlopSide, masked_softmax
 
 
 class BahdanauAttention(nn.Module):
@@ -25,6 +25,7 @@ class BahdanauAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
         super().__init__()
+        self.key_size, self.attention_size = key_size, attention_size
         self.W_a = nn.Linear(query_size, attention_size, bias=False)
         self.U_a = nn.Linear(key_size, attention_size, bias=True)
         self.v_a = nn.Linear(attention_size, 1, bias=False)
@@ -32,6 +33,15 @@ class BahdanauAttention(nn.Module):
     def project_keys(self, keys: Tensor) -> Tensor:
         """(B, S, key_size) -> U_a h: (B, S, A), computed once per sentence."""
         return self.U_a(keys)
+
+    def flop_sides(self) -> dict[str, FlopSide]:
+        """U_a runs per source position, v_a per (query, key) pair, W_a (unnamed) per query."""
+        return {"U_a": "src", "v_a": "pair"}
+
+    def forward_flops_per_pair(self) -> int:
+        """Forward FLOPs per (query, key) pair: the score v_aᵀ tanh(·), 2·A, and its share of the
+        context Σ α h, 2·key_size (the values are the keys)."""
+        return 2 * self.attention_size + 2 * self.key_size
 
     def forward(
         self, query: Tensor, proj_keys: Tensor, values: Tensor, mask: Tensor
@@ -69,6 +79,7 @@ class LuongAttention(nn.Module):
     ):
         super().__init__()
         self.score = score
+        self.query_size, self.key_size, self.attention_size = query_size, key_size, attention_size
         if score == "dot" and query_size != key_size:
             raise ValueError(f"dot score needs equal sizes, got {query_size} and {key_size}")
         if score == "general":
@@ -86,6 +97,22 @@ class LuongAttention(nn.Module):
         if self.score == "concat":
             return self.W_h(keys)
         return keys
+
+    def flop_sides(self) -> dict[str, FlopSide]:
+        """W_a (general) and W_h (concat) run per source position, v_a per (query, key) pair, W_q
+        (unnamed) per query."""
+        if self.score == "general":
+            return {"W_a": "src"}
+        if self.score == "concat":
+            return {"W_h": "src", "v_a": "pair"}
+        return {}
+
+    def forward_flops_per_pair(self) -> int:
+        """Forward FLOPs per (query, key) pair: the score, 2·A (concat: v_aᵀ tanh(·)) or
+        2·query_size (dot, general: a dot product with h or W_a h), and its share of the context
+        Σ α h, 2·key_size (the values are the keys)."""
+        score = self.attention_size if self.score == "concat" else self.query_size
+        return 2 * score + 2 * self.key_size
 
     def forward(
         self, query: Tensor, proj_keys: Tensor, values: Tensor, mask: Tensor

@@ -10,10 +10,28 @@ inside the same sentence never changes them, so ``reorder_state`` leaves them al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
 import torch
 from torch import Tensor, nn
 
 State = dict[str, Tensor]
+
+# Where a training step applies a weight matrix, for the FLOP count (flops.py): once per source
+# token, once per target token, once per (target, source) pair, or not per token at all.
+FlopSide = Literal["src", "tgt", "pair", "uncounted"]
+
+
+@dataclass(frozen=True)
+class AttentionFlops:
+    """Training FLOPs (forward + backward) of a model's attention matmuls, the scores and the
+    weighted sums, for one sentence of S source and T target tokens:
+    ``per_pair``·T·S + ``per_src_square``·S² + ``per_tgt_square``·T²."""
+
+    per_pair: float = 0.0
+    per_src_square: float = 0.0
+    per_tgt_square: float = 0.0
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
@@ -35,9 +53,14 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
 class Seq2SeqModel(nn.Module):
     """Encoder-decoder protocol.
 
-    Subclasses implement ``encode``, ``init_state``, ``decode_step`` and ``forward_attention``.
+    Subclasses are built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)`` (the one builder
+    signature of ``registry.MODELS``), declare ``has_attention``, and implement ``encode``,
+    ``init_state``, ``decode_step``, ``forward_attention`` and the two FLOP rules, ``flop_sides``
+    and ``attention_flops``.
     """
 
+    # True when decode_step and forward_attention return cross-attention weights (B, [T,] S).
+    has_attention: ClassVar[bool]
     static_state_keys: frozenset[str] = frozenset({"src_mask"})
     src_vocab_size: int
     tgt_vocab_size: int
@@ -96,6 +119,21 @@ class Seq2SeqModel(nn.Module):
     def select_state(state: State, index: Tensor) -> State:
         """Select or repeat rows of every entry (expand to beams, drop finished sentences)."""
         return {k: v.index_select(0, index) for k, v in state.items()}
+
+    def flop_sides(self) -> dict[str, FlopSide | tuple[FlopSide, ...]]:
+        """Where a training step applies each weight matrix, for the FLOP count (``flops.py``).
+
+        Keys name a module (all its weights) or one parameter; the longest key naming a weight
+        wins. A tuple splits the weight's rows into equal blocks, one side each (a fused
+        [W^Q; W^K; W^V]). Weights under no key count once per target token; vectors (biases,
+        norms) and embedding tables (lookups) are never counted unless their own name is a key
+        (a table that is also the output projection).
+        """
+        raise NotImplementedError
+
+    def attention_flops(self) -> AttentionFlops:
+        """Training FLOPs of the attention matmuls per sentence, by source and target length."""
+        raise NotImplementedError
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seq2seq.config import BahdanauConfig, LuongConfig, RNNConfig
 from seq2seq.models.attention import BahdanauAttention, LuongAttention
-from seq2seq.models.base import Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, FlopSide, Seq2SeqModel, State
+from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig
 
 
 def _rnn(cell: str, input_size: int, hidden: int, layers: int, dropout: float, bidir: bool):
@@ -101,7 +101,11 @@ class OutputLayer(nn.Module):
 
 
 class _RNNDecoderModel(Seq2SeqModel):
-    """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods."""
+    """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods.
+
+    Every RNN model is built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)``; ``joint_vocab`` is
+    not used (source and target keep their own embeddings).
+    """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, cfg, bidir: bool):
         super().__init__()
@@ -150,6 +154,24 @@ class _RNNDecoderModel(Seq2SeqModel):
     def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, Tensor | None, State]:
         raise NotImplementedError
 
+    def _flop_sides(self, *once: str) -> dict[str, FlopSide]:
+        """The encoder runs per source token; the named bridges once per sentence (uncounted); a
+        tied target embedding is also the output projection, per target token."""
+        sides: dict[str, FlopSide] = {"encoder": "src"}
+        sides.update({name: "uncounted" for name in once if getattr(self, name) is not None})
+        if self.out.tie_with is not None:
+            sides["tgt_embed"] = "tgt"
+        return sides
+
+    def _attention_flop_sides(self) -> dict[str, FlopSide]:
+        return {f"attention.{k}": v for k, v in self.attention.flop_sides().items()}
+
+    def attention_flops(self) -> AttentionFlops:
+        """Attention reads every (target, source) pair once: 3 x its forward FLOPs per pair."""
+        if not self.has_attention:
+            return AttentionFlops()
+        return AttentionFlops(per_pair=3.0 * self.attention.forward_flops_per_pair())
+
 
 class RNNSeq2Seq(_RNNDecoderModel):
     """``rnn``: the fixed-vector encoder-decoder (Sutskever et al. 2014; Cho et al. 2014).
@@ -161,7 +183,9 @@ class RNNSeq2Seq(_RNNDecoderModel):
     the bottleneck. Returns no attention weights.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: RNNConfig):
+    has_attention = False
+
+    def __init__(self, cfg: RNNConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
         super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
         enc = self.encoder.out_size
         self.feed_context = cfg.feed_context
@@ -175,6 +199,9 @@ class RNNSeq2Seq(_RNNDecoderModel):
         pre = cfg.hidden_size + (ctx + cfg.emb_size if cfg.feed_context else 0)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(pre, tgt_vocab, cfg.dropout, tie)
+
+    def flop_sides(self) -> dict[str, FlopSide]:
+        return self._flop_sides("bridge", "bridge_c")
 
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)
@@ -211,7 +238,9 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     reimplementations do the same. With several decoder layers the query is the top layer's state.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: BahdanauConfig):
+    has_attention = True
+
+    def __init__(self, cfg: BahdanauConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
         super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
         enc, self.he = self.encoder.out_size, cfg.enc_size
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
@@ -225,6 +254,9 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         self.pre_output = nn.Linear(cfg.hidden_size + cfg.emb_size + enc, 2 * cfg.maxout_size)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(cfg.maxout_size, tgt_vocab, cfg.dropout, tie)
+
+    def flop_sides(self) -> dict[str, FlopSide]:
+        return {**self._flop_sides("W_s", "W_s_c"), **self._attention_flop_sides()}
 
     def init_state(self, enc: State) -> State:
         # ←h_1 is the backward half of the final state (the forward half if unidirectional).
@@ -270,7 +302,9 @@ class LuongSeq2Seq(_RNNDecoderModel):
     RNN in one call and all steps attend at once.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: LuongConfig):
+    has_attention = True
+
+    def __init__(self, cfg: LuongConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
         super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
         enc, h = self.encoder.out_size, cfg.hidden_size
         self.input_feeding = cfg.input_feeding
@@ -283,6 +317,9 @@ class LuongSeq2Seq(_RNNDecoderModel):
         self.W_c = nn.Linear(enc + h, h, bias=False)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(h, tgt_vocab, cfg.dropout, tie)
+
+    def flop_sides(self) -> dict[str, FlopSide]:
+        return {**self._flop_sides("bridge", "bridge_c"), **self._attention_flop_sides()}
 
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)

@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.config import TransformerConfig
-from seq2seq.models.base import Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, FlopSide, Seq2SeqModel, State
+from seq2seq.models.configs import TransformerConfig
 
 
 def sinusoidal_positions(n: int, d_model: int) -> Tensor:
@@ -221,7 +221,9 @@ class Transformer(Seq2SeqModel):
     last decoder layer's cross-attention averaged over heads.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg: TransformerConfig, joint_vocab: bool):
+    has_attention = True
+
+    def __init__(self, cfg: TransformerConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
         super().__init__()
         self.cfg = cfg
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
@@ -257,6 +259,31 @@ class Transformer(Seq2SeqModel):
         for name, p in self.named_parameters():
             if p.dim() == 2 and "embed" not in name and name != "pos":
                 nn.init.xavier_uniform_(p)
+
+    def flop_sides(self) -> dict[str, FlopSide | tuple[FlopSide, ...]]:
+        """The encoder runs per source token. Cross-attention's fused [W^Q; W^K; W^V] projects the
+        queries per target token and the keys and values per source token. With shared embeddings
+        the target table is also the output projection; learned positions are a lookup."""
+        sides: dict[str, FlopSide | tuple[FlopSide, ...]] = {"encoder": "src"}
+        for i in range(self.n_dec):
+            sides[f"decoder.{i}.cross_attn.in_proj.weight"] = ("tgt", "src", "src")
+        if self.out_proj is None:
+            sides["tgt_embed"] = "tgt"
+        if self.cfg.learned_positions:
+            sides["pos"] = "uncounted"
+        return sides
+
+    def attention_flops(self) -> AttentionFlops:
+        """QKᵀ and αV cost 2·D per (query, key) pair each, x3 for training: 12·D per pair in each
+        layer; S² pairs in encoder self-attention, T² in causal decoder self-attention (counted
+        over the full square, as PaLM counts it, App. B), T·S in cross-attention."""
+        per_layer = 12.0 * self.cfg.d_model
+        n_enc, n_dec = self.cfg.n_encoder_layers, self.cfg.n_decoder_layers
+        return AttentionFlops(
+            per_pair=per_layer * n_dec,
+            per_src_square=per_layer * n_enc,
+            per_tgt_square=per_layer * n_dec,
+        )
 
     def _embed(self, emb: nn.Embedding, ids: Tensor, start: int = 0) -> Tensor:
         n = ids.shape[1]

@@ -32,7 +32,7 @@ from seq2seq.config import Config, ConfigError, load_config, validate_config
 from seq2seq.data.text import clean_line, load_split, resolve_corpus_file, sha256_file
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
-from seq2seq.models import Seq2SeqModel
+from seq2seq.models import MODELS, Seq2SeqModel
 from seq2seq.runtime import describe_machine
 from seq2seq.study.evalsets import (
     EvalSet,
@@ -104,8 +104,8 @@ class ModelRun:
 
     @property
     def attention(self) -> bool:
-        """False only for the fixed-vector encoder-decoder (no path from h_i, i < S)."""
-        return self.cfg.model.name != "rnn"
+        """Whether the model returns attention weights (the fixed-vector ``rnn`` does not)."""
+        return MODELS[self.cfg.model.name].has_attention
 
 
 def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:
@@ -348,23 +348,13 @@ def compare(
     return results
 
 
-def family(cfg: Config) -> str:
-    """The model family in words, e.g. ``luong (general)``."""
-    m = cfg.model
-    if m.name == "rnn":
-        return "rnn (fixed vector" + (", Cho context)" if m.feed_context else ")")
-    if m.name == "luong":
-        return f"luong ({m.score})"
-    return {"bahdanau": "bahdanau (additive)", "transformer": "transformer"}[m.name]
-
-
 def _run_result(run: ModelRun) -> dict:
     s, d = run.summary, run.cfg.data
     return {
         "name": run.cfg.name,
         "config": run.path,
         "model": run.cfg.model.name,
-        "family": family(run.cfg),
+        "family": run.cfg.model.family,
         "attention": run.attention,
         "concat_k": d.concat_k,
         "max_src_words": d.max_src_words,
