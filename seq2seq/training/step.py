@@ -130,7 +130,7 @@ def _validate(model: Seq2SeqModel, data, cfg: Config, device: torch.device) -> d
         # Every cleaned validation sentence is translated, the over-long ones too (translate cuts
         # them to decode.max_src_len with a warning): BLEU is over the whole set.
         srcs, refs = data.valid_text.src, data.valid_text.tgt
-        greedy = cfg.decode.model_copy(update={"beam_size": 1})
+        greedy = cfg.decode.with_method("greedy")
         hyps = [t.text for t in translate_sentences(model, data.tok, srcs, greedy, device)]
         out["bleu"] = corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score
         out["chrf"] = corpus_score("chrf", hyps, [refs]).score
