@@ -9,6 +9,7 @@ score needs equal encoder and decoder sizes) are checked here, once, before anyt
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -368,6 +369,18 @@ class DecodeConfig(_Section):
         if method is not None and method != owner and value != default:
             raise ValueError(f"{value} is a setting of method {owner}, but method is {method}")
         return value
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> DecodeConfig:
+        """A copy with ``update`` applied and validated; pydantic's own copy skips validation, so
+        ``update={"beam_size": 5}`` would leave a greedy config greedy. ``with_method`` switches.
+
+        Raises:
+            pydantic.ValidationError: an update out of bounds or not used by the method.
+        """
+        copy = super().model_copy(deep=deep)
+        return type(self).model_validate({**copy.model_dump(), **update}) if update else copy
 
     def with_method(self, method: str, **updates: Any) -> DecodeConfig:
         """A validated copy that decodes with ``method``: the settings of the other methods go

@@ -313,6 +313,8 @@ def test_switching_method_drops_the_old_methods_settings_and_keeps_the_shared_on
     assert (again.temperature, again.top_p, again.seed) == (0.5, 0.9, 4)
     with pytest.raises(ValueError, match="setting of method sample"):
         beam.with_method("greedy", top_k=3)
+    with pytest.raises(ValueError, match="5 is a setting of method beam, but method is greedy"):
+        DecodeConfig().model_copy(update={"beam_size": 5})  # a copy is validated too
 
 
 def test_n_best_is_checked_against_the_method():

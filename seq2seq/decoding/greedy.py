@@ -78,7 +78,20 @@ def left_to_right(
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    score = logp_sum / length_penalty(length, length_penalty_alpha).to(dev)
+    return _hypotheses(tokens, length, logp_sum, attn, src_mask, length_penalty_alpha)
+
+
+def _hypotheses(
+    tokens: Tensor,
+    length: Tensor,
+    logp_sum: Tensor,
+    attn: Tensor | None,
+    src_mask: Tensor,
+    alpha: float,
+) -> list[Hypothesis]:
+    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L, S)
+    attention (or None) and the (b, S) source mask."""
+    score = logp_sum / length_penalty(length, alpha).to(logp_sum.device)
     out = []
     rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), strict=True)
     for i, (n, s, lp) in enumerate(rows):
