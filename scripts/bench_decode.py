@@ -32,7 +32,8 @@ from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import DecodeConfig, data_root, load_config
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import read_lines, resolve_corpus_file
-from seq2seq.decoding.translate import search, translate_sentences
+from seq2seq.decoding.search import search
+from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.models import build_model
 from seq2seq.runtime import seed_everything
@@ -74,8 +75,8 @@ def bench_run(run_dir: Path, args) -> list[dict]:
     if args.limit:
         sources, refs = sources[: args.limit], refs[: args.limit]
     rows = []
-    for beam in (1, args.beam):
-        dcfg = cfg.decode.model_copy(update={"beam_size": beam, "batch_size": args.batch_size})
+    for method, beam in (("greedy", 1), ("beam", args.beam)):
+        dcfg = cfg.decode.with_method(method, beam_size=beam, batch_size=args.batch_size)
         translate_sentences(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
         seconds, res = timed(
             lambda d=dcfg: translate_sentences(model, tok, sources, d, args.device), args.repeat
@@ -87,7 +88,7 @@ def bench_run(run_dir: Path, args) -> list[dict]:
                 "run": str(run_dir),
                 "model": cfg.model.name,
                 "params": model.num_parameters(),
-                "mode": "greedy" if beam == 1 else f"beam{beam}",
+                "mode": "greedy" if method == "greedy" else f"beam{beam}",
                 "beam": beam,
                 "batch_size": args.batch_size,
                 "sentences": len(sources),
@@ -126,8 +127,8 @@ def bench_random(config: Path, args) -> list[dict]:
         for k in range(0, len(ids), args.batch_size)
     ]
     rows = []
-    for beam in (1, args.beam):
-        dcfg = DecodeConfig(beam_size=beam, batch_size=args.batch_size)
+    for method, beam in (("greedy", 1), ("beam", args.beam)):
+        dcfg = DecodeConfig(method=method, beam_size=beam, batch_size=args.batch_size)
 
         def decode(d=dcfg):
             with torch.inference_mode():
@@ -136,7 +137,7 @@ def bench_random(config: Path, args) -> list[dict]:
         with torch.inference_mode():
             search(model, batches[0][:8], batches[0][:8] != 0, dcfg)  # warm-up
         seconds, hyps = timed(decode, args.repeat)
-        if args.profile and beam > 1:
+        if args.profile and method == "beam":
             profile(model, batches, dcfg)
         n_tok = sum(len(h[0].tokens) for h in hyps)
         rows.append(
@@ -144,7 +145,7 @@ def bench_random(config: Path, args) -> list[dict]:
                 "run": f"random {config}",
                 "model": cfg.model.name,
                 "params": model.num_parameters(),
-                "mode": "greedy" if beam == 1 else f"beam{beam}",
+                "mode": "greedy" if method == "greedy" else f"beam{beam}",
                 "beam": beam,
                 "batch_size": args.batch_size,
                 "sentences": len(ids),
@@ -177,7 +178,7 @@ def print_table(rows: list[dict]) -> None:
     )
     print(head)
     print("-" * len(head))
-    greedy = {r["run"]: r["seconds"] for r in rows if r["beam"] == 1}
+    greedy = {r["run"]: r["seconds"] for r in rows if r["mode"] == "greedy"}
     for r in rows:
         bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
         chrf = "-" if r["chrf"] is None else f"{r['chrf']:.2f}"

@@ -38,6 +38,40 @@ app = typer.Typer(
 app.command()(training.train)
 
 
+# The search options of translate and eval (see DecodeConfig); None = the run's setting.
+_METHOD = typer.Option(
+    None,
+    "--method",
+    help="Search: greedy | beam | sample. A method other than the run's starts from its own "
+    "defaults, e.g. --method sample ignores the run's beam size [default: beam with --beam, "
+    "else the run's decode.method].",
+)
+_TEMPERATURE = typer.Option(
+    None,
+    "--temperature",
+    help="sample: draw from softmax(logits / T), T > 0; below 1 sharper, above 1 flatter "
+    "[default: the run's decode.temperature, 1].",
+)
+_TOP_K = typer.Option(
+    None,
+    "--top-k",
+    help="sample: draw only among the K most probable tokens, K >= 1 "
+    "[default: the run's decode.top_k, all tokens].",
+)
+_TOP_P = typer.Option(
+    None,
+    "--top-p",
+    help="sample: draw only among the fewest most probable tokens holding probability P, "
+    "0 < P <= 1 (nucleus sampling) [default: the run's decode.top_p, 1 = all tokens].",
+)
+_SEED = typer.Option(
+    None,
+    "--seed",
+    help="sample: seed of the draws; the same input, seed and batching give the same output "
+    "[default: the run's decode.seed, none = new draws every time].",
+)
+
+
 @app.command()
 def translate(
     checkpoint: Path = typer.Option(
@@ -51,13 +85,22 @@ def translate(
     ),
     output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
     beam: int | None = typer.Option(
-        None, "--beam", help="Beam size; 1 = greedy [default: the run's decode.beam_size]."
+        None,
+        "--beam",
+        help="Beam size K; implies --method beam (K = 1 gives greedy's output) "
+        "[default: the run's decode.beam_size].",
     ),
+    method: str | None = _METHOD,
+    temperature: float | None = _TEMPERATURE,
+    top_k: int | None = _TOP_K,
+    top_p: float | None = _TOP_P,
+    seed: int | None = _SEED,
     n_best: int = typer.Option(
         1,
         "--n-best",
         min=1,
-        help="Write the N best per line as TSV: line number, score, hypothesis.",
+        help="Write the N best per line as TSV: line number, score, hypothesis; beam search "
+        "needs --beam N or more, sampling draws N per line.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
@@ -105,16 +148,28 @@ def translate(
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
     A summary line on stderr counts sources with uncovered characters, sources cut to the length
     limit, and translations that stopped at the maximum length without EOS."""
+    from seq2seq.decoding.search import check_n_best
     from seq2seq.decoding.stream import LineTranslator, translate_io
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
     model, tok, cfg, dev = load_model(checkpoint, device)
     dcfg = _decode_cfg(
-        cfg.decode, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty, max_src_len
+        cfg.decode,
+        beam,
+        batch_size,
+        max_len_a,
+        max_len_b,
+        min_len,
+        length_penalty,
+        max_src_len,
+        method=method,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
     )
-    if n_best > dcfg.beam_size:
-        raise UserError(f"--n-best {n_best} needs --beam of at least {n_best}")
+    check_n_best(dcfg, n_best)
     plot = _attention_plotter(tok, attention_dir)
     source_name = "stdin" if input == "-" else input
     translator = LineTranslator(
@@ -141,28 +196,38 @@ def _attention_plotter(tok, directory: Path | None):
 
 
 def _decode_cfg(
-    base, beam, batch_size, max_len_a, max_len_b, min_len, length_penalty, max_src_len=None
+    base,
+    beam,
+    batch_size,
+    max_len_a,
+    max_len_b,
+    min_len,
+    length_penalty,
+    max_src_len=None,
+    **search,
 ):
-    """The run's ``decode`` section with the options given (None keeps the run's value).
+    """The run's DecodeConfig ``base`` with the options that were given (None = not given).
+
+    ``search`` holds method, temperature, top_k, top_p and seed. The method is --method, else beam
+    when --beam is given, else the run's; ``DecodeConfig.with_method`` drops the settings of
+    another method than it.
 
     Raises:
-        UserError: a value out of range, naming its option (``--beam: ...``).
+        UserError: an option out of bounds, or a setting of another method, named as the option.
     """
-    updates = {
-        k: v
-        for k, v in {
-            "beam_size": beam,
-            "batch_size": batch_size,
-            "max_len_a": max_len_a,
-            "max_len_b": max_len_b,
-            "min_len": min_len,
-            "length_penalty": length_penalty,
-            "max_src_len": max_src_len,
-        }.items()
-        if v is not None
+    method = search.pop("method", None) or ("beam" if beam is not None else base.method)
+    given = {
+        "beam_size": beam,
+        "batch_size": batch_size,
+        "max_len_a": max_len_a,
+        "max_len_b": max_len_b,
+        "min_len": min_len,
+        "length_penalty": length_penalty,
+        "max_src_len": max_src_len,
+        **search,
     }
     with user_errors():
-        return base.model_validate({**base.model_dump(), **updates})
+        return base.with_method(method, **{k: v for k, v in given.items() if v is not None})
 
 
 @app.command("eval")
@@ -208,8 +273,16 @@ def evaluate(
         "--chrf-lowercase; TER always ignores case.",
     ),
     beam: int | None = typer.Option(
-        None, "--beam", help="Beam size for translating --src [default: the run's]."
+        None,
+        "--beam",
+        help="Beam size K for translating --src; implies --method beam "
+        "[default: the run's decode.beam_size].",
     ),
+    method: str | None = _METHOD,
+    temperature: float | None = _TEMPERATURE,
+    top_k: int | None = _TOP_K,
+    top_p: float | None = _TOP_P,
+    seed: int | None = _SEED,
     batch_size: int | None = typer.Option(None, "--batch-size", help="Sentences per batch."),
     tgt_lang: str | None = typer.Option(
         None,
@@ -251,7 +324,16 @@ def evaluate(
         edges = parse_buckets(buckets)
         texts = read_eval_texts(ref, src, hyp)
     if hyp is None:
-        texts.hyps, run_lang = _translate_for_eval(checkpoint, src, texts, beam, batch_size, device)
+        search = {
+            "method": method,
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+            "seed": seed,
+        }
+        texts.hyps, run_lang = _translate_for_eval(
+            checkpoint, src, texts, beam, batch_size, device, **search
+        )
         tgt_lang = tgt_lang or run_lang
         if output is not None:
             write_output(output, "".join(line + "\n" for line in texts.hyps))
@@ -264,15 +346,17 @@ def evaluate(
         write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 
 
-def _translate_for_eval(checkpoint, src, texts, beam, batch_size, device) -> tuple[list[str], str]:
-    """Translate the sources of ``texts`` with the checkpoint's decode settings; returns the best
-    translations and the run's target language."""
+def _translate_for_eval(
+    checkpoint, src, texts, beam, batch_size, device, **search
+) -> tuple[list[str], str]:
+    """Translate the sources of ``texts`` with the checkpoint's decode settings (``search``: as
+    for ``_decode_cfg``); returns the best translations and the run's target language."""
     from seq2seq.decoding.translate import translate_sentences
 
     if checkpoint is None or src is None:
         raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
     model, tok, cfg, dev = load_model(checkpoint, device)
-    dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None)
+    dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None, **search)
     out = translate_sentences(model, tok, texts.sources, dcfg, dev, source_name=str(src))
     return [t.text for t in out], cfg.data.tgt_lang
 

@@ -264,6 +264,40 @@ def test_eval_beam_translates_like_translate_beam(trained_run, multi30k_slice, t
     assert greedy != (tmp_path / "t").read_text()  # --beam reached the search
 
 
+def test_sampling_repeats_with_its_seed_in_translate_and_eval(
+    trained_run, multi30k_slice, tmp_path
+):
+    run_dir, _ = trained_run
+    src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
+    sample = ("--method", "sample", "--seed", "1")
+    first = run("translate", "-c", run_dir, "-i", src, *sample)
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.splitlines()) == 100
+    assert run("translate", "-c", run_dir, "-i", src, *sample).stdout == first.stdout
+    other = run("translate", "-c", run_dir, "-i", src, "--method", "sample", "--seed", "2")
+    assert other.returncode == 0 and other.stdout != first.stdout
+    r = run("eval", "-c", run_dir, "--src", src, "--ref", ref, *sample, "-o", tmp_path / "e")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "e").read_text() == first.stdout
+    r = run("translate", "-c", run_dir, *sample, "--n-best", "3", stdin="Ein Hund.\n")
+    assert [x.split("\t")[0] for x in r.stdout.splitlines()] == ["1", "1", "1"]  # three draws
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--method", "greedy", "--beam", "5"], "error: --beam: 5 is a setting of method beam"),
+        (["--temperature", "0.5"], "error: --temperature: 0.5 is a setting of method sample"),
+        (["--method", "sample", "--top-p", "2"], "error: --top-p: Input should be less than"),
+        (["--n-best", "2"], "error: --n-best 2: method greedy returns at most 1"),
+    ],
+)
+def test_search_option_errors_name_the_option(trained_run, options, says):
+    r = run("translate", "-c", trained_run[0], *options, stdin="Ein Hund.\n")
+    assert r.returncode == 2 and r.stderr.startswith(says), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_translate_answers_each_stdin_line_before_stdin_closes(trained_run):
     """Interactive use: a translation comes back while the input is still open."""
     run_dir, _ = trained_run

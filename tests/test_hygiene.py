@@ -490,7 +490,7 @@ def test_beam_of_an_undertrained_model_never_returns_an_empty_translation(toy, t
     )
     assert code == 0
     assert all(out.split("\n")[:5]) and out.count("\n") == 5
-    cfg = toy["cfg"].decode.model_copy(update={"beam_size": 5, "min_len": 1})
+    cfg = toy["cfg"].decode.with_method("beam", beam_size=5, min_len=1)
     res = translate_sentences(toy["model"], toy["tok"], FIVE, cfg, n_best=5)
     for r, ids in zip(res, toy["tok"].encode_src(FIVE), strict=True):
         max_len = math.floor(1.5 * len(ids) + 10)

@@ -1,55 +1,39 @@
 """Greedy and beam search: a scripted oracle with hand-set step probabilities (exact hypotheses and
-scores), beam 1 == greedy for every model, batch invariance, and the returned attention."""
+scores), beam 1 == greedy for every model, batch invariance, the returned attention; and the
+table of searches that decode.method dispatches through."""
 
 from __future__ import annotations
 
 import itertools
 import math
 import random
+import re
+from typing import get_args
 
 import pytest
 import torch
 
-from seq2seq.data.tokenizer import BOS, EOS
-from seq2seq.decoding.search import beam_search, greedy_search, length_penalty
-from seq2seq.models.base import Seq2SeqModel
-from tests.toys import ATTENTION_MODELS, TINY_MODELS, tiny_model
+from seq2seq.config import SEARCH_SETTINGS, ConfigError, DecodeConfig, SearchMethod, validate_config
+from seq2seq.data.tokenizer import EOS
+from seq2seq.decoding.search import (
+    SEARCHES,
+    beam_search,
+    check_n_best,
+    greedy_search,
+    length_penalty,
+    search,
+)
+from tests.toys import (
+    ATTENTION_MODELS,
+    TINY_MODELS,
+    Oracle,
+    random_batch,
+    teacher_forced,
+    tiny_model,
+)
 
 A, B, C = 4, 5, 6  # three ordinary target tokens
 SENT = 4  # the source id of a one-sentence oracle
-
-
-class Oracle(Seq2SeqModel):
-    """A fake model whose next-token distribution is looked up by (sentence, prefix).
-
-    ``table[(sid, prefix)] = {token: probability}``, where ``sid`` is the source's first id and
-    ``prefix`` the tokens generated so far (no BOS). Unlisted tokens get probability 0; an unlisted
-    prefix ends the sentence (EOS with probability 1). Records the rows decoded at every step.
-    """
-
-    static_state_keys = frozenset({"src_mask", "sid"})
-
-    def __init__(self, table: dict, vocab: int = 8):
-        super().__init__()
-        self.table = table
-        self.src_vocab_size = self.tgt_vocab_size = vocab
-        self.rows_per_step: list[int] = []
-
-    def encode(self, src, src_mask):
-        return {"sid": src[:, 0], "src_mask": src_mask}
-
-    def init_state(self, enc):
-        return {**enc, "prefix": enc["sid"].new_zeros(len(enc["sid"]), 0)}
-
-    def decode_step(self, prev_tokens, state, need_attention=False):
-        prefix = torch.cat([state["prefix"], prev_tokens.unsqueeze(1)], 1)
-        self.rows_per_step.append(len(prev_tokens))
-        logits = torch.full((len(prev_tokens), self.tgt_vocab_size), float("-inf"))
-        for r in range(len(prev_tokens)):
-            key = (int(state["sid"][r]), tuple(t for t in prefix[r].tolist() if t != BOS))
-            for tok, p in self.table.get(key, {EOS: 1.0}).items():
-                logits[r, tok] = math.log(p)
-        return logits, None, {**state, "prefix": prefix}
 
 
 def one_sentence(table: dict) -> dict:
@@ -215,15 +199,6 @@ def test_a_beam_wide_enough_is_exhaustive_search(alpha, seed):
     assert_hyps(hyps, [(toks, s, lp, True) for s, lp, toks in expected])
 
 
-def random_batch(n: int, seed: int, max_len: int = 14, vocab: int = 40):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, max_len + 1, (n,), generator=g)
-    src = torch.zeros(n, int(lengths.max()), dtype=torch.long)
-    for i, k in enumerate(lengths.tolist()):
-        src[i, :k] = torch.randint(4, vocab, (k,), generator=g)
-    return src
-
-
 @pytest.mark.parametrize("name", list(TINY_MODELS))
 def test_beam_one_is_greedy(name):
     model, src = tiny_model(name), random_batch(12, seed=3)
@@ -260,15 +235,6 @@ def test_batch_invariance(name, beam):
         _assert_same(_best(model, row, beam)[0], batched[i])
 
 
-def _teacher_forced(model, src_row, tokens):
-    """Log-probability of ``tokens`` and the cross-attention (T, S) under teacher forcing."""
-    tgt_in = torch.tensor([[BOS, *tokens[:-1]]])
-    with torch.no_grad():
-        logits, att = model.forward_attention(src_row, src_row != 0, tgt_in)
-    logp = torch.log_softmax(logits[0].float(), -1)
-    return float(logp[torch.arange(len(tokens)), tokens].sum()), att
-
-
 @pytest.mark.parametrize("name", ATTENTION_MODELS)
 def test_hypotheses_carry_their_own_attention(name):
     """Each of the n best has (T, S_i) attention equal to teacher forcing on its own tokens: rows
@@ -281,7 +247,7 @@ def test_hypotheses_carry_their_own_attention(name):
         for h in [*hyps, greedy[i]]:
             assert h.attention.shape == (len(h.tokens), row.shape[1])
             torch.testing.assert_close(h.attention.sum(1), torch.ones(len(h.tokens)))
-            log_prob, att = _teacher_forced(model, row, h.tokens)
+            log_prob, att = teacher_forced(model, row, h.tokens)
             assert h.log_prob == pytest.approx(log_prob, abs=1e-4)
             torch.testing.assert_close(h.attention, att[0], atol=1e-5, rtol=1e-4)
 
@@ -294,3 +260,66 @@ def test_the_bottleneck_model_returns_no_attention(name):
     assert all(
         h.attention is None for h in greedy_search(model, src, src != 0, need_attention=True)
     )
+
+
+def test_the_table_has_one_search_per_method_of_the_config():
+    assert set(SEARCHES) == set(get_args(SearchMethod)) == set(SEARCH_SETTINGS)
+
+
+def decode_t1(decode: dict) -> list[list[int]]:
+    """The tokens ``search`` returns on T1 under the config section ``decode``."""
+    cfg = validate_config({"decode": {"min_len": 0, **decode}}).decode
+    src = torch.tensor([[SENT]])
+    return [h.tokens for h in search(Oracle(one_sentence(T1)), src, src != 0, cfg)[0]]
+
+
+def test_a_config_without_method_chooses_by_beam_size_as_before():
+    # T1: greedy follows A (.6), B (.6), EOS (.9); any beam of 2 or more finds [EOS] (.4)
+    assert decode_t1({}) == [[A, B, EOS]]
+    assert decode_t1({"beam_size": 1}) == [[A, B, EOS]]
+    assert decode_t1({"beam_size": 5}) == [[EOS]]
+    assert validate_config({"decode": {"beam_size": 5}}).decode.method == "beam"
+    assert decode_t1({"method": "beam", "beam_size": 2}) == [[EOS]]
+    assert decode_t1({"method": "sample", "top_k": 1}) == [[A, B, EOS]]
+
+
+@pytest.mark.parametrize(
+    ("decode", "says"),
+    [
+        ({"method": "greedy", "beam_size": 5}, "decode.beam_size: 5 is a setting of method beam"),
+        ({"method": "sample", "beam_size": 3}, "decode.beam_size: 3 is a setting of method beam"),
+        ({"beam_size": 4, "top_p": 0.9}, "decode.top_p: 0.9 is a setting of method sample"),
+        ({"method": "greedy", "temperature": 0.5}, "decode.temperature: 0.5 is a setting"),
+        ({"seed": 1}, "decode.seed: 1 is a setting of method sample, but method is greedy"),
+        ({"method": "sample", "top_p": 0}, "decode.top_p: Input should be greater than 0"),
+        ({"method": "sample", "top_p": 1.5}, "decode.top_p: Input should be less than or equal"),
+        ({"method": "sample", "temperature": 0}, "decode.temperature: Input should be greater"),
+        ({"method": "sample", "top_k": 0}, "decode.top_k: Input should be greater than or equal"),
+        ({"method": "nucleus"}, "decode.method: Input should be 'greedy', 'beam' or 'sample'"),
+    ],
+)
+def test_contradictions_and_out_of_bounds_settings_are_one_line_errors(decode, says):
+    with pytest.raises(ConfigError, match="^config: " + re.escape(says)) as e:
+        validate_config({"decode": decode})
+    assert "\n" not in str(e.value)
+
+
+def test_switching_method_drops_the_old_methods_settings_and_keeps_the_shared_ones():
+    sample = DecodeConfig(method="sample", temperature=0.5, top_p=0.9, seed=3, max_len_b=7)
+    beam = sample.with_method("beam", beam_size=4)
+    assert (beam.method, beam.beam_size, beam.max_len_b) == ("beam", 4, 7)
+    assert (beam.temperature, beam.top_p, beam.seed) == (1.0, 1.0, None)
+    again = sample.with_method("sample", seed=4)
+    assert (again.temperature, again.top_p, again.seed) == (0.5, 0.9, 4)
+    with pytest.raises(ValueError, match="setting of method sample"):
+        beam.with_method("greedy", top_k=3)
+    with pytest.raises(ValueError, match="5 is a setting of method beam, but method is greedy"):
+        DecodeConfig().model_copy(update={"beam_size": 5})  # a copy is validated too
+
+
+def test_n_best_is_checked_against_the_method():
+    for cfg, n in ((DecodeConfig(), 2), (DecodeConfig(method="beam", beam_size=3), 4)):
+        with pytest.raises(ConfigError, match=f"--n-best {n}: method {cfg.method} returns at most"):
+            check_n_best(cfg, n)
+    check_n_best(DecodeConfig(method="beam", beam_size=3), 3)
+    check_n_best(DecodeConfig(method="sample"), 50)

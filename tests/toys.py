@@ -1,10 +1,14 @@
-"""Toy-sized models of every family, for invariant tests."""
+"""Toy-sized models of every family, for invariant tests, and a scripted oracle for the searches."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from seq2seq.data.tokenizer import BOS, EOS
 from seq2seq.models import MODELS, build_model
+from seq2seq.models.base import Seq2SeqModel
 from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
 
 # Every registered model (and the variants whose wiring differs) at toy size; tests/test_models.py
@@ -67,3 +71,55 @@ def tiny_model(name: str, src_vocab: int = 40, tgt_vocab: int = 45, seed: int = 
     """A deterministic toy model in eval mode."""
     torch.manual_seed(seed)
     return build_model(TINY_MODELS[name], src_vocab, tgt_vocab, joint_vocab=False).eval()
+
+
+def random_batch(n: int, seed: int, max_len: int = 14, vocab: int = 40):
+    """(n, S) source ids of random lengths 1..max_len, zero-padded."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, max_len + 1, (n,), generator=g)
+    src = torch.zeros(n, int(lengths.max()), dtype=torch.long)
+    for i, k in enumerate(lengths.tolist()):
+        src[i, :k] = torch.randint(4, vocab, (k,), generator=g)
+    return src
+
+
+def teacher_forced(model, src_row, tokens):
+    """Log-probability of ``tokens`` and the cross-attention (T, S) under teacher forcing."""
+    tgt_in = torch.tensor([[BOS, *tokens[:-1]]])
+    with torch.no_grad():
+        logits, att = model.forward_attention(src_row, src_row != 0, tgt_in)
+    logp = torch.log_softmax(logits[0].float(), -1)
+    return float(logp[torch.arange(len(tokens)), tokens].sum()), att
+
+
+class Oracle(Seq2SeqModel):
+    """A fake model whose next-token distribution is looked up by (sentence, prefix).
+
+    ``table[(sid, prefix)] = {token: probability}``, where ``sid`` is the source's first id and
+    ``prefix`` the tokens generated so far (no BOS). Unlisted tokens get probability 0; an unlisted
+    prefix ends the sentence (EOS with probability 1). Records the rows decoded at every step.
+    """
+
+    static_state_keys = frozenset({"src_mask", "sid"})
+
+    def __init__(self, table: dict, vocab: int = 8):
+        super().__init__()
+        self.table = table
+        self.src_vocab_size = self.tgt_vocab_size = vocab
+        self.rows_per_step: list[int] = []
+
+    def encode(self, src, src_mask):
+        return {"sid": src[:, 0], "src_mask": src_mask}
+
+    def init_state(self, enc):
+        return {**enc, "prefix": enc["sid"].new_zeros(len(enc["sid"]), 0)}
+
+    def decode_step(self, prev_tokens, state, need_attention=False):
+        prefix = torch.cat([state["prefix"], prev_tokens.unsqueeze(1)], 1)
+        self.rows_per_step.append(len(prev_tokens))
+        logits = torch.full((len(prev_tokens), self.tgt_vocab_size), float("-inf"))
+        for r in range(len(prev_tokens)):
+            key = (int(state["sid"][r]), tuple(t for t in prefix[r].tolist() if t != BOS))
+            for tok, p in self.table.get(key, {EOS: 1.0}).items():
+                logits[r, tok] = math.log(p)
+        return logits, None, {**state, "prefix": prefix}

@@ -46,7 +46,7 @@ def user_errors():
         err = e.errors()[0]
         field = str(err["loc"][0])
         option = OPTION_OF_FIELD.get(field, field).replace("_", "-")
-        raise UserError(f"--{option}: {err['msg']}") from None
+        raise UserError(f"--{option}: {err['msg'].removeprefix('Value error, ')}") from None
     except ValueError as e:
         raise UserError(str(e)) from None
 

@@ -1,1 +1,2 @@
-"""Decoding: search over the model protocol (greedy, beam) and text -> text translation."""
+"""Decoding: the searches (``search.SEARCHES``: greedy, beam, sample) over the model protocol,
+and text -> text translation."""

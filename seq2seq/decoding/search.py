@@ -1,344 +1,77 @@
-"""Greedy and batched beam search, against the model protocol only (``models.base``).
+"""The table of searches: ``decode.method`` names one, and every caller dispatches through it.
 
-Shape notation: B sentences (b of them still decoding), K beam size, N n-best kept, L maximum output
-length, S source length, V vocabulary.
+Each entry takes (model, src (B, S) ids, src_mask (B, S) bool, DecodeConfig, n_best,
+need_attention) and returns, for each of the B sentences in input order, its list of
+``Hypothesis`` best first. The config fields a search reads besides the shared ones (lengths,
+length penalty, batch size) are its own: ``config.SEARCH_SETTINGS`` lists them.
 
-Conventions shared by both searches:
-- A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
-- Its ``score`` is log P(Y|X) / lp(|Y|) with the GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6)^α
-  (Wu et al. 2016, eq. 14); α = 0 ranks by the raw log-probability (``log_prob``).
-- ``max_len`` of sentence i is ``floor(max_len_a * src_len_i + max_len_b)`` tokens, EOS included.
-  A hypothesis still open at that length is *cut*: returned with ``finished=False`` and no EOS. Its
-  score lacks the EOS probability, so it is not comparable with a finished one: beam search returns
-  cut hypotheses only to fill an n-best list that has fewer than N finished ones.
-- ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
-  probabilities are not renormalised, so scores stay the model's log-probabilities).
-- PAD and BOS are never generated.
-- ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
-  real source positions only, so it does not depend on how the sentence was batched.
-
-Beam search keeps, per sentence, the K best open hypotheses and a pool of the N best finished ones,
-all in (b, K, ·) / (b, N, ·) tensors: each step is a fixed number of tensor operations whatever b
-is, and no Python loop runs over sentences or beams. Of the 2K best expansions of a step, those
-ending in EOS among the top K enter the pool; the K best that do not end in EOS stay open (as in
-fairseq). A sentence stops as soon as its N-th pooled score is at least every open beam's best
-reachable score -- log-probabilities only fall, and lp grows with length, so that bound is the
-beam's log-probability over lp(max_len) -- which makes early stopping exact. Finished sentences
-leave the batch at once.
+Adding a search: write its module here in ``decoding/``, add its entry below and its name to
+``config.SearchMethod`` (a test checks the two agree), its settings to ``DecodeConfig`` and
+``config.SEARCH_SETTINGS``, and its n-best limit to ``check_n_best`` if it has one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
-import torch
 from torch import Tensor
 
-from seq2seq.data.tokenizer import BOS, EOS, PAD
+from seq2seq.config import ConfigError, DecodeConfig
+from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
+from seq2seq.decoding.beam import beam_search, decode_beam
+from seq2seq.decoding.greedy import decode_greedy, greedy_search
+from seq2seq.decoding.sample import decode_sample, sample_search
 from seq2seq.models.base import Seq2SeqModel
 
-NEG_INF = float("-inf")
+__all__ = [
+    "SEARCHES",
+    "Hypothesis",
+    "SearchFn",
+    "beam_search",
+    "check_n_best",
+    "greedy_search",
+    "length_penalty",
+    "max_lengths",
+    "sample_search",
+    "search",
+]
+
+SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], list[list[Hypothesis]]]
+
+SEARCHES: dict[str, SearchFn] = {
+    "greedy": decode_greedy,
+    "beam": decode_beam,
+    "sample": decode_sample,
+}
 
 
-@dataclass
-class Hypothesis:
-    """One output.
-
-    Attributes:
-        tokens: generated ids, no BOS; ends with EOS iff ``finished``.
-        score: ``log_prob`` / lp(len(tokens)); equal to ``log_prob`` when α = 0.
-        log_prob: log P(tokens | source) under the model.
-        finished: False for a hypothesis cut at the maximum length.
-        attention: (T, S_i) cross-attention over the real source positions, or None.
-    """
-
-    tokens: list[int]
-    score: float
-    log_prob: float
-    finished: bool
-    attention: Tensor | None = None
-
-
-def max_lengths(src_mask: Tensor, a: float, b: int) -> Tensor:
-    """(B, S) mask -> (B,) maximum output lengths floor(a * src_len + b), at least 1."""
-    return (src_mask.sum(1).float() * a + b).floor().long().clamp(min=1)
-
-
-def length_penalty(length: Tensor | int, alpha: float) -> Tensor:
-    """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14); 1 when α = 0."""
-    return ((5.0 + torch.as_tensor(length, dtype=torch.float)) / 6.0) ** alpha
-
-
-def _log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
-    """(R, V) logits -> log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf.
-
-    Blocking happens after the softmax, so it never renormalises: scores stay the model's
-    log-probabilities.
-    """
-    logp = torch.log_softmax(logits.float(), -1)
-    logp[:, PAD] = NEG_INF
-    logp[:, BOS] = NEG_INF
-    if step < min_len:
-        logp[:, EOS] = NEG_INF
-    return logp
-
-
-@torch.no_grad()
-def greedy_search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    src_mask: Tensor,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
-    need_attention: bool = False,
-    length_penalty_alpha: float = 0.0,
-) -> list[Hypothesis]:
-    """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
-    the batch as soon as it produces EOS or reaches its maximum length.
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
-
-    Returns:
-        B hypotheses, in input order.
-    """
-    dev, b, S = src.device, src.shape[0], src.shape[1]
-    max_len = max_lengths(src_mask, max_len_a, max_len_b)
-    L = int(max_len.max())
-    state = model.init_state(model.encode(src, src_mask))
-    tokens = torch.full((b, L), PAD, dtype=torch.long, device=dev)
-    logp_sum = torch.zeros(b, device=dev)
-    attn = torch.zeros(b, L, S, device=dev) if need_attention else None
-    length = torch.zeros(b, dtype=torch.long, device=dev)
-    alive = torch.arange(b, device=dev)  # original rows still decoding
-    prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
-    for t in range(L):
-        logits, a, state = model.decode_step(prev, state, need_attention)
-        best_lp, best = _log_probs(logits, t, min_len).max(-1)
-        tokens[alive, t] = best
-        logp_sum[alive] += best_lp
-        length[alive] = t + 1
-        if a is None:
-            attn = None
-        elif attn is not None:
-            attn[alive, t] = a.float()
-        keep = (best != EOS) & (t + 1 < max_len[alive])
-        if not keep.any():
-            break
-        if not keep.all():
-            idx = keep.nonzero().squeeze(1)
-            state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
-        prev = best
-    score = logp_sum / length_penalty(length, length_penalty_alpha).to(dev)
-    out = []
-    rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), strict=True)
-    for i, (n, s, lp) in enumerate(rows):
-        toks = tokens[i, :n].tolist()
-        att = None if attn is None else attn[i, :n][:, src_mask[i]]
-        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att))
-    return out
-
-
-@dataclass
-class _Beams:
-    """The K open hypotheses of each of b sentences, best first; an empty slot has lp -inf."""
-
-    lp: Tensor  # (b, K) cumulative log-probabilities
-    tok: Tensor  # (b, K, L)
-    att: Tensor | None  # (b, K, L, S)
-
-    def select(self, keep: Tensor) -> _Beams:
-        return _Beams(self.lp[keep], self.tok[keep], None if self.att is None else self.att[keep])
-
-
-@dataclass
-class _Pool:
-    """The N best finished hypotheses of each of b sentences, best first; empty slots score -inf."""
-
-    score: Tensor  # (b, N)
-    lp: Tensor  # (b, N)
-    tok: Tensor  # (b, N, L)
-    length: Tensor  # (b, N)
-    att: Tensor | None  # (b, N, L, S)
-
-    def select(self, keep: Tensor) -> _Pool:
-        att = None if self.att is None else self.att[keep]
-        return _Pool(self.score[keep], self.lp[keep], self.tok[keep], self.length[keep], att)
-
-
-def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, _Pool]:
-    """Open beams with only beam 0 live (lp 0, the others -inf) and an empty pool."""
-    lp = torch.full((B, K), NEG_INF, device=dev)
-    lp[:, 0] = 0.0
-    tok = torch.full((B, K, L), PAD, dtype=torch.long, device=dev)
-    att = None if S is None else torch.zeros(B, K, L, S, device=dev)
-    pool = _Pool(
-        torch.full((B, N), NEG_INF, device=dev),
-        torch.full((B, N), NEG_INF, device=dev),
-        torch.full((B, N, L), PAD, dtype=torch.long, device=dev),
-        torch.zeros(B, N, dtype=torch.long, device=dev),
-        None if S is None else torch.zeros(B, N, L, S, device=dev),
-    )
-    return _Beams(lp, tok, att), pool
-
-
-def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
-    """Rank every one-token expansion and keep the best 2K, whose histories are built here.
-
-    Every beam has at most one EOS expansion, so the 2K best always hold K that do not end in EOS.
-
-    Args:
-        logp: (b*K, V) step log-probabilities.  att: (b*K, S) step attention or None.
-
-    Returns:
-        The 2K candidates (b, 2K, ·) best first, and each one's parent beam (b, 2K).
-    """
-    b, K = beams.lp.shape
-    n, L = min(2 * K, logp.shape[-1]), beams.tok.shape[-1]
-    # 1) each beam's n best tokens: the 2K best of all K x V expansions are among these K x n
-    #    (no (b, K, V) sum needed); 2) their cumulative log-probability
-    row_top, row_tok = logp.topk(n, dim=1)  # (b*K, n)
-    cand = (row_top + beams.lp.view(-1, 1)).view(b, K * n)
-    # 3) the 2K best, sorted
-    top_lp, top_idx = cand.topk(min(2 * K, K * n), dim=1)
-    parent, token = top_idx // n, row_tok.view(b, K * n).gather(1, top_idx)
-    # 4) copy each parent's history and append the new token (and its attention row)
-    tok = beams.tok.gather(1, parent.unsqueeze(2).expand(-1, -1, L)).clone()
-    tok[:, :, t] = token
-    cand_att = None
-    if beams.att is not None and att is not None:
-        S = beams.att.shape[-1]
-        cand_att = beams.att.gather(1, parent[:, :, None, None].expand(-1, -1, L, S)).clone()
-        step_att = att.float().view(b, K, S)
-        cand_att[:, :, t] = step_att.gather(1, parent.unsqueeze(2).expand(-1, -1, S))
-    return _Beams(top_lp, tok, cand_att), parent
-
-
-def _keep_open(cand: _Beams, parent: Tensor, K: int, t: int) -> tuple[_Beams, Tensor]:
-    """The K best candidates that do not end in EOS, best first, and their parents (b, K)."""
-    is_eos = cand.tok[:, :, t] == EOS
-    rank = torch.arange(cand.lp.shape[1], device=cand.lp.device).expand_as(cand.lp)
-    rank = torch.where(is_eos, rank + cand.lp.shape[1], rank)  # EOS candidates sort last
-    pos = rank.argsort(1)[:, :K]  # (b, K)
-    att = (
-        None
-        if cand.att is None
-        else cand.att.gather(1, pos[:, :, None, None].expand(-1, -1, *cand.att.shape[2:]))
-    )
-    tok = cand.tok.gather(1, pos.unsqueeze(2).expand(-1, -1, cand.tok.shape[2]))
-    return _Beams(cand.lp.gather(1, pos), tok, att), parent.gather(1, pos)
-
-
-def _merge(pool: _Pool, cand: _Beams, K: int, t: int, alpha: float) -> _Pool:
-    """Add the candidates that end in EOS among the top K ranks to the pool; keep the N best."""
-    N, L = pool.score.shape[1], pool.tok.shape[2]
-    lp, tok = cand.lp[:, :K], cand.tok[:, :K]
-    ends = tok[:, :, t] == EOS
-    score = torch.where(ends, lp / length_penalty(t + 1, alpha).item(), NEG_INF)
-    best, pick = torch.cat([pool.score, score], 1).topk(N, dim=1)
-    length = torch.cat([pool.length, torch.full_like(tok[:, :, 0], t + 1)], 1)
-    att = None
-    if pool.att is not None and cand.att is not None:
-        merged = torch.cat([pool.att, cand.att[:, :K]], 1)
-        att = merged.gather(1, pick[:, :, None, None].expand(-1, -1, *merged.shape[2:]))
-    return _Pool(
-        best,
-        torch.cat([pool.lp, lp], 1).gather(1, pick),
-        torch.cat([pool.tok, tok], 1).gather(1, pick.unsqueeze(2).expand(-1, -1, L)),
-        length.gather(1, pick),
-        att,
-    )
-
-
-@torch.no_grad()
-def beam_search(
-    model: Seq2SeqModel,
-    src: Tensor,
-    src_mask: Tensor,
-    beam_size: int = 5,
-    length_penalty_alpha: float = 0.0,
-    n_best: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
-    need_attention: bool = False,
-) -> list[list[Hypothesis]]:
-    """Batched beam search over B sentences x K beams (see the module docstring).
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        beam_size: K.  n_best: N <= K hypotheses returned per sentence, best first.
-        length_penalty_alpha: α of the GNMT penalty; 0 ranks by raw log-probability.
-
-    Returns:
-        For each sentence in input order, its N best hypotheses (finished ones first).
+def check_n_best(cfg: DecodeConfig, n_best: int) -> None:
+    """Greedy search finds one hypothesis and beam search keeps ``beam_size``; sampling draws any
+    number.
 
     Raises:
-        ValueError: n_best > beam_size.
+        ConfigError: ``cfg.method`` cannot return ``n_best`` hypotheses per sentence.
     """
-    if n_best > beam_size:
-        raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({beam_size})")
-    dev, B, K = src.device, src.shape[0], beam_size
-    max_len = max_lengths(src_mask, max_len_a, max_len_b)
-    L = int(max_len.max())
-    bound_lp = length_penalty(max_len, length_penalty_alpha).to(dev)  # (B,) most favourable lp
-    state = model.init_state(model.encode(src, src_mask))
-    beams, pool = _start(B, K, n_best, L, src.shape[1] if need_attention else None, dev)
-    results: list[list[Hypothesis]] = [[] for _ in range(B)]
-    alive = torch.arange(B, device=dev)  # original index of each sentence still decoding
-    prev = torch.full((B,), BOS, dtype=torch.long, device=dev)
-    for t in range(L):
-        logits, att, state = model.decode_step(prev, state, need_attention)
-        logp = _log_probs(logits, t, min_len)
-        if t == 0:  # a sentence's K beams are all still BOS: decoded once, copied to K rows here
-            rows = torch.arange(B, device=dev).repeat_interleave(K)
-            state, logp = model.select_state(state, rows), logp[rows]
-            att = None if att is None else att[rows]
-        cand, parent = _expand(beams, logp, att, t)
-        pool = _merge(pool, cand, K, t, length_penalty_alpha)
-        beams, parent = _keep_open(cand, parent, K, t)
-        at_max = t + 1 >= max_len[alive]
-        done = at_max | (pool.score[:, -1] >= beams.lp[:, 0] / bound_lp[alive])
-        for i in done.nonzero().squeeze(1).tolist():
-            j = int(alive[i])
-            cut = _cut(beams, i, t, length_penalty_alpha) if at_max[i] else []
-            results[j] = (_finished(pool, i) + cut)[:n_best]
-            for h in results[j] if need_attention else []:
-                h.attention = None if h.attention is None else h.attention[:, src_mask[j]]
-        if done.all():
-            break
-        # Move each kept beam's decoder state to its parent's and drop finished sentences, in one
-        # index: source-side entries are equal across a sentence's beams, so any row of it will do.
-        keep = (~done).nonzero().squeeze(1)
-        rows = (parent + torch.arange(len(alive), device=dev).unsqueeze(1) * K)[keep].view(-1)
-        if len(keep) < len(alive):
-            state = model.select_state(state, rows)
-        else:
-            state = model.reorder_state(state, rows)
-        beams, pool, alive = beams.select(keep), pool.select(keep), alive[keep]
-        prev = beams.tok[:, :, t].reshape(-1)
-    return results
+    limit = {"greedy": 1, "beam": cfg.beam_size}.get(cfg.method)
+    if limit is not None and n_best > limit:
+        raise ConfigError(
+            f"--n-best {n_best}: method {cfg.method} returns at most {limit} hypotheses per "
+            f"sentence; use --beam {n_best} (or more), or --method sample for {n_best} draws"
+        )
 
 
-def _finished(pool: _Pool, i: int) -> list[Hypothesis]:
-    """Sentence i's pooled hypotheses, best first, without empty slots."""
-    out = []
-    rows = zip(pool.score[i].tolist(), pool.lp[i].tolist(), pool.length[i].tolist(), strict=True)
-    for j, (s, lp, n) in enumerate(rows):
-        if s != NEG_INF:
-            att = None if pool.att is None else pool.att[i, j, :n]
-            out.append(Hypothesis(pool.tok[i, j, :n].tolist(), s, lp, True, att))
-    return out
+def search(
+    model: Seq2SeqModel,
+    src: Tensor,
+    src_mask: Tensor,
+    cfg: DecodeConfig,
+    n_best: int = 1,
+    need_attention: bool = False,
+) -> list[list[Hypothesis]]:
+    """Run ``SEARCHES[cfg.method]``: (B, S) ids and (B, S) mask -> B lists of hypotheses.
 
-
-def _cut(beams: _Beams, i: int, t: int, alpha: float) -> list[Hypothesis]:
-    """Sentence i's open beams at its maximum length t + 1, best first, as cut hypotheses."""
-    penalty = length_penalty(t + 1, alpha).item()
-    out = []
-    for j, lp in enumerate(beams.lp[i].tolist()):
-        if lp != NEG_INF:
-            att = None if beams.att is None else beams.att[i, j, : t + 1]
-            out.append(Hypothesis(beams.tok[i, j, : t + 1].tolist(), lp / penalty, lp, False, att))
-    return out
+    Raises:
+        ConfigError: ``n_best`` is more than the method returns (``check_n_best``).
+    """
+    check_n_best(cfg, n_best)
+    return SEARCHES[cfg.method](model, src, src_mask, cfg, n_best, need_attention)

@@ -24,7 +24,7 @@ from seq2seq.config import ConfigError, DecodeConfig
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
-from seq2seq.decoding.search import Hypothesis, beam_search, greedy_search
+from seq2seq.decoding.search import Hypothesis, check_n_best, search
 from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
@@ -111,41 +111,6 @@ def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
     return max(1, min(cfg.max_src_len, n_pos, fit))
 
 
-def search(
-    model: Seq2SeqModel,
-    src: torch.Tensor,
-    src_mask: torch.Tensor,
-    cfg: DecodeConfig,
-    n_best: int = 1,
-    need_attention: bool = False,
-) -> list[list[Hypothesis]]:
-    """Greedy when the beam is 1, else beam search; (B, S) ids -> B lists of hypotheses."""
-    if cfg.beam_size == 1:
-        hyps = greedy_search(
-            model,
-            src,
-            src_mask,
-            cfg.max_len_a,
-            cfg.max_len_b,
-            cfg.min_len,
-            need_attention,
-            cfg.length_penalty,
-        )
-        return [[h] for h in hyps]
-    return beam_search(
-        model,
-        src,
-        src_mask,
-        cfg.beam_size,
-        cfg.length_penalty,
-        n_best,
-        cfg.max_len_a,
-        cfg.max_len_b,
-        cfg.min_len,
-        need_attention,
-    )
-
-
 def translate_sentences(
     model: Seq2SeqModel,
     tok: Tokenizer,
@@ -164,8 +129,13 @@ def translate_sentences(
 
     ``progress`` (optional) is called with the number of sentences finished after each batch.
     ``first_line_no`` is the line number of ``sentences[0]``, and ``source_name`` the file, in
-    warnings.
+    warnings. The search is ``SEARCHES[cfg.method]``.
+
+    Raises:
+        ConfigError: ``n_best`` is more than ``cfg.method`` returns, or ``cfg``'s output limit
+            does not fit the model's positions.
     """
+    check_n_best(cfg, n_best)
     limit = source_limit(model, cfg)
     results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))

@@ -239,7 +239,8 @@ def decode_cached(
 ) -> tuple[list[str], float]:
     """Translate ``evalset`` with the run's decode settings and beam ``beam``; returns the
     hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
-    dcfg = run.cfg.decode.model_copy(update={"beam_size": beam})
+    method = "greedy" if beam == 1 else "beam"  # compare's --beams: 1 means greedy search
+    dcfg = run.cfg.decode.with_method(method, beam_size=beam)
     key = {
         "set": evalset.digest(),
         "best_pt": _best_stamp(run.run_dir),
@@ -270,7 +271,7 @@ def attention_panel(
     run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, source: str, device: str
 ) -> tuple[str, torch.Tensor, list[str], list[str]]:
     """(title, (T, S) greedy cross-attention, S source pieces, T output pieces) of one line."""
-    dcfg = run.cfg.decode.model_copy(update={"beam_size": 1})
+    dcfg = run.cfg.decode.with_method("greedy")
     r = translate_sentences(model, tok, [source], dcfg, device, need_attention=True)[0]
     h = r.hypotheses[0]
     att = h.attention.cpu()

@@ -64,7 +64,7 @@ def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device)
 def _bleu(model: Seq2SeqModel, tok: Tokenizer, text: ParallelText, cfg: Config, device) -> dict:
     # Sources over decode.max_src_len are cut with a warning, not skipped: BLEU covers the set.
     srcs, refs = text.src, text.tgt
-    greedy = cfg.decode.model_copy(update={"beam_size": 1})
+    greedy = cfg.decode.with_method("greedy")
     hyps = [t.text for t in translate_sentences(model, tok, srcs, greedy, device)]
     return {
         "bleu": corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score,

@@ -1,0 +1,72 @@
+"""What every search shares: the ``Hypothesis`` it returns, output length limits, the GNMT length
+penalty, and the step log-probabilities with the tokens no search may emit blocked.
+
+Shape notation: B sentences (b of them still decoding), S source length, V vocabulary.
+
+Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
+- A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
+- Its ``score`` is log P(Y|X) / lp(|Y|) with the GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6)^α
+  (Wu et al. 2016, eq. 14); α = 0 ranks by the raw log-probability (``log_prob``).
+- ``max_len`` of sentence i is ``floor(max_len_a * src_len_i + max_len_b)`` tokens, EOS included.
+  A hypothesis still open at that length is *cut*: returned with ``finished=False`` and no EOS. Its
+  score lacks the EOS probability, so it is not comparable with a finished one.
+- ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
+  probabilities are not renormalised, so scores stay the model's log-probabilities).
+- PAD and BOS are never generated.
+- ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
+  real source positions only, so it does not depend on how the sentence was batched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seq2seq.data.tokenizer import BOS, EOS, PAD
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    """One output.
+
+    Attributes:
+        tokens: generated ids, no BOS; ends with EOS iff ``finished``.
+        score: ``log_prob`` / lp(len(tokens)); equal to ``log_prob`` when α = 0.
+        log_prob: log P(tokens | source) under the model.
+        finished: False for a hypothesis cut at the maximum length.
+        attention: (T, S_i) cross-attention over the real source positions, or None.
+    """
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+    finished: bool
+    attention: Tensor | None = None
+
+
+def max_lengths(src_mask: Tensor, a: float, b: int) -> Tensor:
+    """(B, S) mask -> (B,) maximum output lengths floor(a * src_len + b), at least 1."""
+    return (src_mask.sum(1).float() * a + b).floor().long().clamp(min=1)
+
+
+def length_penalty(length: Tensor | int, alpha: float) -> Tensor:
+    """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14); 1 when α = 0."""
+    return ((5.0 + torch.as_tensor(length, dtype=torch.float)) / 6.0) ** alpha
+
+
+def step_log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
+    """(b, V) logits -> (b, V) log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf.
+
+    Blocking happens after the softmax, so it never renormalises: scores stay the model's
+    log-probabilities.
+    """
+    logp = torch.log_softmax(logits.float(), -1)
+    logp[:, PAD] = NEG_INF
+    logp[:, BOS] = NEG_INF
+    if step < min_len:
+        logp[:, EOS] = NEG_INF
+    return logp

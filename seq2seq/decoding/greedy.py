@@ -1,0 +1,162 @@
+"""Greedy search, and the left-to-right loop it shares with sampling (``sample.py``).
+
+Shape notation: B sentences, C copies of each, b rows still decoding, L maximum output length,
+S source length, V vocabulary. The conventions every search follows are in ``base.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from seq2seq.config import DecodeConfig
+from seq2seq.data.tokenizer import BOS, EOS, PAD
+from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths, step_log_probs
+from seq2seq.models.base import Seq2SeqModel
+
+Choose = Callable[[Tensor], Tensor]
+"""(b, V) step log-probabilities (blocked tokens at -inf) -> (b,) the next token of each row."""
+
+
+@torch.no_grad()
+def left_to_right(
+    model: Seq2SeqModel,
+    src: Tensor,
+    src_mask: Tensor,
+    choose: Choose,
+    copies: int = 1,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    min_len: int = 0,
+    need_attention: bool = False,
+    length_penalty_alpha: float = 0.0,
+) -> list[Hypothesis]:
+    """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
+    once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
+
+    Args:
+        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
+        choose: picks the next tokens of the rows still decoding (see ``Choose``).
+        copies: C rows per sentence, decoded from one encoding of it.
+        length_penalty_alpha: only rescales the reported ``score``.
+
+    Returns:
+        B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
+        log-probabilities of the chosen tokens.
+    """
+    dev, S = src.device, src.shape[1]
+    state = model.init_state(model.encode(src, src_mask))
+    if copies > 1:  # one encoding, C decoder rows per sentence
+        rows = torch.arange(src.shape[0], device=dev).repeat_interleave(copies)
+        state, src_mask = model.select_state(state, rows), src_mask[rows]
+    b = src_mask.shape[0]
+    max_len = max_lengths(src_mask, max_len_a, max_len_b)
+    L = int(max_len.max())
+    tokens = torch.full((b, L), PAD, dtype=torch.long, device=dev)
+    logp_sum = torch.zeros(b, device=dev)
+    attn = torch.zeros(b, L, S, device=dev) if need_attention else None
+    length = torch.zeros(b, dtype=torch.long, device=dev)
+    alive = torch.arange(b, device=dev)  # original rows still decoding
+    prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
+    for t in range(L):
+        logits, a, state = model.decode_step(prev, state, need_attention)
+        logp = step_log_probs(logits, t, min_len)
+        best = choose(logp)  # (b,)
+        tokens[alive, t] = best
+        logp_sum[alive] += logp.gather(1, best.unsqueeze(1)).squeeze(1)
+        length[alive] = t + 1
+        if a is None:
+            attn = None
+        elif attn is not None:
+            attn[alive, t] = a.float()
+        keep = (best != EOS) & (t + 1 < max_len[alive])
+        if not keep.any():
+            break
+        if not keep.all():
+            idx = keep.nonzero().squeeze(1)
+            state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
+        prev = best
+    return _hypotheses(tokens, length, logp_sum, attn, src_mask, length_penalty_alpha)
+
+
+def _hypotheses(
+    tokens: Tensor,
+    length: Tensor,
+    logp_sum: Tensor,
+    attn: Tensor | None,
+    src_mask: Tensor,
+    alpha: float,
+) -> list[Hypothesis]:
+    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L, S)
+    attention (or None) and the (b, S) source mask."""
+    score = logp_sum / length_penalty(length, alpha).to(logp_sum.device)
+    out = []
+    rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), strict=True)
+    for i, (n, s, lp) in enumerate(rows):
+        toks = tokens[i, :n].tolist()
+        att = None if attn is None else attn[i, :n][:, src_mask[i]]
+        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att))
+    return out
+
+
+def greedy_search(
+    model: Seq2SeqModel,
+    src: Tensor,
+    src_mask: Tensor,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    min_len: int = 0,
+    need_attention: bool = False,
+    length_penalty_alpha: float = 0.0,
+) -> list[Hypothesis]:
+    """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
+    the batch as soon as it produces EOS or reaches its maximum length.
+
+    Args:
+        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
+        length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
+
+    Returns:
+        B hypotheses, in input order.
+    """
+    return left_to_right(
+        model,
+        src,
+        src_mask,
+        lambda logp: logp.argmax(-1),
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        min_len=min_len,
+        need_attention=need_attention,
+        length_penalty_alpha=length_penalty_alpha,
+    )
+
+
+def decode_greedy(
+    model: Seq2SeqModel,
+    src: Tensor,
+    src_mask: Tensor,
+    cfg: DecodeConfig,
+    n_best: int = 1,
+    need_attention: bool = False,
+) -> list[list[Hypothesis]]:
+    """``SEARCHES["greedy"]``: (B, S) ids -> B one-hypothesis lists.
+
+    Raises:
+        ValueError: n_best > 1 (greedy search finds one hypothesis).
+    """
+    if n_best > 1:
+        raise ValueError(f"n_best ({n_best}) needs method beam or sample; greedy finds one")
+    hyps = greedy_search(
+        model,
+        src,
+        src_mask,
+        cfg.max_len_a,
+        cfg.max_len_b,
+        cfg.min_len,
+        need_attention,
+        cfg.length_penalty,
+    )
+    return [[h] for h in hyps]
