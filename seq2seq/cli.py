@@ -666,7 +666,9 @@ def synth(
 @app.command()
 def serve(
     runs: list[Path] = typer.Argument(
-        ..., help="Run folders (their best.pt, else last.pt) or checkpoint files."
+        ...,
+        metavar="RUN",
+        help="Run folders (their best.pt, else last.pt) or checkpoint files.",
     ),
     host: str = typer.Option(
         "127.0.0.1",

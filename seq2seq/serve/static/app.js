@@ -20,7 +20,7 @@ function el(tag, attrs = {}, ...children) {
 }
 
 const num = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
-const millions = (n) => (n / 1e6).toFixed(2) + " M";
+const params = (n) => (n >= 1e6 ? (n / 1e6).toFixed(2) + " M" : n.toLocaleString());
 
 async function init() {
   const resp = await fetch("/models");
@@ -47,7 +47,7 @@ function infoCard(m) {
   const att = !m.attention ? "none (fixed vector)"
     : m.layers * m.heads === 1 ? "one map per step" : `${m.layers} layers × ${m.heads} heads`;
   const rows = [
-    ["family", m.family], ["parameters", millions(m.parameters)], ["attention", att],
+    ["family", m.family], ["parameters", params(m.parameters)], ["attention", att],
     ["trained", `${t.steps ?? "?"} steps, ${t.epochs ?? "?"} epochs, ${t.train_minutes ?? "?"} min`],
     [`best ${t.best_metric}`, `${num(t.best_score)} at step ${t.best_step ?? "?"}`],
     ["checkpoint", `${m.checkpoint} on ${m.device}`],
@@ -152,7 +152,7 @@ function fill(view, m, result) {
 function hypTable(result, line) {
   const table = el("table", { class: "hyps" });
   const row = (cls, label, hyp, ms) => {
-    const text = el("td", { class: "text", text: hyp.text });
+    const text = el("td", { class: "text" }, el("span", { class: "hyp", text: hyp.text }));
     if (!hyp.finished) text.append(el("span", { class: "cut", text: " (cut at the length limit)" }));
     table.append(el("tr", { class: cls }, el("th", { text: label }), text,
       el("td", { class: "num", text: `log p ${num(hyp.log_prob)}`, title: `score ${num(hyp.score, 4)}` }),
@@ -273,7 +273,7 @@ function drawStudy(study, mode, metric, hidden, redraw) {
   };
   const models = study.models.filter((m) => m.decodes[mode]);
   const buckets = [...new Set(models.flatMap((m) => m.decodes[mode].by_length.map((r) => r.bucket)))];
-  const W = 860, H = 380, L = 56, R = 200, T = 16, B = 44;
+  const W = 900, H = 380, L = 56, R = 240, T = 16, B = 44;
   const values = models.flatMap((m) => m.decodes[mode].by_length.map((r) => r[metric])).filter((v) => v !== null);
   const top = Math.max(10, Math.ceil(Math.max(0, ...values) / 10) * 10);
   const x = (i) => L + (buckets.length < 2 ? 0 : (i * (W - L - R)) / (buckets.length - 1));
@@ -283,6 +283,7 @@ function drawStudy(study, mode, metric, hidden, redraw) {
     svg.append(svgEl("line", { class: "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }),
       svgEl("text", { x: L - 8, y: y(v) + 4, "text-anchor": "end", "font-size": 12 }, v.toFixed(0)));
   }
+  svg.append(svgEl("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
   buckets.forEach((b, i) => svg.append(svgEl("text", { x: x(i), y: H - B + 18, "text-anchor": "middle", "font-size": 12 }, b)));
   svg.append(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12 }, "source length (words)"),
     svgEl("text", { x: 14, y: (T + H - B) / 2, "font-size": 12, transform: `rotate(-90 14 ${(T + H - B) / 2})`, "text-anchor": "middle" },
@@ -305,11 +306,11 @@ function drawStudy(study, mode, metric, hidden, redraw) {
     }
     const item = svgEl("g", { class: hidden.has(m.name) ? "off" : "", transform: `translate(${W - R + 16} ${T + 18 * k})` });
     item.append(svgEl("rect", { width: 12, height: 12, y: -10, fill: color }),
-      svgEl("text", { x: 18, "font-size": 12 }, `${m.name} (${m.family || "?"})`));
+      svgEl("text", { x: 18, "font-size": 12 }, m.name), svgEl("title", {}, m.family || ""));
     item.addEventListener("click", () => { hidden.has(m.name) ? hidden.delete(m.name) : hidden.add(m.name); redraw(); });
     legend.append(item);
   });
-  svg.append(svgEl("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }), legend);
+  svg.append(legend);
   $("#study-plot").replaceChildren(svg);
 }
 
