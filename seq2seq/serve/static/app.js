@@ -206,8 +206,11 @@ function headRows(maps, layer, head) {
 }
 
 function heatmap(srcPieces, tgtPieces, rows) {
+  // cells shrink (18 to 12 px) so that a long source still fits a card
+  const cell = Math.max(12, Math.min(18, Math.floor(340 / srcPieces.length)));
   const grid = el("div", { class: "heatmap" });
-  grid.style.gridTemplateColumns = `auto repeat(${srcPieces.length}, 17px)`;
+  grid.style.setProperty("--cell", `${cell}px`);
+  grid.style.gridTemplateColumns = `auto repeat(${srcPieces.length}, ${cell}px)`;
   grid.append(el("div"));
   const srcCells = srcPieces.map((p, j) => el("div", { class: "src-piece", "data-col": j, text: p }));
   grid.append(...srcCells);
