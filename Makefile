@@ -6,7 +6,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo test test-slow lint format bench-train bench-decode study clean
+.PHONY: install demo demo-rnn zoo test test-slow test-browser lint format bench-train bench-decode study clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,16 @@ test: install
 
 test-slow: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -m slow
+
+# The `seq2seq serve` page in a real headless Chromium: Debian's `chromium` package (apt-get install
+# chromium), or the binary $SEQ2SEQ_CHROMIUM names. Playwright comes from the `browser` extra and
+# drives that browser; it never downloads one. See docs/serve.md.
+$(VENV)/.browser: pyproject.toml | $(VENV)/.installed
+	$(BIN)/python -m pip install -e ".[dev,browser]"
+	touch $@
+
+test-browser: install $(VENV)/.browser
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -rP -m browser
 
 lint: install
 	$(BIN)/ruff check seq2seq tests scripts

@@ -134,6 +134,27 @@ def test_incremental_decoding_matches_teacher_forcing(name):
 
 
 @pytest.mark.parametrize("name", TINY_MODELS)
+def test_cross_attention_maps_hold_every_layer_and_head(name):
+    """(B, L, H, T, S) maps: rows are distributions over the real source positions, and the
+    alignment forward_attention returns is their last layer's mean over heads."""
+    model = tiny_model(name)
+    src, mask, tgt = _batch()
+    maps = model.cross_attention_maps(src, mask, tgt)
+    _, attn = model.forward_attention(src, mask, tgt)
+    if attn is None:
+        assert maps is None
+        return
+    cfg = TINY_MODELS[name]
+    layers, heads = (cfg.n_decoder_layers, cfg.n_heads) if cfg.name == "transformer" else (1, 1)
+    assert maps.shape == (3, layers, heads, 5, 7)
+    torch.testing.assert_close(maps.sum(-1), torch.ones(3, layers, heads, 5), atol=1e-5, rtol=0)
+    assert (maps.masked_select(~mask[:, None, None, None, :].expand_as(maps)) == 0).all()
+    torch.testing.assert_close(maps[:, -1].mean(1), attn, atol=1e-6, rtol=0)
+    if heads > 1:  # the heads are the model's own, not one map repeated
+        assert not torch.allclose(maps[:, -1, 0], maps[:, -1, 1])
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
 def test_reorder_state_moves_rows(name):
     """Decoding after reorder_state(index) equals decoding rows in that order."""
     model = tiny_model(name)

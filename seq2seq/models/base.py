@@ -85,6 +85,23 @@ class Seq2SeqModel(nn.Module):
         has none, or when ``need_attention`` is False and computing them costs extra)."""
         raise NotImplementedError
 
+    def cross_attention_maps(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor | None:
+        """Teacher-forced cross-attention of every decoder layer and head, for inspection.
+
+        Args:
+            src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
+            tgt_in: (B, T) decoder input ids, BOS first.
+
+        Returns:
+            (B, L, H, T, S) weights, each row summing to 1 over the real source positions, or None
+            for a model without attention. A model with one attention per step (the RNN decoders)
+            returns L = H = 1, its ``forward_attention`` map; a multi-layer, multi-head model
+            returns each layer's heads (the Transformer's ``forward_attention`` map is the mean
+            of its last layer's heads).
+        """
+        _, attn = self.forward_attention(src, src_mask, tgt_in, need_attention=True)
+        return None if attn is None else attn[:, None, None]
+
     def encode(self, src: Tensor, src_mask: Tensor) -> State:
         """Run the encoder; returns the static part of the decoding state."""
         raise NotImplementedError

@@ -218,7 +218,8 @@ class Transformer(Seq2SeqModel):
     Embeddings are scaled by √d_model and summed with sinusoidal (or learned) positions (§3.4,
     §3.5). With ``share_embeddings`` the output projection is the target embedding matrix, and with
     a joint vocabulary the source embedding is that matrix too (§3.4). The returned alignment is the
-    last decoder layer's cross-attention averaged over heads.
+    last decoder layer's cross-attention averaged over heads; ``cross_attention_maps`` gives every
+    layer's heads.
     """
 
     has_attention = True
@@ -314,29 +315,41 @@ class Transformer(Seq2SeqModel):
             state[f"k{i}"] = state[f"v{i}"] = out.new_zeros(b, h, 0, dk)
         return state
 
-    def _decode(self, tgt_in: Tensor, state: State, incremental: bool, need_weights: bool):
+    def _decode(
+        self, tgt_in: Tensor, state: State, incremental: bool, need_weights: bool, every_layer=False
+    ) -> tuple[Tensor, list[Tensor], State]:
+        """Decoder stack over tgt_in (B, T) -> logits (B, T, V), the cross-attention weights
+        (B, H, T, S) of the last layer (of every layer with ``every_layer``; none without
+        ``need_weights``), and the next state."""
         start = state["k0"].shape[2] if incremental else 0
         x, mask = self._embed(self.tgt_embed, tgt_in, start), self._key_mask(state["src_mask"])
         new = {k: state[k] for k in self.static_state_keys}
-        w = None
+        weights = []
         for i, layer in enumerate(self.decoder):
             cache = (state[f"k{i}"], state[f"v{i}"]) if incremental else None
-            last = i == self.n_dec - 1
+            want = need_weights and (every_layer or i == self.n_dec - 1)
             x, w_i, (new[f"k{i}"], new[f"v{i}"]) = layer(
-                x, state[f"ck{i}"], state[f"cv{i}"], mask, cache, need_weights and last
+                x, state[f"ck{i}"], state[f"cv{i}"], mask, cache, want
             )
-            w = w_i if last else w
+            if w_i is not None:
+                weights.append(w_i)
         out_w = self.tgt_embed.weight if self.out_proj is None else self.out_proj.weight
         logits = F.linear(self.dec_norm(x), out_w, self.out_bias)
-        return logits, None if w is None else w.mean(1), new
+        return logits, weights, new
 
     def forward_attention(self, src, src_mask, tgt_in, need_attention=True):
         state = self.init_state(self.encode(src, src_mask))
-        logits, attn, _ = self._decode(
+        logits, weights, _ = self._decode(
             tgt_in, state, incremental=False, need_weights=need_attention
         )
-        return logits, attn
+        return logits, weights[-1].mean(1) if weights else None
+
+    def cross_attention_maps(self, src, src_mask, tgt_in):
+        state = self.init_state(self.encode(src, src_mask))
+        _, weights, _ = self._decode(tgt_in, state, False, need_weights=True, every_layer=True)
+        return torch.stack(weights, 1)  # L x (B, H, T, S) -> (B, L, H, T, S)
 
     def decode_step(self, prev_tokens, state, need_attention=False):
-        logits, attn, state = self._decode(prev_tokens.unsqueeze(1), state, True, need_attention)
-        return logits.squeeze(1), None if attn is None else attn.squeeze(1), state
+        logits, weights, state = self._decode(prev_tokens.unsqueeze(1), state, True, need_attention)
+        attn = weights[-1].mean(1).squeeze(1) if weights else None  # (B, H, 1, S) -> (B, S)
+        return logits.squeeze(1), attn, state

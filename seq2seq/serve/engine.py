@@ -1,0 +1,227 @@
+"""One ``POST /translate`` request: text -> every chosen model's greedy and beam translations, with
+log-probabilities, decode times and cross-attention maps.
+
+Shape notation: L decoder layers, H heads, T output tokens (EOS included), S source tokens.
+
+Text follows the README's data hygiene rules, as ``seq2seq translate`` reads it: a line ends at
+``\\n`` only (the ``\\r`` of ``\\r\\n`` is dropped, a final newline adds no empty line), each line
+is cleaned by ``data.text.clean_line``, and a blank line gets no translation (``null``) in its
+place. Unlike ``translate``, which cuts an over-long source and warns, the server refuses it with a
+4xx message: a page or script gets told, not a silently shortened answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from seq2seq.config import DecodeConfig
+from seq2seq.data.text import clean_line
+from seq2seq.data.tokenizer import BOS
+from seq2seq.decoding.search import Hypothesis
+from seq2seq.decoding.translate import Translation, source_limit, translate_sentences
+from seq2seq.serve.runs import ServedModel
+
+MAX_BEAM = 16
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for; over a limit the request gets 413 and a message."""
+
+    max_body_bytes: int = 64 * 1024
+    max_chars: int = 5000
+    max_lines: int = 20
+    max_src_tokens: int = 200  # per line, in the model's own source pieces
+
+
+class RequestError(ValueError):
+    """A request the server refuses: an HTTP status and a one-line message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class TranslateRequest(BaseModel):
+    """The body of ``POST /translate``; unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="one or more source sentences, one per line")
+    beam: int = Field(5, ge=1, le=MAX_BEAM, description="beam size; 1 = greedy only")
+    n_best: int = Field(1, ge=1, description="hypotheses returned from the beam, best first")
+    length_penalty: float | None = Field(
+        None, ge=0, le=10, description="GNMT alpha; null = each run's decode.length_penalty"
+    )
+    models: list[str] | None = Field(None, description="model names; null = every model")
+    attention: bool = Field(True, description="include cross-attention maps")
+
+    @model_validator(mode="after")
+    def _n_best_fits_the_beam(self) -> TranslateRequest:
+        if self.n_best > self.beam:
+            raise ValueError(f"n_best ({self.n_best}) cannot exceed beam ({self.beam})")
+        return self
+
+
+def split_lines(text: str) -> list[str]:
+    """Split at ``\\n`` only; drop the ``\\r`` of ``\\r\\n`` and the empty piece after a final
+    newline. Other line-break-like characters stay in their line (``clean_line`` spaces them)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def translate_request(
+    served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
+) -> dict[str, Any]:
+    """Answer one request (JSON values).
+
+    Returns:
+        ``{"sources": [cleaned line, ...], "models": [model result, ...]}`` with a result per
+        chosen model, in the order the server lists them (see ``docs/serve.md``).
+
+    Raises:
+        RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
+    """
+    if len(req.text) > limits.max_chars:
+        raise RequestError(
+            413, f"text has {len(req.text)} characters; the limit is {limits.max_chars}"
+        )
+    lines = split_lines(req.text)
+    if len(lines) > limits.max_lines:
+        raise RequestError(413, f"text has {len(lines)} lines; the limit is {limits.max_lines}")
+    chosen = pick_models(served, req.models)
+    sources = [clean_line(line) for line in lines]
+    for m in chosen:  # every check before any decoding
+        check_source_lengths(m, sources, limits)
+    return {"sources": sources, "models": [translate_with(m, sources, req) for m in chosen]}
+
+
+def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[ServedModel]:
+    """The models named (in server order), or all of them for None.
+
+    Raises:
+        RequestError: 422 for a name the server does not hold, or an empty list.
+    """
+    if names is None:
+        return list(served)
+    known = {m.name for m in served}
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        what = f"unknown model {unknown[0]!r}" if unknown else "models: name at least one model"
+        raise RequestError(422, f"{what}; this server has {', '.join(sorted(known))}")
+    return [m for m in served if m.name in names]
+
+
+def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> None:
+    """Raises RequestError (413) for the first line longer than the model takes whole."""
+    limit = min(limits.max_src_tokens, source_limit(m.model, m.cfg.decode))
+    for i, ids in enumerate(m.tok.encode_src(sources), start=1):
+        if len(ids) > limit:
+            raise RequestError(
+                413,
+                f"line {i} is {len(ids)} source pieces long for model {m.name!r}; the limit is "
+                f"{limit}: split it into shorter sentences",
+            )
+
+
+def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
+    """The run's decode settings with the request's beam and length penalty: (greedy, beam)."""
+    alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
+    greedy = base.model_copy(update={"beam_size": 1, "length_penalty": alpha})
+    return greedy, base.model_copy(update={"beam_size": req.beam, "length_penalty": alpha})
+
+
+def translate_with(m: ServedModel, sources: list[str], req: TranslateRequest) -> dict[str, Any]:
+    """Greedy (and, with ``beam`` > 1, beam) translations of ``sources`` by one model, holding its
+    lock; decode times are wall milliseconds for all the lines together."""
+    greedy_cfg, beam_cfg = decode_configs(m.cfg.decode, req)
+    beam: list[Translation | None] = [None] * len(sources)
+    beam_ms = None
+    with m.lock:
+        t0 = time.perf_counter()
+        greedy = translate_sentences(m.model, m.tok, sources, greedy_cfg, m.device)
+        greedy_ms = (time.perf_counter() - t0) * 1000
+        if req.beam > 1:
+            t0 = time.perf_counter()
+            beam = translate_sentences(m.model, m.tok, sources, beam_cfg, m.device, req.n_best)
+            beam_ms = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        lines = [
+            line_result(m, s, g, b, req.attention)
+            for s, g, b in zip(sources, greedy, beam, strict=True)
+        ]
+        attention_ms = (time.perf_counter() - t0) * 1000
+    return {
+        "name": m.name,
+        "beam": req.beam,
+        "length_penalty": greedy_cfg.length_penalty,
+        "greedy_ms": round(greedy_ms, 1),
+        "beam_ms": None if beam_ms is None else round(beam_ms, 1),
+        "attention_ms": round(attention_ms, 1),
+        "lines": lines,
+    }
+
+
+def line_result(
+    m: ServedModel, source: str, greedy: Translation, beam: Translation | None, attention: bool
+) -> dict[str, Any] | None:
+    """One line's pieces and hypotheses; None for a line that had nothing to translate."""
+    if not greedy.hypotheses:
+        return None
+    src_ids = m.tok.encode_src([source])[0]
+    out: dict[str, Any] = {
+        "source_pieces": m.tok.src_pieces(source),
+        "uncovered": greedy.uncovered,
+        "greedy": hypothesis(m, src_ids, greedy.hypotheses[0], greedy.texts[0], attention),
+        "beam": None,
+    }
+    if beam is not None and beam.hypotheses:
+        best = hypothesis(m, src_ids, beam.hypotheses[0], beam.texts[0], attention)
+        best["n_best"] = [
+            {k: v for k, v in hypothesis(m, src_ids, h, t, False).items() if k != "attention"}
+            for h, t in zip(beam.hypotheses, beam.texts, strict=True)
+        ]
+        out["beam"] = best
+    return out
+
+
+def hypothesis(
+    m: ServedModel, src_ids: list[int], h: Hypothesis, text: str, attention: bool
+) -> dict[str, Any]:
+    """A hypothesis as JSON values; ``attention`` adds its (L, H, T, S) maps (see
+    ``attention_maps``), or null for a model without attention."""
+    out = {
+        "text": text,
+        "pieces": m.tok.tgt_pieces(h.tokens),
+        "log_prob": round(h.log_prob, 4),
+        "score": round(h.score, 4),
+        "finished": h.finished,
+        "attention": None,
+    }
+    if attention and m.attention is not None:
+        out["attention"] = attention_maps(m, src_ids, h.tokens)
+    return out
+
+
+@torch.inference_mode()
+def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> list:
+    """The model's cross-attention while it emits ``tokens`` (teacher-forced, which equals what
+    search saw step by step): (L, H, T, S) nested lists, rounded to 4 decimals; row t is the
+    attention paid while emitting ``tokens[t]``."""
+    src = torch.tensor([src_ids], device=m.device)
+    tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.device)
+    maps = m.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
+    return ((maps[0].double() * 1e4).round() / 1e4).tolist()
+
+
+def limits_info(limits: Limits) -> dict[str, int]:
+    """The limits as JSON values, for the page and scripts (``GET /models``)."""
+    return {**asdict(limits), "max_beam": MAX_BEAM}

@@ -1,0 +1,146 @@
+"""The runs a server holds: fixed at start, loaded once, each behind its own lock.
+
+Nothing a request carries ever names a file: requests pick models by the names given here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.checkpoint import load_checkpoint, model_from_checkpoint, resolve_checkpoint
+from seq2seq.config import Config
+from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
+from seq2seq.decoding.translate import source_limit
+from seq2seq.models import Seq2SeqModel
+from seq2seq.runtime import pick_device
+from seq2seq.study.compare import family
+
+
+@dataclass
+class ServedModel:
+    """One loaded run.
+
+    Attributes:
+        name: the run's name in requests and on the page (its folder's name, made unique).
+        attention: (L, H) decoder layers and heads of its cross-attention maps, or None for a
+            model without attention (the fixed-vector ``rnn``).
+        info: what the page shows about it (``model_info``).
+        lock: held for every model call, so concurrent requests use the model one at a time.
+    """
+
+    name: str
+    model: Seq2SeqModel
+    tok: Tokenizer
+    cfg: Config
+    device: torch.device
+    attention: tuple[int, int] | None
+    info: dict[str, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[ServedModel]:
+    """Load every run (a run folder's ``best.pt``, else ``last.pt``, or a checkpoint file).
+
+    Args:
+        paths: run folders or checkpoint files, in the order the page shows them.
+        device: auto | cpu | cuda for all of them; None puts each on its own ``train.device``.
+
+    Returns:
+        One ``ServedModel`` per path, named after its folder (``-2``, ``-3`` ... on clashes).
+
+    Raises:
+        CheckpointError: a path holds no readable checkpoint.
+        ConfigError: an unknown device, or CUDA asked for but absent.
+    """
+    served: list[ServedModel] = []
+    taken: set[str] = set()
+    for path in paths:
+        ckpt_path = resolve_checkpoint(path)
+        base = ckpt_path.parent.name or ckpt_path.stem
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}-{k}"
+        taken.add(name)
+        served.append(load_run(ckpt_path, name, device))
+    return served
+
+
+def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
+    """Load one checkpoint file onto its device, probe its attention and describe it.
+
+    Raises:
+        CheckpointError: unreadable or incompatible checkpoint.
+        ConfigError: bad device, or decode settings that leave no room for output.
+    """
+    ckpt = load_checkpoint(ckpt_path)
+    model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
+    dev = pick_device(device or cfg.train.device, "fp32")
+    model = model.to(dev).eval()
+    source_limit(model, cfg.decode)  # fails now, not on the first request
+    served = ServedModel(name, model, tok, cfg, dev, attention_shape(model, dev))
+    served.info = model_info(served, ckpt_path, ckpt.get("train_state") or {})
+    return served
+
+
+@torch.inference_mode()
+def attention_shape(model: Seq2SeqModel, device: torch.device) -> tuple[int, int] | None:
+    """(L, H) of the model's ``cross_attention_maps``, read from a one-token probe; None when the
+    model has no attention."""
+    src = torch.full((1, 1), UNK, dtype=torch.long, device=device)
+    tgt = torch.full((1, 1), BOS, dtype=torch.long, device=device)
+    maps = model.cross_attention_maps(src, src == src, tgt)
+    return None if maps is None else (maps.shape[1], maps.shape[2])
+
+
+def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[str, Any]:
+    """Name, family, size, device, decode defaults and the training summary, as JSON values.
+
+    ``train_state`` is the checkpoint's training position (empty for an averaged checkpoint);
+    ``run_info.json`` beside the checkpoint adds the corpus sizes when present.
+    """
+    cfg, st = served.cfg, train_state
+    best = st.get("best_score")
+    if best is not None and cfg.train.best_metric == "loss":
+        best = -best  # stored as "higher is better"
+    training = {
+        "steps": st.get("step"),
+        "epochs": st.get("epoch"),
+        "train_minutes": None if "train_seconds" not in st else round(st["train_seconds"] / 60, 1),
+        "target_tokens": st.get("tokens_seen"),
+        "best_metric": cfg.train.best_metric,
+        "best_score": best,
+        "best_step": st.get("best_step"),
+    }
+    run_info = ckpt_path.parent / "run_info.json"
+    if run_info.is_file():
+        try:
+            extra = json.loads(run_info.read_text())
+            training.update(
+                train_pairs=extra.get("train_pairs"), valid_pairs=extra.get("valid_pairs")
+            )
+        except (OSError, ValueError):
+            pass  # the summary is shown without the corpus sizes
+    layers, heads = served.attention or (0, 0)
+    return {
+        "name": served.name,
+        "config_name": cfg.name,
+        "model": cfg.model.name,
+        "family": family(cfg),
+        "checkpoint": ckpt_path.name,
+        "parameters": served.model.num_parameters(),
+        "device": str(served.device),
+        "attention": served.attention is not None,
+        "layers": layers,
+        "heads": heads,
+        "languages": [cfg.data.src_lang, cfg.data.tgt_lang],
+        "decode": cfg.decode.model_dump(mode="json"),
+        "training": training,
+    }

@@ -1,0 +1,323 @@
+// seq2seq serve: the page. Talks to GET /models, POST /translate (one request per model, so each
+// model's card fills as soon as it is done) and GET /study. Text from the server is only ever set
+// with textContent, never parsed as HTML.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+let MODELS = [];
+let requestId = 0;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  for (const c of children) node.append(c);
+  return node;
+}
+
+const num = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
+const params = (n) => (n >= 1e6 ? (n / 1e6).toFixed(2) + " M" : n.toLocaleString());
+
+async function init() {
+  const resp = await fetch("/models");
+  const data = await resp.json();
+  MODELS = data.models;
+  $("#beam").max = data.limits.max_beam;
+  $("#subtitle").textContent =
+    `${MODELS.length} models · up to ${data.limits.max_lines} lines, ` +
+    `${data.limits.max_src_tokens} source pieces a line`;
+  $("#models").replaceChildren(...MODELS.map(infoCard));
+  if (data.study) {
+    $("#open-study").hidden = false;
+    $("#open-study").addEventListener("click", openStudy);
+  }
+  $("#form").addEventListener("submit", (e) => { e.preventDefault(); translate(); });
+  $("#text").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); translate(); }
+  });
+  document.body.dataset.state = "ready";
+}
+
+function infoCard(m) {
+  const t = m.training;
+  const att = !m.attention ? "none (fixed vector)"
+    : m.layers * m.heads === 1 ? "one map per step" : `${m.layers} layers × ${m.heads} heads`;
+  const rows = [
+    ["family", m.family], ["parameters", params(m.parameters)], ["attention", att],
+    ["trained", `${t.steps ?? "?"} steps, ${t.epochs ?? "?"} epochs, ${t.train_minutes ?? "?"} min`],
+    [`best ${t.best_metric}`, `${num(t.best_score)} at step ${t.best_step ?? "?"}`],
+    ["checkpoint", `${m.checkpoint} on ${m.device}`],
+    ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}`],
+  ];
+  if (t.train_pairs) rows.splice(4, 0, ["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
+  const dl = el("dl");
+  for (const [k, v] of rows) dl.append(el("dt", { text: k }), el("dd", { text: v }));
+  return el("div", { class: "info", "data-model": m.name }, el("b", { text: m.name }), dl);
+}
+
+function settings() {
+  const beam = Number($("#beam").value) || 1;
+  const lp = $("#lp").value.trim();
+  return {
+    beam,
+    n_best: $("#nbest").checked ? beam : 1,
+    length_penalty: lp === "" ? null : Number(lp),
+  };
+}
+
+async function translate() {
+  const id = ++requestId;
+  const t0 = performance.now();
+  const body = { text: $("#text").value, ...settings() };
+  const status = $("#status");
+  status.className = "";
+  status.textContent = "translating…";
+  document.body.dataset.state = "translating";
+  const view = { lines: null };
+  $("#results").replaceChildren();
+  const errors = [];
+  await Promise.all(MODELS.map(async (m) => {
+    try {
+      const resp = await fetch("/translate", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ...body, models: [m.name] }),
+      });
+      const data = await resp.json();
+      if (!resp.ok) throw new Error(data.detail || resp.statusText);
+      if (id !== requestId) return;
+      skeleton(view, data.sources);
+      fill(view, m, data.models[0]);
+    } catch (e) {
+      errors.push(`${m.name}: ${e.message}`);
+    }
+  }));
+  if (id !== requestId) return;  // a newer request took over the page
+  const ms = performance.now() - t0;
+  if (errors.length) {
+    status.className = "error";
+    const first = errors[0].slice(errors[0].indexOf(": ") + 2);
+    status.textContent = errors.every((e) => e.endsWith(first)) ? first : errors.join("; ");
+  } else if (!view.lines || !view.lines.length) {
+    status.textContent = "nothing to translate";
+  } else {
+    status.textContent = `${MODELS.length} models shown in ${ms.toFixed(0)} ms`;
+  }
+  document.body.dataset.shownMs = ms.toFixed(1);
+  document.body.dataset.state = errors.length ? "error" : "done";
+}
+
+function skeleton(view, sources) {
+  if (view.lines) return;
+  view.lines = sources.map((src, i) => {
+    if (!src) {
+      const blank = el("section", { class: "line blank muted", text: `line ${i + 1}: blank, nothing to translate` });
+      $("#results").append(blank);
+      return null;
+    }
+    const cards = {};
+    const grid = el("div", { class: "cards" });
+    for (const m of MODELS) {
+      cards[m.name] = el("div", { class: "card", "data-model": m.name, "data-state": "pending" },
+        el("div", { class: "card-head" }, el("b", { text: m.name })), el("span", { text: "translating…" }));
+      grid.append(cards[m.name]);
+    }
+    const label = sources.length > 1 ? `${i + 1}. ` : "";
+    $("#results").append(el("section", { class: "line", "data-line": i },
+      el("h3", { class: "source", text: label + src }), grid));
+    return cards;
+  });
+}
+
+function fill(view, m, result) {
+  result.lines.forEach((line, i) => {
+    const card = view.lines[i] && view.lines[i][m.name];
+    if (!card || !line) return;
+    card.replaceChildren(
+      el("div", { class: "card-head" }, el("b", { text: m.name }), el("span", { class: "family", text: m.family })),
+      hypTable(result, line));
+    if (line.uncovered) {
+      card.append(el("div", { class: "cut", text: "the source has characters this model cannot spell (read as <unk>)" }));
+    }
+    if (line.beam && line.beam.n_best.length > 1) card.append(nbestList(line.beam.n_best));
+    card.append(attentionView(m, line));
+    card.dataset.state = "done";
+  });
+}
+
+function hypTable(result, line) {
+  const table = el("table", { class: "hyps" });
+  const row = (cls, label, hyp, ms) => {
+    const text = el("td", { class: "text" }, el("span", { class: "hyp", text: hyp.text }));
+    if (!hyp.finished) text.append(el("span", { class: "cut", text: " (cut at the length limit)" }));
+    table.append(el("tr", { class: cls }, el("th", { text: label }), text,
+      el("td", { class: "num", text: `log p ${num(hyp.log_prob)}`, title: `score ${num(hyp.score, 4)}` }),
+      el("td", { class: "num", text: `${num(ms, 0)} ms` })));
+  };
+  row("greedy", "greedy", line.greedy, result.greedy_ms);
+  if (line.beam) row("beam", `beam ${result.beam}`, line.beam, result.beam_ms);
+  return table;
+}
+
+function nbestList(hyps) {
+  const list = el("ol");
+  for (const h of hyps) {
+    list.append(el("li", {}, el("span", { text: h.text }),
+      el("span", { class: "num", text: `log p ${num(h.log_prob)} · score ${num(h.score)}` })));
+  }
+  return el("details", { class: "nbest" }, el("summary", { text: `n-best (${hyps.length})` }), list);
+}
+
+function attentionView(m, line) {
+  if (!m.attention) {
+    return el("div", { class: "no-attention", text: "fixed-vector model: no attention to show (the decoder sees only the final encoder state)" });
+  }
+  const hypSel = el("select", { class: "att-hyp" });
+  if (line.beam) hypSel.append(el("option", { value: "beam", text: "beam" }));
+  hypSel.append(el("option", { value: "greedy", text: "greedy" }));
+  const layerSel = el("select", { class: "att-layer" });
+  for (let l = 0; l < m.layers; l++) layerSel.append(el("option", { value: l, text: `layer ${l + 1}` }));
+  layerSel.value = m.layers - 1;
+  const headSel = el("select", { class: "att-head" }, el("option", { value: "mean", text: "mean of heads" }));
+  for (let h = 0; h < m.heads; h++) headSel.append(el("option", { value: h, text: `head ${h + 1}` }));
+  const controls = el("div", { class: "att-controls" }, el("span", { class: "muted", text: "cross-attention" }),
+    el("label", {}, "of ", hypSel));
+  if (m.layers * m.heads > 1) controls.append(layerSel, headSel);
+  const wrap = el("div", { class: "heatmap-wrap" });
+  const draw = () => {
+    const hyp = line[hypSel.value];
+    wrap.replaceChildren(heatmap(line.source_pieces, hyp.pieces,
+      headRows(hyp.attention, Number(layerSel.value), headSel.value)));
+  };
+  for (const s of [hypSel, layerSel, headSel]) s.addEventListener("change", draw);
+  draw();
+  return el("div", { class: "attention" }, controls, wrap);
+}
+
+function headRows(maps, layer, head) {
+  // maps: L x H x T x S; one head's T x S rows, or their mean over heads
+  const heads = maps[layer];
+  if (head !== "mean") return heads[Number(head)];
+  return heads[0].map((row, t) => row.map((_, j) => heads.reduce((s, h) => s + h[t][j], 0) / heads.length));
+}
+
+function heatmap(srcPieces, tgtPieces, rows) {
+  // cells shrink (18 to 12 px) so that a long source still fits a card
+  const cell = Math.max(12, Math.min(18, Math.floor(340 / srcPieces.length)));
+  const grid = el("div", { class: "heatmap" });
+  grid.style.setProperty("--cell", `${cell}px`);
+  grid.style.gridTemplateColumns = `auto repeat(${srcPieces.length}, ${cell}px)`;
+  grid.append(el("div"));
+  const srcCells = srcPieces.map((p, j) => el("div", { class: "src-piece", "data-col": j, text: p }));
+  grid.append(...srcCells);
+  const cellRows = rows.map((row, t) => {
+    const label = el("div", { class: "tgt-piece", "data-row": t, text: tgtPieces[t] });
+    const cells = row.map((w, j) => {
+      const c = el("div", { class: "cell", title: `${tgtPieces[t]} → ${srcPieces[j]}: ${w.toFixed(3)}` });
+      c.style.background = `rgba(var(--heat), ${Math.min(1, w).toFixed(3)})`;
+      return c;
+    });
+    grid.append(label, ...cells);
+    return { label, cells };
+  });
+  const light = (t) => {
+    // the source pieces that hold at least half of the row's largest weight light up
+    const max = Math.max(...rows[t]);
+    cellRows.forEach((r, u) => {
+      r.label.classList.toggle("active", u === t);
+      r.cells.forEach((c) => c.classList.toggle("active", u === t));
+    });
+    srcCells.forEach((c, j) => c.classList.toggle("hl", t !== null && rows[t][j] >= 0.5 * max));
+  };
+  cellRows.forEach((r, t) => {
+    for (const node of [r.label, ...r.cells]) node.addEventListener("mouseenter", () => light(t));
+  });
+  grid.addEventListener("mouseleave", () => {
+    cellRows.forEach((r) => { r.label.classList.remove("active"); r.cells.forEach((c) => c.classList.remove("active")); });
+    srcCells.forEach((c) => c.classList.remove("hl"));
+  });
+  return grid;
+}
+
+// ---- the study: BLEU (or exact match) against source length, one line per model ----
+
+const COLORS = ["#2459c9", "#d1495b", "#2a9d8f", "#e9a03b", "#7b4ea3", "#3d405b", "#8ab17d", "#c05299"];
+
+async function openStudy() {
+  const section = $("#study");
+  section.hidden = false;
+  const study = await (await fetch("/study")).json();
+  $("#study-budget").textContent = [study.budget, study.machine].filter(Boolean).join(" · ");
+  $("#study-findings").textContent = study.findings || "";
+  const mode = $("#study-mode");
+  mode.replaceChildren(...study.modes.map((m) => el("option", { value: m, text: m })));
+  mode.value = study.modes.includes("beam5") ? "beam5" : study.modes[0];
+  const metric = $("#study-metric");
+  metric.replaceChildren(el("option", { value: "bleu", text: "BLEU" }));
+  if (study.exact_match) metric.append(el("option", { value: "exact", text: "exact match %" }));
+  const hidden = new Set();
+  const draw = () => drawStudy(study, mode.value, metric.value, hidden, draw);
+  mode.onchange = metric.onchange = draw;
+  draw();
+  section.scrollIntoView({ behavior: "smooth" });
+}
+
+function drawStudy(study, mode, metric, hidden, redraw) {
+  const NS = "http://www.w3.org/2000/svg";
+  const svgEl = (tag, attrs = {}, text) => {
+    const n = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
+  const models = study.models.filter((m) => m.decodes[mode]);
+  const buckets = [...new Set(models.flatMap((m) => m.decodes[mode].by_length.map((r) => r.bucket)))];
+  const W = 900, H = 380, L = 56, R = 240, T = 16, B = 44;
+  const values = models.flatMap((m) => m.decodes[mode].by_length.map((r) => r[metric])).filter((v) => v !== null);
+  const top = Math.max(10, Math.ceil(Math.max(0, ...values) / 10) * 10);
+  const x = (i) => L + (buckets.length < 2 ? 0 : (i * (W - L - R)) / (buckets.length - 1));
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" });
+  for (let v = 0; v <= top; v += top / 5) {
+    svg.append(svgEl("line", { class: "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }),
+      svgEl("text", { x: L - 8, y: y(v) + 4, "text-anchor": "end", "font-size": 12 }, v.toFixed(0)));
+  }
+  svg.append(svgEl("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+  buckets.forEach((b, i) => svg.append(svgEl("text", { x: x(i), y: H - B + 18, "text-anchor": "middle", "font-size": 12 }, b)));
+  svg.append(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12 }, "source length (words)"),
+    svgEl("text", { x: 14, y: (T + H - B) / 2, "font-size": 12, transform: `rotate(-90 14 ${(T + H - B) / 2})`, "text-anchor": "middle" },
+      metric === "bleu" ? "BLEU" : "exact match %"));
+  const legend = svgEl("g", { class: "legend" });
+  models.forEach((m, k) => {
+    const color = COLORS[k % COLORS.length];
+    const rows = m.decodes[mode].by_length;
+    const pts = rows.map((r) => [buckets.indexOf(r.bucket), r[metric], r]).filter((p) => p[1] !== null);
+    if (!hidden.has(m.name)) {
+      svg.append(svgEl("polyline", { fill: "none", stroke: color, "stroke-width": 2,
+        points: pts.map(([i, v]) => `${x(i)},${y(v)}`).join(" ") }));
+      for (const [i, v, r] of pts) {
+        const dot = svgEl("circle", { cx: x(i), cy: y(v), r: 4.5, fill: color, "data-model": m.name, "data-bucket": r.bucket });
+        const words = `${m.name}, ${r.bucket} words: ${metric === "bleu" ? "BLEU" : "exact match"} ${v.toFixed(1)} (${r.sentences} sentences)`;
+        dot.append(svgEl("title", {}, words));
+        dot.addEventListener("mouseenter", () => { $("#study-hover").textContent = words; });
+        svg.append(dot);
+      }
+    }
+    const item = svgEl("g", { class: hidden.has(m.name) ? "off" : "", transform: `translate(${W - R + 16} ${T + 18 * k})` });
+    item.append(svgEl("rect", { width: 12, height: 12, y: -10, fill: color }),
+      svgEl("text", { x: 18, "font-size": 12 }, m.name), svgEl("title", {}, m.family || ""));
+    item.addEventListener("click", () => { hidden.has(m.name) ? hidden.delete(m.name) : hidden.add(m.name); redraw(); });
+    legend.append(item);
+  });
+  svg.append(legend);
+  $("#study-plot").replaceChildren(svg);
+}
+
+init().catch((e) => {
+  $("#subtitle").textContent = `cannot reach the server: ${e.message}`;
+  document.body.dataset.state = "error";
+});
