@@ -135,8 +135,8 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
 def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
     """The run's decode settings with the request's beam and length penalty: (greedy, beam)."""
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
-    greedy = base.model_copy(update={"beam_size": 1, "length_penalty": alpha})
-    return greedy, base.model_copy(update={"beam_size": req.beam, "length_penalty": alpha})
+    greedy = base.with_method("greedy")
+    return greedy, base.with_method("beam", beam_size=req.beam, length_penalty=alpha)
 
 
 def translate_with(m: ServedModel, sources: list[str], req: TranslateRequest) -> dict[str, Any]:
