@@ -20,7 +20,6 @@ from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
 from seq2seq.runtime import pick_device
-from seq2seq.study.compare import family
 
 
 @dataclass
@@ -133,7 +132,7 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "name": served.name,
         "config_name": cfg.name,
         "model": cfg.model.name,
-        "family": family(cfg),
+        "family": cfg.model.family,
         "checkpoint": ckpt_path.name,
         "parameters": served.model.num_parameters(),
         "device": str(served.device),
