@@ -15,6 +15,8 @@ import sacrebleu
 import torch
 import yaml
 
+pytestmark = pytest.mark.e2e  # the command line in subprocesses, on a Multi30k slice
+
 
 def run(*args, stdin: str | None = None, cwd=None, env_extra=None):
     env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}

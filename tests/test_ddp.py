@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from seq2seq.checkpoint import load_checkpoint, weights_digest
@@ -16,6 +17,8 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loop import prepare_data
 from seq2seq.training.step import epoch_batches, make_batch
+
+pytestmark = pytest.mark.e2e  # torchrun with two processes
 
 
 def test_torchrun_two_ranks_train_identical_replicas(tmp_path, multi30k_slice):
