@@ -1,4 +1,5 @@
-# Two commands on a fresh clone: `make demo` (train + translate + score on Multi30k) and `make test`.
+# Two commands on a fresh clone: `make demo` (train + translate + score on Multi30k) and `make test`
+# (`make test-fast` for the fast tier alone).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -6,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo test test-slow test-browser lint format bench-train bench-decode study clean
+.PHONY: install demo demo-rnn zoo test test-fast test-slow test-browser lint format bench-train bench-decode study clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +36,16 @@ demo-rnn: install
 zoo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh $(ZOO_CONFIGS)
 
+# Tests in tiers. `make test` runs everything but the `slow` checks (what CI runs; Multi30k from
+# $(DATA); about 6 minutes on 2 CPU cores). `make test-fast` is the fast tier alone: models, search,
+# config, data hygiene and metrics on synthetic data, no corpus, under a minute; it leaves out the
+# end-to-end tier (marker `e2e`: training, resume, DDP, the CLI in subprocesses, the study).
+# `make test-slow` runs the long checks.
 test: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not e2e and not slow and not browser"
 
 test-slow: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -m slow

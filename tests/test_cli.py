@@ -15,6 +15,8 @@ import sacrebleu
 import torch
 import yaml
 
+pytestmark = pytest.mark.e2e  # the command line in subprocesses, on a Multi30k slice
+
 
 def run(*args, stdin: str | None = None, cwd=None, env_extra=None):
     env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
@@ -325,11 +327,13 @@ def test_translate_answers_each_stdin_line_before_stdin_closes(trained_run):
 
 
 def test_training_beats_chance_on_the_slice(trained_run):
-    """40 steps on 1,000 pairs: the loss must fall well below its starting point."""
+    """40 steps on 1,000 pairs: the loss must fall well below its starting point. It falls to
+    0.78-0.79 of it with each of four seeds on a Zen 3 CPU, so a bound of 0.8 would be a coin toss
+    on another CPU kind; a model that does not learn stays near 1."""
     run_dir, _ = trained_run
     records = map(json.loads, (run_dir / "train_log.jsonl").read_text().splitlines())
     losses = [r["loss"] for r in records if "loss" in r]  # validation lines hold {"valid": ...}
-    assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5
+    assert sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5
 
 
 def test_refuses_to_overwrite_a_run(trained_run):

@@ -101,10 +101,10 @@ def test_length_batches_cover_each_example_once_within_budget():
 
 
 def test_arrow_holds_the_memory_backends_pairs_and_drops(
-    multi30k_slice, slice_tokenizer, tmp_path, caplog
+    synth_corpus, synth_tokenizer, tmp_path, caplog
 ):
-    tok = slice_tokenizer
-    cfg = _arrow_cfg(multi30k_slice, tmp_path, max_len=20)
+    tok = synth_tokenizer
+    cfg = _arrow_cfg(synth_corpus, tmp_path, max_len=20)
     text = load_split(cfg, "train")
     with caplog.at_level(logging.INFO, logger="seq2seq"):
         pairs = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, 20, "train")
@@ -122,35 +122,35 @@ def test_arrow_holds_the_memory_backends_pairs_and_drops(
 
 
 def test_arrow_cache_is_reused_and_keyed_by_content(
-    multi30k_slice, slice_tokenizer, tmp_path, caplog
+    synth_corpus, synth_tokenizer, tmp_path, caplog
 ):
     data = tmp_path / "data"
     data.mkdir()
     for lang in ("de", "en"):
-        (data / f"train.{lang}").write_bytes((multi30k_slice / f"train.{lang}").read_bytes())
+        (data / f"train.{lang}").write_bytes((synth_corpus / f"train.{lang}").read_bytes())
     cfg = _arrow_cfg(data, tmp_path)
-    first = open_arrow(cfg, slice_tokenizer)
+    first = open_arrow(cfg, synth_tokenizer)
     ids_files = sorted((tmp_path / "c").rglob("ids*.arrow"))
     stamps = [p.stat().st_mtime_ns for p in ids_files]
     with caplog.at_level(logging.INFO, logger="seq2seq"):
-        second = open_arrow(cfg, slice_tokenizer)
+        second = open_arrow(cfg, synth_tokenizer)
     assert "writing cleaned text" not in caplog.text
     assert [p.stat().st_mtime_ns for p in sorted((tmp_path / "c").rglob("ids*.arrow"))] == stamps
     assert np.array_equal(first.rows, second.rows)
-    open_arrow(cfg.model_copy(update={"max_len": 10}), slice_tokenizer)  # new ids, same text
+    open_arrow(cfg.model_copy(update={"max_len": 10}), synth_tokenizer)  # new ids, same text
     assert len(list((tmp_path / "c").glob("train-*"))) == 1
     assert len(list((tmp_path / "c").glob("train-*/ids-*"))) == 2
     with open(data / "train.en", "a") as f:  # one more pair: new content, new cache
         f.write("one more line\n")
     with open(data / "train.de", "a") as f:
         f.write("noch eine zeile\n")
-    assert len(open_arrow(cfg, slice_tokenizer)) == len(first) + 1
+    assert len(open_arrow(cfg, synth_tokenizer)) == len(first) + 1
     assert len(list((tmp_path / "c").glob("train-*"))) == 2
 
 
-def test_arrow_with_two_processes_gives_the_same_corpus(multi30k_slice, slice_tokenizer, tmp_path):
-    one = open_arrow(_arrow_cfg(multi30k_slice, tmp_path / "1"), slice_tokenizer)
-    two = open_arrow(_arrow_cfg(multi30k_slice, tmp_path / "2", num_proc=2), slice_tokenizer)
+def test_arrow_with_two_processes_gives_the_same_corpus(synth_corpus, synth_tokenizer, tmp_path):
+    one = open_arrow(_arrow_cfg(synth_corpus, tmp_path / "1"), synth_tokenizer)
+    two = open_arrow(_arrow_cfg(synth_corpus, tmp_path / "2", num_proc=2), synth_tokenizer)
     assert len(list((tmp_path / "2" / "c").rglob("ids_0000*_of_00002.arrow"))) == 2
     assert np.array_equal(one.rows, two.rows) and np.array_equal(one.src_lens, two.src_lens)
     assert _ids(one.ds[one.rows.tolist()]) == _ids(two.ds[two.rows.tolist()])
@@ -160,13 +160,13 @@ def test_arrow_with_two_processes_gives_the_same_corpus(multi30k_slice, slice_to
 
 
 def test_stream_epoch_sees_every_pair_once_and_replays_exactly(
-    multi30k_slice, slice_tokenizer, tmp_path
+    synth_corpus, synth_tokenizer, tmp_path
 ):
-    arrow = open_arrow(_arrow_cfg(multi30k_slice, tmp_path, max_len=40), slice_tokenizer)
-    cfg = _arrow_cfg(multi30k_slice, tmp_path, max_len=40).model_copy(
+    arrow = open_arrow(_arrow_cfg(synth_corpus, tmp_path, max_len=40), synth_tokenizer)
+    cfg = _arrow_cfg(synth_corpus, tmp_path, max_len=40).model_copy(
         update={"backend": "stream", "shuffle_buffer": 300}
     )
-    corpus = StreamCorpus(cfg, slice_tokenizer)
+    corpus = StreamCorpus(cfg, synth_tokenizer)
     assert len(corpus) == len(arrow)
     epoch = corpus.epoch_batches(600, seed=3, epoch=0)
     batches = epoch[0 : len(epoch)]
@@ -232,6 +232,7 @@ def _losses(run_dir: Path) -> list[float]:
     return [r["loss"] for r in rows if "loss" in r and "valid" not in r]
 
 
+@pytest.mark.e2e  # a training run
 @pytest.mark.parametrize(
     "backend", ["stream", pytest.param("arrow", marks=pytest.mark.slow)]
 )  # arrow's batches are a pure function of (seed, epoch), like the memory backend's
@@ -247,6 +248,7 @@ def test_training_resumes_exactly_on_a_disk_backend(multi30k_slice, tmp_path, ba
     assert len(a) == 4 and a == pytest.approx(b, abs=1e-6)
 
 
+@pytest.mark.e2e  # a training run
 def test_training_on_the_arrow_backend(multi30k_slice, tmp_path):
     from seq2seq.training.loop import train
 
@@ -286,7 +288,7 @@ def test_torchrun_two_ranks_on_a_disk_backend(multi30k_slice, tmp_path, backend)
     assert len(digests) == 2 and digests[0] == digests[1]
 
 
-def test_hugging_face_dataset_through_both_disk_backends(slice_tokenizer, tmp_path):
+def test_hugging_face_dataset_through_both_disk_backends(synth_tokenizer, tmp_path):
     import datasets
 
     pairs = [("ein hund", "a dog"), ("", "nothing"), ("zwei katzen", "two cats")]
@@ -294,7 +296,7 @@ def test_hugging_face_dataset_through_both_disk_backends(slice_tokenizer, tmp_pa
     datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(tmp_path / "ds")
     hf = HFSource(path=str(tmp_path / "ds"), src_field="translation.de", tgt_field="translation.en")
     cfg = DataConfig(hf=hf, backend="arrow", cache_dir=str(tmp_path / "c"))
-    tok = slice_tokenizer
+    tok = synth_tokenizer
     expected = [
         (tuple(tok.encode_src([de])[0]), tuple(tok.encode_tgt([en])[0]))
         for de, en in (pairs[0], pairs[2])
@@ -398,6 +400,7 @@ def _growth(backend: str, tmp_path: Path, tok_dir: Path, n_pairs: int | None) ->
 MARGIN_MB = 8.0
 
 
+@pytest.mark.e2e  # two fresh processes on 2,000 and 20,000 Multi30k pairs
 def test_arrow_peak_memory_does_not_grow_with_the_corpus(slice_tokenizer, tmp_path):
     slice_tokenizer.save(tmp_path / "tok")
     x1, x10 = _growth("arrow", tmp_path, tmp_path / "tok", 2000)

@@ -112,11 +112,11 @@ def test_example_over_budget_is_a_clear_error():
         token_batches([10, 500], [10, 10], batch_tokens=100)
 
 
-def test_tokenizer_round_trip_and_fixed_ids(multi30k_slice, slice_tokenizer, tmp_path):
-    tok = slice_tokenizer
+def test_tokenizer_round_trip_and_fixed_ids(synth_corpus, synth_tokenizer, tmp_path):
+    tok = synth_tokenizer
     assert (tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id) == (PAD, UNK, BOS, EOS) == (0, 1, 2, 3)
     assert tok.tgt_sp.id_to_piece(PAD) == "<pad>" and tok.tgt_sp.id_to_piece(EOS) == "</s>"
-    lines = (multi30k_slice / "train.en").read_text().splitlines()[:50]
+    lines = (synth_corpus / "train.en").read_text().splitlines()[:50]
     assert tok.decode_tgt(tok.encode_tgt(lines)) == lines
     tok.save(tmp_path)
     again = Tokenizer.load(tmp_path)
@@ -124,9 +124,9 @@ def test_tokenizer_round_trip_and_fixed_ids(multi30k_slice, slice_tokenizer, tmp
     assert Tokenizer.from_state_dict(tok.state_dict()).encode_tgt(lines) == tok.encode_tgt(lines)
 
 
-def test_separate_vocabularies(multi30k_slice):
-    src = (multi30k_slice / "train.de").read_text().splitlines()
-    tgt = (multi30k_slice / "train.en").read_text().splitlines()
+def test_separate_vocabularies(synth_corpus):
+    src = (synth_corpus / "train.de").read_text().splitlines()
+    tgt = (synth_corpus / "train.en").read_text().splitlines()
     tok = Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=300, joint=False, type="bpe"))
     assert not tok.joint
     assert tok.src_proto != tok.tgt_proto

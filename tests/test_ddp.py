@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from seq2seq.checkpoint import load_checkpoint, weights_digest
@@ -15,6 +16,8 @@ from seq2seq.config import load_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.training.data import epoch_batches, make_batch, prepare_data
 from seq2seq.training.distributed import DistInfo
+
+pytestmark = pytest.mark.e2e  # torchrun with two processes
 
 
 def test_torchrun_two_ranks_train_identical_replicas(tmp_path, multi30k_slice):

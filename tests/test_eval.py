@@ -83,10 +83,10 @@ def assert_same_as_cli(report: dict, ref: Path, hyp: Path, *cli_extra: str) -> l
     return expected
 
 
-def test_scores_equal_the_sacrebleu_cli_on_a_corpus(monkeypatch, capsys, tmp_path, multi30k_slice):
-    refs = (multi30k_slice / "val.en").read_text().splitlines()
+def test_scores_equal_the_sacrebleu_cli_on_a_corpus(monkeypatch, capsys, tmp_path, synth_corpus):
+    refs = (synth_corpus / "val.en").read_text().splitlines()
     hyps = [" ".join(w for k, w in enumerate(r.split()) if k % 4 != 1) for r in refs]
-    ref, hyp = multi30k_slice / "val.en", write(tmp_path / "hyp.en", hyps)
+    ref, hyp = synth_corpus / "val.en", write(tmp_path / "hyp.en", hyps)
     report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
     scores = assert_same_as_cli(report, ref, hyp)
     assert 10 < scores[0] < 90
@@ -356,6 +356,7 @@ def tiny_run(tmp_path_factory, multi30k_slice):
     return tmp / "run"
 
 
+@pytest.mark.e2e  # a run trained through the CLI on the Multi30k slice
 def test_translate_plots_attention_for_the_first_lines(monkeypatch, capsys, tmp_path, tiny_run):
     src = write(
         tmp_path / "in.de",
@@ -389,6 +390,7 @@ def test_translate_plots_attention_for_the_first_lines(monkeypatch, capsys, tmp_
     assert (tmp_path / "att" / "line00001.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.e2e  # a run trained through the CLI on the Multi30k slice
 def test_batching_by_sentences_or_tokens_gives_the_same_lines(
     monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice
 ):
@@ -416,6 +418,7 @@ def test_batching_by_sentences_or_tokens_gives_the_same_lines(
     assert outs[0] == outs[1] == outs[2] and len(outs[0].splitlines()) == 30
 
 
+@pytest.mark.e2e  # a run trained through the CLI on the Multi30k slice
 def test_eval_with_a_checkpoint_by_length(monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice):
     src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
     hyp, report = tmp_path / "hyp.en", tmp_path / "s.json"

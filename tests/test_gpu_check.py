@@ -11,6 +11,8 @@ import torch
 
 from seq2seq.config import data_root
 
+pytestmark = pytest.mark.e2e  # a shell script in a subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 
 

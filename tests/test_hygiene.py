@@ -207,6 +207,7 @@ def test_the_model_never_sees_a_blank_line(toy, batch, beam):
     assert [res[k].text for k in (1, 3, 4)] == ["", "", ""]
 
 
+@pytest.mark.e2e  # the CLI in a subprocess
 def test_blank_lines_and_a_nul_through_stdin_without_a_final_newline(toy):
     """stdin is read by the file rules (one subprocess run: the interpreter start is slow)."""
     lines = [*SIX, "the\x00cat sleeps"]

@@ -26,6 +26,8 @@ from seq2seq.models import build_model
 from seq2seq.training.average import select_checkpoints
 from seq2seq.training.loop import train
 
+pytestmark = pytest.mark.e2e  # training runs killed and resumed
+
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
 
 

@@ -121,6 +121,7 @@ def multi30k_study(tmp_path_factory, study_data):
     return paths, out, r
 
 
+@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
 def test_compare_writes_report_results_plot_and_maps(multi30k_study):
     _, out, r = multi30k_study
     results = json.loads((out / "results.json").read_text())
@@ -148,6 +149,7 @@ def test_compare_writes_report_results_plot_and_maps(multi30k_study):
         assert (out / rel).is_file() and rel in report
 
 
+@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
 def test_every_run_gets_the_one_shared_tokenizer(multi30k_study):
     _, out, _ = multi30k_study
     shared = Tokenizer.load(out / "tokenizer")
@@ -157,6 +159,7 @@ def test_every_run_gets_the_one_shared_tokenizer(multi30k_study):
         assert ckpt["config"]["train"]["max_steps"] == 3  # the budget replaced max_steps 50
 
 
+@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
 def test_finished_runs_are_reused_and_a_new_budget_retrains(multi30k_study):
     paths, out, _ = multi30k_study
     opts = StudyOptions(beams=(1, 2), concat_k=3, concat_n=30, n_attention=0, device="cpu")
@@ -174,13 +177,13 @@ def test_finished_runs_are_reused_and_a_new_budget_retrains(multi30k_study):
     assert other["models"][0]["reused"] is False and other["models"][0]["steps"] == 4
 
 
-def test_compare_refuses_configs_that_cannot_be_compared(tmp_path, multi30k_slice):
-    data, tok = slice_data(multi30k_slice), {"vocab_size": 300}
+def test_compare_refuses_configs_that_cannot_be_compared(tmp_path, synth_corpus):
+    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
     a = write_config(tmp_path, "a", "rnn", data, tok)
     (tmp_path / "dup").mkdir()
     dup = write_config(tmp_path / "dup", "a", "bahdanau", data, tok)
     other_test = write_config(
-        tmp_path, "b", "rnn", {**data, "test": str(multi30k_slice / "train")}, tok
+        tmp_path, "b", "rnn", {**data, "test": str(synth_corpus / "train")}, tok
     )
     other_tok = write_config(tmp_path, "c", "rnn", data, {"vocab_size": 500})
     with pytest.raises(ConfigError, match="name 'a' is also the name of"):
@@ -205,8 +208,8 @@ def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
     return e.value.code, capsys.readouterr().err
 
 
-def test_cli_errors_are_one_line(tmp_path, multi30k_slice, monkeypatch, capsys):
-    a = write_config(tmp_path, "a", "rnn", slice_data(multi30k_slice), {"vocab_size": 300})
+def test_cli_errors_are_one_line(tmp_path, synth_corpus, monkeypatch, capsys):
+    a = write_config(tmp_path, "a", "rnn", slice_data(synth_corpus), {"vocab_size": 300})
     out = tmp_path / "o"
     for args, msg in (
         (("--budget-steps", 2, "--budget-minutes", 1), "not both"),
@@ -342,6 +345,7 @@ def test_max_src_words_drops_long_training_sources():
         load_config(None, ["data.max_src_words=10", "data.backend=arrow"])
 
 
+@pytest.mark.e2e  # two models trained by compare
 def test_reverse_study_reports_exact_match(tmp_path):
     from seq2seq.study.synth import write_corpus
 

@@ -131,9 +131,9 @@ def test_teacher_forcing_schedules():
         ({"precision": "fp16", "device": "cpu"}, None, "fp16 needs CUDA"),
     ],
 )
-def test_train_config_rejects(multi30k_slice, train_cfg, model, needle):
+def test_train_config_rejects(synth_corpus, train_cfg, model, needle):
     with pytest.raises(ConfigError, match=needle):
-        config(multi30k_slice, model, **train_cfg)
+        config(synth_corpus, model, **train_cfg)
 
 
 # ---- one update ---------------------------------------------------------------------------------
@@ -201,11 +201,11 @@ def test_scheduled_sampling_wrapper(name):
     assert all(p.grad is not None for p in model.encoder.parameters())
 
 
-def test_epoch_batches_are_sharded_per_rank(multi30k_slice, slice_tokenizer):
+def test_epoch_batches_are_sharded_per_rank(synth_corpus, synth_tokenizer):
     from seq2seq.data.text import TokenizedPairs
 
-    lines = (multi30k_slice / "train.de").read_text().splitlines()[:300]
-    ids = slice_tokenizer.encode_src(lines)
+    lines = (synth_corpus / "train.de").read_text().splitlines()[:300]
+    ids = synth_tokenizer.encode_src(lines)
     pairs = TokenizedPairs(ids, ids, list(range(len(ids))))
     t = TrainConfig(max_steps=1, batch_tokens=500)
     whole = epoch_batches(pairs, t, 3, DistInfo())
@@ -230,6 +230,7 @@ def _nan_on_calls(monkeypatch, calls):
     monkeypatch.setattr(TeacherForcing, "forward", forward)
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 def test_a_nan_loss_is_skipped_and_counted(multi30k_slice, tmp_path, monkeypatch):
     _nan_on_calls(monkeypatch, lambda n: n == 3)
     summary = train(config(multi30k_slice, max_steps=5), tmp_path / "run")
@@ -242,6 +243,7 @@ def test_a_nan_loss_is_skipped_and_counted(multi30k_slice, tmp_path, monkeypatch
     assert state["nonfinite_total"] == 1 and state["nonfinite_in_row"] == 0
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 def test_nan_in_a_row_stops_with_one_error_and_keeps_the_checkpoint(
     multi30k_slice, tmp_path, monkeypatch
 ):
@@ -254,6 +256,7 @@ def test_nan_in_a_row_stops_with_one_error_and_keeps_the_checkpoint(
     assert all(torch.isfinite(t).all() for t in ckpt["model"].values() if t.is_floating_point())
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 def test_max_epochs_stops_at_the_epoch_end_and_resume_checks_the_model(multi30k_slice, tmp_path):
     summary = train(config(multi30k_slice, max_steps=None, max_epochs=1), tmp_path / "run")
     assert (summary["stopped"], summary["epochs"]) == ("max_epochs", 1)
@@ -302,6 +305,7 @@ SCHEDULES = {
 }
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 @pytest.mark.parametrize("schedule", list(SCHEDULES))
 def test_early_stopping_on_bleu_with_every_schedule(
     multi30k_slice, tmp_path, monkeypatch, schedule
@@ -321,6 +325,7 @@ def test_early_stopping_on_bleu_with_every_schedule(
     assert load_checkpoint(tmp_path / "run" / "best.pt")["train_state"]["step"] == 4
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 @pytest.mark.parametrize(
     ("metric", "values", "best"),
     [("chrf", [5.0, 4.0, 6.0, 5.5], 6.0), ("loss", [5.0, 4.0, 6.0, 4.5], 4.0)],
@@ -353,8 +358,8 @@ def test_keep_best_k_by_metric_and_average(
     assert out[0].hypotheses
 
 
-def test_average_rejects_checkpoints_of_different_models(tmp_path, slice_tokenizer):
-    v = slice_tokenizer.src_vocab_size
+def test_average_rejects_checkpoints_of_different_models(tmp_path, synth_tokenizer):
+    v = synth_tokenizer.src_vocab_size
     for name, hidden in (("a.pt", 24), ("b.pt", 32)):
         cfg = validate_config(
             {
@@ -368,7 +373,7 @@ def test_average_rejects_checkpoints_of_different_models(tmp_path, slice_tokeniz
             {
                 "config": cfg.model_dump(mode="json"),
                 "model": model.state_dict(),
-                "tokenizer": slice_tokenizer.state_dict(),
+                "tokenizer": synth_tokenizer.state_dict(),
             },
         )
     with pytest.raises(CheckpointError, match="a different model"):
@@ -386,6 +391,7 @@ def test_book_score_plateau_and_patience():
     assert (st.best_score, st.best_step, st.bad_validations) == (3.0, 6, 0)
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 def test_a_run_logs_and_checkpoints_everything(multi30k_slice, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -440,13 +446,14 @@ def test_atomic_write_keeps_the_old_file_on_a_crash(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
 
 
-def test_attention_heatmap_only_for_attention_models(slice_tokenizer):
-    v = slice_tokenizer.src_vocab_size
-    img = attention_heatmap(tiny_model("bahdanau", v, v), slice_tokenizer, "Ein Hund.", "cpu")
+def test_attention_heatmap_only_for_attention_models(synth_tokenizer):
+    v = synth_tokenizer.src_vocab_size
+    img = attention_heatmap(tiny_model("bahdanau", v, v), synth_tokenizer, "Ein Hund.", "cpu")
     assert img.ndim == 3 and img.shape[2] == 3 and img.dtype.name == "uint8"
-    assert attention_heatmap(tiny_model("rnn", v, v), slice_tokenizer, "Ein Hund.", "cpu") is None
+    assert attention_heatmap(tiny_model("rnn", v, v), synth_tokenizer, "Ein Hund.", "cpu") is None
 
 
+@pytest.mark.e2e  # a training run on the Multi30k slice
 def test_bf16_autocast_on_cpu_trains(multi30k_slice, tmp_path):
     summary = train(config(multi30k_slice, max_steps=3, precision="bf16"), tmp_path / "run")
     losses = [r["loss"] for r in log_lines(tmp_path / "run") if "loss" in r]
@@ -454,11 +461,11 @@ def test_bf16_autocast_on_cpu_trains(multi30k_slice, tmp_path):
     assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
 
 
-def test_fp16_without_cuda_is_a_config_error(multi30k_slice, tmp_path):
+def test_fp16_without_cuda_is_a_config_error(synth_corpus, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(ConfigError, match="fp16 needs CUDA"):
-        train(config(multi30k_slice, precision="fp16"), tmp_path / "run")
+        train(config(synth_corpus, precision="fp16"), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
