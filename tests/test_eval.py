@@ -449,6 +449,7 @@ def test_eval_with_a_checkpoint_by_length(monkeypatch, capsys, tmp_path, tiny_ru
     assert "BLEU by source length" in out
 
 
+@pytest.mark.e2e  # a run trained through the CLI on the Multi30k slice
 def test_eval_output_dash_writes_the_translations_to_stdout(
     monkeypatch, capsys, tmp_path, tiny_run, multi30k_slice
 ):
