@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import get_args
 
 import typer
 
@@ -24,6 +25,7 @@ from seq2seq.commands.common import (
     user_errors,
     warn,
 )
+from seq2seq.config import SearchMethod
 from seq2seq.console import setup_logging
 
 app = typer.Typer(
@@ -42,9 +44,9 @@ app.command()(training.train)
 _METHOD = typer.Option(
     None,
     "--method",
-    help="Search: greedy | beam | sample. A method other than the run's starts from its own "
-    "defaults, e.g. --method sample ignores the run's beam size [default: beam with --beam, "
-    "else the run's decode.method].",
+    help=f"Search: {' | '.join(get_args(SearchMethod))}. A method other than the run's "
+    "starts from its own defaults, e.g. --method sample ignores the run's beam size "
+    "[default: beam with --beam, else the run's decode.method].",
 )
 _TEMPERATURE = typer.Option(
     None,

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from functools import reduce
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -257,7 +257,7 @@ class DecodeConfig(_Section):
     room for, its output included) is cut to fit, with a warning naming the line.
     """
 
-    method: SearchMethod = Field("greedy", description="greedy | beam | sample")
+    method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
     beam_size: int = Field(1, ge=1, description="beam: hypotheses kept per sentence (K)")
     temperature: float = Field(
         1.0, gt=0, description="sample: logits / temperature; below 1 sharper, above 1 flatter"

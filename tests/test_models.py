@@ -1,4 +1,4 @@
-"""Invariants every model in the registry must hold (MODELS.md, "What the tests should pin")."""
+"""Invariants every model in the registry must hold (equations: the models' docstrings)."""
 
 from __future__ import annotations
 
