@@ -16,7 +16,7 @@ from typing import get_args
 
 import typer
 
-from seq2seq.commands import study, training
+from seq2seq.commands import serve, study, training
 from seq2seq.commands.common import (
     UserError,
     fail,
@@ -368,41 +368,7 @@ app.command()(study.compare)
 app.command()(study.synth)
 
 
-@app.command()
-def serve(
-    runs: list[Path] = typer.Argument(
-        ...,
-        metavar="RUN",
-        help="Run folders (their best.pt, else last.pt) or checkpoint files.",
-    ),
-    host: str = typer.Option(
-        "127.0.0.1",
-        "--host",
-        help="Address to listen on. Any other than 127.0.0.1 opens the models to the network, "
-        "with no authentication.",
-    ),
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port; 0 picks a free one."),
-    study: Path | None = typer.Option(
-        None,
-        "--study",
-        help="A `seq2seq compare --out` folder: its results.json as an interactive "
-        "BLEU-by-length plot.",
-    ),
-    device: str | None = typer.Option(
-        None, "--device", help="auto | cpu | cuda [default: each run's train.device]."
-    ),
-):
-    """Serve a local page and JSON API (POST /translate, see docs/serve.md) showing every run's
-    greedy and beam translations, log-probabilities, decode times and cross-attention side by
-    side. The runs are loaded once; Ctrl-C stops the server."""
-    from seq2seq.serve import ServeError
-    from seq2seq.serve.app import serve as run_server
-
-    setup_logging()
-    try:
-        run_server(runs, host, port, study, device)
-    except ServeError as e:
-        raise UserError(str(e)) from None
+app.command()(serve.serve)
 
 
 def main() -> None:
