@@ -90,3 +90,20 @@ def test_padding_to_a_multiple_changes_no_real_position(name):
     assert torch.allclose(loss_a, loss_b, atol=1e-4)
     for ga, gb in zip(grads_a, grads_b, strict=True):
         assert torch.allclose(ga, gb, atol=1e-5)
+
+
+def test_batches_built_ahead_give_the_same_run(tmp_path, monkeypatch):
+    """The background thread CUDA uses to build batches ahead changes nothing a run computes."""
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.training import loop
+
+    from .test_sync import _reverse_corpus, sync_test_config
+
+    _reverse_corpus(tmp_path, 200)
+    weights = []
+    for ahead in (False, True):
+        monkeypatch.setattr(loop, "builds_ahead", lambda device, ahead=ahead: ahead)
+        cfg = sync_test_config(tmp_path, "transformer", log_every=3, max_steps=7, update_freq=2)
+        loop.train(cfg, tmp_path / f"run{ahead}")
+        weights.append(load_checkpoint(tmp_path / f"run{ahead}" / "last.pt")["model"])
+    assert all(torch.equal(w, weights[1][k]) for k, w in weights[0].items())

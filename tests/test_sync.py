@@ -8,6 +8,7 @@ between two log points of a real training run, proves the loop makes none.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections import Counter
@@ -56,26 +57,32 @@ def _reverse_corpus(folder, n: int, seed: int = 0) -> None:
         (folder / f"{split}.en").write_text("".join(" ".join(s.split()[::-1]) + "\n" for s in src))
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
-    _reverse_corpus(tmp_path, 300)
-    log_every = 4
-    cfg = validate_config(
+def sync_test_config(folder, name: str, log_every: int, max_steps: int, **train):
+    """A run of the model ``name`` on ``_reverse_corpus`` files in ``folder``."""
+    return validate_config(
         {
-            "data": {"train": str(tmp_path / "train"), "valid": str(tmp_path / "val")},
+            "data": {"train": str(folder / "train"), "valid": str(folder / "val")},
             "tokenizer": {"type": "word", "vocab_size": 40},
             "model": MODELS[name],
             "train": {
-                "max_steps": 3 * log_every,
+                "max_steps": max_steps,
                 "batch_tokens": 120,
                 "log_every": log_every,
                 "valid_every": 1000,
                 "valid_bleu": False,
                 "best_metric": "loss",
                 "num_threads": 1,
+                **train,
             },
         }
     )
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
+    _reverse_corpus(tmp_path, 300)
+    log_every = 4
+    cfg = sync_test_config(tmp_path, name, log_every, 3 * log_every)
     calls, window = Counter(), {"open": False, "updates": 0, "closed": 0}
 
     def counting(label, fn):
@@ -100,9 +107,9 @@ def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
             window["open"] = True  # counting starts after the first log point's reads
         return out
 
-    def counted_update(self, group):
+    def counted_update(self, batches):
         window["updates"] += window["open"]
-        return update(self, group)
+        return update(self, batches)
 
     monkeypatch.setattr(Run, "flush", flush_closing_the_window)
     monkeypatch.setattr(Run, "update", counted_update)
@@ -110,3 +117,7 @@ def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
     assert summary["steps"] == 3 * log_every
     assert window["closed"] and window["updates"] == log_every
     assert not calls, f"host syncs between log points: {dict(calls)}"
+    run_config = (tmp_path / "run" / "config.yaml").read_text()
+    assert "precision: fp32" in run_config  # auto, recorded as resolved on the CPU
+    runtime = json.loads((tmp_path / "run" / "run_info.json").read_text())["runtime"]
+    assert runtime == {"device": "cpu", "precision": "fp32", "pad_multiple": 1, "cudnn_sdp": False}

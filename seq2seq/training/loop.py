@@ -29,6 +29,7 @@ import torch
 from seq2seq.checkpoint import weights_digest
 from seq2seq.config import Config
 from seq2seq.console import console
+from seq2seq.data.batch import Batch
 from seq2seq.data.text import DataError
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import build_model
@@ -50,6 +51,7 @@ from seq2seq.training.checkpoints import (
 )
 from seq2seq.training.data import epoch_batches, make_batch, prepare_data
 from seq2seq.training.monitor import Monitor, attention_heatmap
+from seq2seq.training.prefetch import Ahead
 from seq2seq.training.run_info import write_run_info
 from seq2seq.training.schedules import lr_at, teacher_forcing_at
 from seq2seq.training.signals import interruptible
@@ -113,13 +115,18 @@ def _loop(run: Run) -> None:
                     f"{t.batch_tokens}-token batches of {len(run.data.train)} pairs "
                     f"give no batch for each of {info.world} ranks; lower batch_tokens"
                 )
-            while st.batch_in_epoch < len(batches) and not run.stopped:
-                run.update(batches[st.batch_in_epoch : st.batch_in_epoch + t.update_freq])
-                at_log = st.step % t.log_every == 0
-                stats = run.flush() if at_log else ""
-                progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
-                run.checkpoint_if_due()
-                run.stopped = run.should_stop(started, interrupted(), at_log)
+            groups = range(st.batch_in_epoch, len(batches), t.update_freq)
+            groups = [batches[i : i + t.update_freq] for i in groups]
+            with Ahead(run.make_batches, groups, run.ahead) as built:
+                for group in built:
+                    run.update(group)
+                    at_log = st.step % t.log_every == 0
+                    stats = run.flush() if at_log else ""
+                    progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
+                    run.checkpoint_if_due()
+                    run.stopped = run.should_stop(started, interrupted(), at_log)
+                    if run.stopped:
+                        break
             if st.batch_in_epoch >= len(batches):
                 st.epoch, st.batch_in_epoch = st.epoch + 1, 0
                 if not run.stopped and t.max_epochs is not None and st.epoch >= t.max_epochs:
@@ -165,6 +172,7 @@ class Run:
         )
         self.run_dir, self.cfg, t = run_dir, cfg, cfg.train
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
+        self.ahead = builds_ahead(self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
         if self.info.is_main:
             if overwrite and not resume:
@@ -265,22 +273,27 @@ class Run:
             heatmap = attention_heatmap(self.model, self.data.tok, first, self.device, png)
         self.monitor.validation(st.step, m, heatmap)
 
-    def update(self, group: list[list[int]]) -> None:
-        """One optimizer update from ``group`` (up to ``update_freq`` batches of pair indices); its
-        results stay on the device until ``flush``. A skipped non-finite update takes a step
-        number too (its weights are the previous step's)."""
+    def make_batches(self, group: list[list[int]]) -> list[Batch]:
+        """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
+        built inline, its time counts as training time (ahead, it overlaps the device's work)."""
+        tick, cap = time.perf_counter(), self.model.max_positions
+        out = [make_batch(self.data.train, g, self.device, self.pad_multiple, cap) for g in group]
+        if not self.ahead:
+            self.busy += time.perf_counter() - tick
+        return out
+
+    def update(self, batches: list[Batch]) -> None:
+        """One optimizer update from ``batches`` (``make_batches``); its results stay on the
+        device until ``flush``. A skipped non-finite update takes a step number too (its weights
+        are the previous step's)."""
         st, t = self.state, self.cfg.train
         lr = lr_at(st.step + 1, t, st.plateau_scale)
         ratio = teacher_forcing_at(st.step + 1, t.teacher_forcing)
         tick = time.perf_counter()
-        batches = [
-            make_batch(self.data.train, g, self.device, self.pad_multiple, self.model.max_positions)
-            for g in group
-        ]
         r = train_step(
             self.wrapper, self.optimizer, self.scaler, batches, t, lr, self.device, self.info, ratio
         )
-        st.batch_in_epoch += len(group)
+        st.batch_in_epoch += len(batches)
         st.step += 1
         self.busy += time.perf_counter() - tick
         values = torch.stack([r["loss"], r["grad_norm"], r["tokens"], r["skipped"]])
@@ -417,6 +430,12 @@ class Run:
         if self.monitor is not None:
             self.monitor.close()
         dist.shutdown(self.info)
+
+
+def builds_ahead(device: torch.device) -> bool:
+    """Whether a background thread builds batches ahead (``prefetch``): on CUDA, where the host is
+    otherwise idle while the GPU works; not on the CPU, where it would take cores from torch."""
+    return device.type == "cuda"
 
 
 def _keep_fused(optimizer: torch.optim.Optimizer) -> None:
