@@ -162,7 +162,9 @@ class TeacherForcingConfig(_Section):
 
 
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates.
+    """The training loop. Steps count optimizer updates, a skipped non-finite one included (it
+    changes no weight, and is counted towards ``max_nonfinite`` when the loop reads the device's
+    results, every ``log_every`` steps and before every checkpoint).
 
     ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
     copies of the newest k); every validation writes ``last.pt``, and ``best.pt`` when
@@ -207,7 +209,9 @@ class TrainConfig(_Section):
         None, ge=1, description="steps between last.pt saves (default: at each validation)"
     )
     max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
-    log_every: int = Field(50, ge=1)
+    log_every: int = Field(
+        50, ge=1, description="steps between reads of the loss and gradient norm from the device"
+    )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
         "auto", description="auto = bf16 autocast on CUDA, fp32 on the CPU (resolved per run)"
