@@ -6,7 +6,9 @@ Usage:
         [--device cpu|cuda] [--scales 1 10] [--json bench_train.json]
 
 ``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``
-updates after ``warmup`` on the first batches of a Multi30k epoch, in a fresh process, so its peak
+updates after ``warmup`` on the first batches of a Multi30k epoch with the training loop's own
+``train_step`` (fused Adam, batches padded as the run would pad them, nothing read from the device
+until the end), in a fresh process, so its peak
 memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak allocation). Model
 FLOPs are counted by seq2seq/models/flops.py (6 x weights used per token on each side, output
 projection included, embedding lookups excluded, plus the attention matmuls; the formula is printed
@@ -26,11 +28,9 @@ measures. Data from $SEQ2SEQ_DATA_DIR (default ../shared/data). Imports the inst
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import hashlib
 import json
-import math
 import os
 import platform
 import subprocess
@@ -49,8 +49,9 @@ from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
-from seq2seq.runtime import seed_everything
-from seq2seq.training.loss import token_loss_sum
+from seq2seq.runtime import configure_device, resolve_pad_multiple, seed_everything
+from seq2seq.training.distributed import DistInfo
+from seq2seq.training.step import TeacherForcing, train_step
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,24 +99,6 @@ def tokenizer_for(cfg, work: Path) -> Path:
     return folder
 
 
-def step(model, opt, batch: Batch, precision: str, device: torch.device, cfg) -> float:
-    """One training update as train.py makes it: autocast forward, label-smoothed token loss,
-    backward, gradient clipping, Adam."""
-    ctx = (
-        contextlib.nullcontext()
-        if precision == "fp32"
-        else torch.autocast(device.type, dtype=DTYPES[precision])
-    )
-    with ctx:
-        logits = model(batch.src, batch.src_mask, batch.tgt_in)
-    loss = token_loss_sum(logits, batch.tgt_out, cfg.train.label_smoothing) / batch.n_tokens
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.clip_norm or math.inf)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return float(loss)
-
-
 def run_worker(a) -> dict:
     """One (config, precision): ``warmup`` + ``steps`` updates; tokens/s, FLOP/s, peak memory."""
     cfg = load_config(a.config)
@@ -126,13 +109,27 @@ def run_worker(a) -> dict:
     )
     lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
     order = token_batches(*lens, cfg.train.batch_tokens, seed=1, epoch=0)[: a.warmup + a.steps]
+    pad, cap = resolve_pad_multiple(cfg.data.pad_multiple, device), cfg.model.position_limit
     batches = [
-        Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]) for idx in order
+        Batch.from_ids(
+            [pairs.src[i] for i in idx],
+            [pairs.tgt[i] for i in idx],
+            pad,
+            cap,
+            device.type == "cuda",
+        )
+        for idx in order
     ]
     seed_everything(0)
+    configure_device(device, cfg.train.cudnn_sdp)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
     model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas))
+    # the training loop's own update (train_step: autocast forward, label-smoothed loss,
+    # backward, clipping, fused Adam, non-finite skip on the device), never read until the end
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas), fused=True)
+    scaler = torch.amp.GradScaler(device.type, enabled=a.precision == "fp16")
+    train_cfg = cfg.train.model_copy(update={"precision": a.precision, "update_freq": 1})
+    wrapper = TeacherForcing(model)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     tokens = flops = 0.0
@@ -143,7 +140,7 @@ def run_worker(a) -> dict:
             t0 = time.perf_counter()
         lens = b.src_mask.sum(1), (b.tgt_out != PAD).sum(1)  # real lengths, read on the CPU
         b = b.to(device)
-        loss = step(model, opt, b, a.precision, device, cfg)
+        out = train_step(wrapper, opt, scaler, [b], train_cfg, 1e-4, device, DistInfo())
         if i >= a.warmup:
             done += 1
             tokens += b.n_tokens
@@ -165,7 +162,7 @@ def run_worker(a) -> dict:
         tokens_per_s=tokens / seconds,
         model_flops_per_s=flops / seconds,
         peak_mem_mb=peak,
-        last_loss=loss,
+        last_loss=float(out["loss"]),
         mean_batch_tgt_tokens=tokens / done,
         formula=formula(model),
     )

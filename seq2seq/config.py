@@ -97,6 +97,12 @@ class DataConfig(_Section):
     shuffle_buffer: int = Field(
         100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
     )
+    pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
+        "auto",
+        description="training batches' lengths rounded up to a multiple of N (memory backend), "
+        "so a GPU sees few distinct shapes; auto = 8 on CUDA, 1 on the CPU (padding costs "
+        "compute there)",
+    )
 
     @model_validator(mode="after")
     def _concat_needs_memory(self) -> DataConfig:
@@ -165,7 +171,9 @@ class TeacherForcingConfig(_Section):
 
 
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates.
+    """The training loop. Steps count optimizer updates, a skipped non-finite one included (it
+    changes no weight, and is counted towards ``max_nonfinite`` when the loop reads the device's
+    results, every ``log_every`` steps and before every checkpoint).
 
     ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
     copies of the newest k); every validation writes ``last.pt``, and ``best.pt`` when
@@ -210,9 +218,18 @@ class TrainConfig(_Section):
         None, ge=1, description="steps between last.pt saves (default: at each validation)"
     )
     max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
-    log_every: int = Field(50, ge=1)
+    log_every: int = Field(
+        50, ge=1, description="steps between reads of the loss and gradient norm from the device"
+    )
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto", description="auto = bf16 autocast on CUDA, fp32 on the CPU (resolved per run)"
+    )
+    cudnn_sdp: bool = Field(
+        False,
+        description="CUDA: let attention use cuDNN's kernels, which rebuild a plan for every new "
+        "(batch, length) shape; off, PyTorch picks flash or memory-efficient attention",
+    )
     num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
     @model_validator(mode="after")

@@ -163,18 +163,10 @@ def test_update_freq_2_equals_one_double_batch(name):
         opt = torch.optim.SGD(model.parameters(), lr=1.0)
         cfg = t.model_copy(update={"update_freq": freq})
         scaler = torch.amp.GradScaler("cpu", enabled=False)
-        results.append(
-            train_step(
-                TeacherForcing(model),
-                opt,
-                scaler,
-                batches,
-                cfg,
-                0.5,
-                torch.device("cpu"),
-                DistInfo(),
-            )
+        out = train_step(
+            TeacherForcing(model), opt, scaler, batches, cfg, 0.5, torch.device("cpu"), DistInfo()
         )
+        results.append({k: float(v) for k, v in out.items()})
         weights.append(model.state_dict())
     assert results[0]["tokens"] == results[1]["tokens"] == whole[0].n_tokens
     assert results[0]["loss"] == pytest.approx(results[1]["loss"], abs=1e-6)
@@ -231,29 +223,49 @@ def _nan_on_calls(monkeypatch, calls):
 
 
 @pytest.mark.e2e  # a training run on the Multi30k slice
-def test_a_nan_loss_is_skipped_and_counted(multi30k_slice, tmp_path, monkeypatch):
+@pytest.mark.parametrize("log_every", [1, 3])
+def test_a_nan_loss_is_skipped_and_counted(multi30k_slice, tmp_path, monkeypatch, log_every):
+    """The skipped update takes a step number and logs no line; it is counted when read."""
     _nan_on_calls(monkeypatch, lambda n: n == 3)
-    summary = train(config(multi30k_slice, max_steps=5), tmp_path / "run")
+    summary = train(config(multi30k_slice, max_steps=5, log_every=log_every), tmp_path / "run")
     assert summary["steps"] == 5 and summary["nonfinite_skipped"] == 1
     steps = [r for r in log_lines(tmp_path / "run") if "loss" in r]
-    assert [r["step"] for r in steps] == [1, 2, 3, 4, 5]
+    assert [r["step"] for r in steps] == [1, 2, 4, 5]
     assert all(math.isfinite(r["loss"]) for r in steps)
-    state = load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]
-    assert state["batch_in_epoch"] == 6  # the skipped batch is consumed, not retried
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    state = ckpt["train_state"]
+    assert state["batch_in_epoch"] == 5  # the skipped batch is consumed, not retried
     assert state["nonfinite_total"] == 1 and state["nonfinite_in_row"] == 0
+    assert all(torch.isfinite(t).all() for t in ckpt["model"].values() if t.is_floating_point())
 
 
 @pytest.mark.e2e  # a training run on the Multi30k slice
+@pytest.mark.parametrize("log_every", [1, 4])
 def test_nan_in_a_row_stops_with_one_error_and_keeps_the_checkpoint(
-    multi30k_slice, tmp_path, monkeypatch
+    multi30k_slice, tmp_path, monkeypatch, log_every
 ):
+    """Skips leave the weights as they were; too many in a row stop at a log point or before a
+    checkpoint, whichever reads them first, so no checkpoint lies past the limit."""
     _nan_on_calls(monkeypatch, lambda n: n > 4)
-    cfg = config(multi30k_slice, max_steps=50, checkpoint_every=2, max_nonfinite=3)
-    with pytest.raises(TrainingError, match="3 non-finite losses in a row at step 4"):
+    cfg = config(
+        multi30k_slice,
+        max_steps=50,
+        checkpoint_every=2,
+        keep_last=3,
+        max_nonfinite=3,
+        log_every=log_every,
+    )
+    with pytest.raises(TrainingError, match="3 non-finite losses in a row at steps 5-7"):
         train(cfg, tmp_path / "run")
     ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
-    assert ckpt["train_state"]["step"] == 4
+    assert ckpt["train_state"]["step"] == 6 and ckpt["train_state"]["nonfinite_in_row"] == 2
     assert all(torch.isfinite(t).all() for t in ckpt["model"].values() if t.is_floating_point())
+    before = load_checkpoint(tmp_path / "run" / "step4.pt")
+    for k, w in ckpt["model"].items():
+        assert torch.equal(w, before["model"][k]), k  # the skipped steps changed no weight
+    assert torch.equal(  # nor the optimizer's step count
+        ckpt["optimizer"]["state"][0]["step"], before["optimizer"]["state"][0]["step"]
+    )
 
 
 @pytest.mark.e2e  # a training run on the Multi30k slice
@@ -484,6 +496,34 @@ def test_label_smoothed_loss_matches_the_formula():
     assert float(token_loss_sum(logits, tgt_out)) == pytest.approx(float(plain), rel=1e-6)
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_non_finite_update_is_skipped(fused):
+    """NaN logits: the optimizer changes no weight, moment or step count; the step says so. A
+    fused optimizer decides on the device, any other on the host."""
+    g = torch.Generator().manual_seed(0)
+    batch = Batch.from_ids(_rand_ids(g, 4, 3, 10, 40), _rand_ids(g, 4, 2, 12, 45))
+    model = tiny_model("transformer").train()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, fused=fused)
+    cfg = TrainConfig(max_steps=1)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    cpu, wrapper = torch.device("cpu"), TeacherForcing(model)
+    first = train_step(wrapper, opt, scaler, [batch], cfg, 0.01, cpu, DistInfo())
+    assert float(first["skipped"]) == 0.0
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    moments = {k: v.clone() for k, v in opt.state[next(model.parameters())].items()}
+
+    class NaN(torch.nn.Module):
+        def forward(self, *args):
+            return wrapper(*args) * float("nan")
+
+    out = train_step(NaN(), opt, scaler, [batch], cfg, 0.01, cpu, DistInfo())
+    assert float(out["skipped"]) == 1.0 and not math.isfinite(float(out["loss"]))
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+    state = opt.state[next(model.parameters())]
+    assert all(torch.equal(state[k], v) for k, v in moments.items())
+    assert int(state["step"]) == 1
+
+
 def test_gradient_clipping_bounds_the_update():
     """With SGD, the weight change is lr x the gradient rescaled to norm clip_norm."""
     g = torch.Generator().manual_seed(0)
@@ -496,7 +536,7 @@ def test_gradient_clipping_bounds_the_update():
     out = train_step(
         TeacherForcing(model), opt, scaler, [batch], cfg, 0.5, torch.device("cpu"), DistInfo()
     )
-    assert out["grad_norm"] > 0.1  # logged before clipping
+    assert float(out["grad_norm"]) > 0.1  # logged before clipping
     moved = [(p.detach() - b).pow(2).sum() for p, b in zip(model.parameters(), before, strict=True)]
     step = torch.sqrt(sum(moved))
     assert float(step) == pytest.approx(0.5 * 0.01, rel=1e-4)

@@ -60,10 +60,14 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
 
 
 def inference_device(name: str) -> str:
-    """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent)."""
-    from seq2seq.runtime import pick_device
+    """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent). On
+    CUDA, TF32 matmuls and no cuDNN attention: a search changes shapes every step, and cuDNN
+    builds a plan for each (``runtime.configure_device``)."""
+    from seq2seq.runtime import configure_device, pick_device
 
-    return str(pick_device(name, "fp32"))
+    device = pick_device(name, "fp32")
+    configure_device(device)
+    return str(device)
 
 
 def load_model(checkpoint: Path, device: str):

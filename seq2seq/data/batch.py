@@ -6,8 +6,9 @@ Shape notation: B batch, S source length, T target length (EOS included).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -18,12 +19,24 @@ from seq2seq.data.tokenizer import BOS, EOS, PAD
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad: int = PAD) -> torch.Tensor:
     """List of id lists -> (B, L_max) long tensor, right-padded."""
-    width = max((len(s) for s in seqs), default=0)
-    out = torch.full((len(seqs), width), pad, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        if len(s):
-            out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-    return out
+    lens = np.fromiter(map(len, seqs), np.int64, len(seqs))
+    out = np.full((len(seqs), int(lens.max(initial=0))), pad, dtype=np.int64)
+    _fill(out, seqs, lens)
+    return torch.from_numpy(out)
+
+
+def _fill(out: np.ndarray, seqs: Sequence[Sequence[int]], lens: np.ndarray) -> None:
+    """Write row i of ``seqs`` into the first ``lens[i]`` columns of ``out`` (B, L), at once: the
+    row-major order of a boolean mask is the order of the concatenated rows."""
+    flat = np.fromiter(itertools.chain.from_iterable(seqs), np.int64, int(lens.sum()))
+    out[np.arange(out.shape[1]) < lens[:, None]] = flat
+
+
+def padded_width(width: int, multiple: int = 1, cap: int | None = None) -> int:
+    """``width`` rounded up to a multiple of ``multiple`` (so a GPU sees few distinct shapes),
+    but never past ``cap`` (a model's position limit) unless ``width`` itself is."""
+    rounded = -(-width // multiple) * multiple
+    return rounded if cap is None else max(width, min(rounded, cap))
 
 
 @dataclass
@@ -36,6 +49,8 @@ class Batch:
         tgt_in: (B, T) BOS y_1 ... y_{n}: the decoder input.
         tgt_out: (B, T) y_1 ... y_n EOS: what the decoder must predict; PAD beyond.
         n_tokens: number of real target tokens (EOS included), the loss normaliser.
+        src_lengths: (B,) int64 numpy array of real source lengths, on the host (what
+            ``pack_padded_sequence`` needs, known without reading the device), or None.
     """
 
     src: torch.Tensor
@@ -43,23 +58,63 @@ class Batch:
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
     n_tokens: int
+    src_lengths: np.ndarray | None = None
+    _flat: torch.Tensor | None = field(default=None, repr=False)
 
     @classmethod
-    def from_ids(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Batch:
-        src_t = pad_sequences(src)
-        tgt_in = pad_sequences([[BOS, *t] for t in tgt])
-        tgt_out = pad_sequences([[*t, EOS] for t in tgt])
-        return cls(src_t, src_t != PAD, tgt_in, tgt_out, int((tgt_out != PAD).sum()))
+    def from_ids(
+        cls,
+        src: Sequence[Sequence[int]],
+        tgt: Sequence[Sequence[int]],
+        pad_multiple: int = 1,
+        max_width: int | None = None,
+        pin: bool = False,
+    ) -> Batch:
+        """Pad with numpy into one (pinned, if ``pin``) host buffer holding src, tgt_in and
+        tgt_out, so ``to`` copies once. Widths are rounded up to ``pad_multiple`` (at most
+        ``max_width``); the extra columns are PAD, masked like any padding.
+        """
+        b = len(src)
+        src_len = np.fromiter(map(len, src), np.int64, b)
+        tgt_len = np.fromiter(map(len, tgt), np.int64, b)
+        s = padded_width(int(src_len.max(initial=0)), pad_multiple, max_width)
+        t = padded_width(int(tgt_len.max(initial=0)) + 1, pad_multiple, max_width)
+        flat = torch.empty(b * (s + 2 * t), dtype=torch.long)
+        flat = flat.pin_memory() if pin else flat
+        buf = flat.numpy()
+        buf.fill(PAD)
+        src_np, tin, tout = _views(buf, b, s, t)
+        _fill(src_np, src, src_len)
+        tin[:, 0] = BOS
+        _fill(tin[:, 1:], tgt, tgt_len)
+        _fill(tout, tgt, tgt_len)
+        tout[np.arange(b), tgt_len] = EOS
+        src_t, tin_t, tout_t = _views(flat, b, s, t)
+        n_tokens = int(tgt_len.sum()) + b
+        return cls(src_t, src_t != PAD, tin_t, tout_t, n_tokens, src_len, flat)
 
     def to(self, device: torch.device | str) -> Batch:
-        nb = device != "cpu" and torch.device(device).type == "cuda"
-        return Batch(
-            self.src.to(device, non_blocking=nb),
-            self.src_mask.to(device, non_blocking=nb),
-            self.tgt_in.to(device, non_blocking=nb),
-            self.tgt_out.to(device, non_blocking=nb),
-            self.n_tokens,
-        )
+        """This batch on ``device``: one copy of the host buffer (asynchronous from pinned
+        memory), split into views there; the mask is computed on the device."""
+        device = torch.device(device)
+        if self.src.device == device:
+            return self
+        (b, s), t = self.src.shape, self.tgt_in.shape[1]
+        flat = self._flat
+        if flat is None:
+            flat = torch.cat([x.reshape(-1) for x in (self.src, self.tgt_in, self.tgt_out)])
+        flat = flat.to(device, non_blocking=flat.is_pinned())
+        src, tgt_in, tgt_out = _views(flat, b, s, t)
+        return Batch(src, src != PAD, tgt_in, tgt_out, self.n_tokens, self.src_lengths, flat)
+
+
+def _views(flat, b: int, s: int, t: int):
+    """A flat buffer of B·S + 2·B·T ids -> its (B, S), (B, T), (B, T) views."""
+    return (
+        flat[: b * s].reshape(b, s),
+        flat[b * s : b * (s + t)].reshape(b, t),
+        flat[b * (s + t) :].reshape(b, t),
+    )
 
 
 def cut_runs(runs: Iterable[tuple[int, int]], batch_tokens: int) -> list[int]:

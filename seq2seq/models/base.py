@@ -13,10 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 State = dict[str, Tensor]
+# (B,) real source lengths kept on the host: a numpy array (or a CPU tensor).
+Lengths = np.ndarray | Tensor
 
 # Where a training step applies a weight matrix, for the FLOP count (flops.py): once per source
 # token, once per target token, once per (target, source) pair, or not per token at all.
@@ -66,20 +69,32 @@ class Seq2SeqModel(nn.Module):
     tgt_vocab_size: int
     max_positions: int | None = None  # longest sequence the model can embed (None: unbounded)
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+    def forward(
+        self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, src_lengths: Lengths | None = None
+    ) -> Tensor:
         """Teacher-forced logits.
 
         Args:
             src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
             tgt_in: (B, T) decoder input ids, BOS first.
+            src_lengths: (B,) int64 real source lengths on the host (numpy, so DDP leaves them
+                there), or None; a model that needs them (packed RNNs) then reads them from
+                ``src_mask``, a device-to-host copy.
 
         Returns:
             (B, T, V) unnormalised scores for the next token at every position.
         """
-        return self.forward_attention(src, src_mask, tgt_in, need_attention=False)[0]
+        return self.forward_attention(
+            src, src_mask, tgt_in, need_attention=False, src_lengths=src_lengths
+        )[0]
 
     def forward_attention(
-        self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, need_attention: bool = True
+        self,
+        src: Tensor,
+        src_mask: Tensor,
+        tgt_in: Tensor,
+        need_attention: bool = True,
+        src_lengths: Lengths | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced logits (B, T, V) and cross-attention weights (B, T, S) (None if the model
         has none, or when ``need_attention`` is False and computing them costs extra)."""
@@ -102,8 +117,9 @@ class Seq2SeqModel(nn.Module):
         _, attn = self.forward_attention(src, src_mask, tgt_in, need_attention=True)
         return None if attn is None else attn[:, None, None]
 
-    def encode(self, src: Tensor, src_mask: Tensor) -> State:
-        """Run the encoder; returns the static part of the decoding state."""
+    def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
+        """Run the encoder (``src_lengths`` as in ``forward``); returns the static part of the
+        decoding state."""
         raise NotImplementedError
 
     def init_state(self, enc: State) -> State:

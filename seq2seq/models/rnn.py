@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from seq2seq.models.attention import BahdanauAttention, LuongAttention
-from seq2seq.models.base import AttentionFlops, FlopSide, Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, FlopSide, Lengths, Seq2SeqModel, State
 from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig
 
 
@@ -50,18 +50,28 @@ class RNNEncoder(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         self.out_size = self.dirs * cfg.enc_size
 
-    def forward(self, src: Tensor, src_mask: Tensor) -> State:
+    def forward(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
         """
+        Args:
+            src_lengths: (B,) int64 lengths on the host (a numpy array or CPU tensor); None reads
+                them from ``src_mask`` (a copy from the device, which waits for it).
+
         Returns:
             enc_out (B, S, dirs*He) the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He) the
             final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
         """
-        lengths = src_mask.sum(1).clamp(min=1).cpu()  # an empty row reads one pad, stays finite
+        lengths = src_mask.sum(1).cpu() if src_lengths is None else torch.as_tensor(src_lengths)
+        lengths = lengths.clamp(min=1)  # an empty row reads one pad, stays finite
         packed = pack_padded_sequence(
             self.dropout(self.embed(src)), lengths, batch_first=True, enforce_sorted=False
         )
         out, final = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        # unpacked in length order, then put back in batch order on the device: unpacking with
+        # the indices would also return lengths, copying the indices to the host (a sync)
+        out, _ = pad_packed_sequence(
+            PackedSequence(out.data, out.batch_sizes), batch_first=True, total_length=src.shape[1]
+        )
+        out = out.index_select(0, packed.unsorted_indices)
         if isinstance(final, tuple):
             return {
                 "enc_out": out,
@@ -139,11 +149,11 @@ class _RNNDecoderModel(Seq2SeqModel):
         """The top layer's state s (B, 1, H)."""
         return (hx[0] if self.lstm else hx)[-1].unsqueeze(1)
 
-    def encode(self, src: Tensor, src_mask: Tensor) -> State:
-        return self.encoder(src, src_mask)
+    def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
+        return self.encoder(src, src_mask, src_lengths)
 
-    def forward_attention(self, src, src_mask, tgt_in, need_attention=True):
-        state = self.init_state(self.encode(src, src_mask))
+    def forward_attention(self, src, src_mask, tgt_in, need_attention=True, src_lengths=None):
+        state = self.init_state(self.encode(src, src_mask, src_lengths))
         logits, attn, _ = self._decode(tgt_in, state)
         return logits, attn
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.models.base import AttentionFlops, FlopSide, Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, FlopSide, Lengths, Seq2SeqModel, State
 from seq2seq.models.configs import TransformerConfig
 
 
@@ -299,8 +299,8 @@ class Transformer(Seq2SeqModel):
         """(B, S) -> (B, 1, 1, S); a row with no real token may attend anywhere (finite, no NaN)."""
         return (src_mask | ~src_mask.any(1, keepdim=True))[:, None, None, :]
 
-    def encode(self, src: Tensor, src_mask: Tensor) -> State:
-        """src (B, S) -> enc_out (B, S, D) and src_mask."""
+    def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
+        """src (B, S) -> enc_out (B, S, D) and src_mask (``src_lengths`` is not needed)."""
         x, mask = self._embed(self.src_embed, src), self._key_mask(src_mask)
         for layer in self.encoder:
             x = layer(x, mask)
@@ -337,7 +337,7 @@ class Transformer(Seq2SeqModel):
         logits = F.linear(self.dec_norm(x), out_w, self.out_bias)
         return logits, weights, new
 
-    def forward_attention(self, src, src_mask, tgt_in, need_attention=True):
+    def forward_attention(self, src, src_mask, tgt_in, need_attention=True, src_lengths=None):
         state = self.init_state(self.encode(src, src_mask))
         logits, weights, _ = self._decode(
             tgt_in, state, incremental=False, need_weights=need_attention

@@ -116,8 +116,17 @@ def epoch_batches(pairs: TokenizedPairs | Corpus, t: TrainConfig, epoch: int, in
     return order[info.rank : usable : info.world]
 
 
-def make_batch(pairs: TokenizedPairs | Corpus, idx, device: torch.device | str) -> Batch:
-    """One element of ``epoch_batches`` as a ``Batch`` on ``device``."""
+def make_batch(
+    pairs: TokenizedPairs | Corpus,
+    idx,
+    device: torch.device | str,
+    pad_multiple: int = 1,
+    max_width: int | None = None,
+) -> Batch:
+    """One element of ``epoch_batches`` as a ``Batch`` on ``device``; with the memory backend its
+    lengths are rounded up to ``pad_multiple`` (at most ``max_width``), in pinned memory on CUDA."""
     if not isinstance(pairs, TokenizedPairs):
         return pairs.batch(idx).to(device)
-    return Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)
+    pin = torch.device(device).type == "cuda"
+    src, tgt = [pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]
+    return Batch.from_ids(src, tgt, pad_multiple, max_width, pin).to(device)

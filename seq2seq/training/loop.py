@@ -1,6 +1,9 @@
 """The training loop: setup -> loop of updates, validations and checkpoints -> cleanup.
 
-Steps count optimizer updates. Everything a resumed run needs is in ``last.pt``: weights, optimizer,
+Steps count optimizer updates, a skipped non-finite one included. Nothing in an update waits for
+the device: its loss, gradient norm, tokens and skip flag stay there, and are read once every
+``log_every`` updates, and before every checkpoint (``Run.flush``), which counts the skipped ones.
+Everything a resumed run needs is in ``last.pt``: weights, optimizer,
 scaler, every RNG state, the epoch and the batch within it, the step, best score, patience and
 plateau counters (the learning rate is a pure function of the step and the plateau scale, see
 ``schedules``) and the resolved config. Batches are a pure function of (seed, epoch), so
@@ -26,10 +29,18 @@ import torch
 from seq2seq.checkpoint import weights_digest
 from seq2seq.config import Config
 from seq2seq.console import console
+from seq2seq.data.batch import Batch
 from seq2seq.data.text import DataError
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import build_model
-from seq2seq.runtime import pick_device, rng_states, seed_everything
+from seq2seq.runtime import (
+    configure_device,
+    pick_device,
+    resolve_pad_multiple,
+    resolve_precision,
+    rng_states,
+    seed_everything,
+)
 from seq2seq.training import distributed as dist
 from seq2seq.training.checkpoints import (
     RunCheckpoints,
@@ -40,6 +51,7 @@ from seq2seq.training.checkpoints import (
 )
 from seq2seq.training.data import epoch_batches, make_batch, prepare_data
 from seq2seq.training.monitor import Monitor, attention_heatmap
+from seq2seq.training.prefetch import Ahead
 from seq2seq.training.run_info import write_run_info
 from seq2seq.training.schedules import lr_at, teacher_forcing_at
 from seq2seq.training.signals import interruptible
@@ -103,16 +115,23 @@ def _loop(run: Run) -> None:
                     f"{t.batch_tokens}-token batches of {len(run.data.train)} pairs "
                     f"give no batch for each of {info.world} ranks; lower batch_tokens"
                 )
-            while st.batch_in_epoch < len(batches) and not run.stopped:
-                stats = run.update(batches[st.batch_in_epoch : st.batch_in_epoch + t.update_freq])
-                if stats is not None:
-                    progress.update(task, completed=st.step, stats=stats)
+            groups = range(st.batch_in_epoch, len(batches), t.update_freq)
+            groups = [batches[i : i + t.update_freq] for i in groups]
+            with Ahead(run.make_batches, groups, run.ahead) as built:
+                for group in built:
+                    run.update(group)
+                    at_log = st.step % t.log_every == 0
+                    stats = run.flush() if at_log else ""
+                    progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
                     run.checkpoint_if_due()
-                run.stopped = run.should_stop(started, interrupted())
+                    run.stopped = run.should_stop(started, interrupted(), at_log)
+                    if run.stopped:
+                        break
             if st.batch_in_epoch >= len(batches):
                 st.epoch, st.batch_in_epoch = st.epoch + 1, 0
                 if not run.stopped and t.max_epochs is not None and st.epoch >= t.max_epochs:
                     run.stopped = "max_epochs"
+        run.flush()
         st.train_seconds += time.time() - started
         if run.stopped == "interrupted":
             log.warning("interrupted: saving last.pt at step %d", st.step)
@@ -139,13 +158,21 @@ class Run:
         overwrite: bool = False,
         tokenizer: Tokenizer | None = None,
     ):
-        self.run_dir, self.cfg, t = run_dir, cfg, cfg.train
         check_run_dir(run_dir, resume, overwrite)
-        if t.num_threads:
-            torch.set_num_threads(t.num_threads)
-        device = pick_device(t.device, t.precision)
+        if cfg.train.num_threads:
+            torch.set_num_threads(cfg.train.num_threads)
+        device = pick_device(cfg.train.device, cfg.train.precision)
         self.info = dist.init_distributed(device.type)
         self.device = dist.rank_device(device, self.info)
+        configure_device(self.device, cfg.train.cudnn_sdp)
+        # the run records (config.yaml, checkpoints) the precision it used, not "auto"
+        precision = resolve_precision(cfg.train.precision, self.device)
+        cfg = cfg.model_copy(
+            update={"train": cfg.train.model_copy(update={"precision": precision})}
+        )
+        self.run_dir, self.cfg, t = run_dir, cfg, cfg.train
+        self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
+        self.ahead = builds_ahead(self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
         if self.info.is_main:
             if overwrite and not resume:
@@ -158,20 +185,35 @@ class Run:
         vocab = (self.data.tok.src_vocab_size, self.data.tok.tgt_vocab_size, self.data.tok.joint)
         self.model = build_model(cfg.model, *vocab).to(self.device)
         opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
+        # fused: one kernel for all parameters, and it can skip a non-finite update on the device
         self.optimizer = opt(
-            self.model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay
+            self.model.parameters(),
+            lr=t.lr,
+            betas=t.betas,
+            weight_decay=t.weight_decay,
+            fused=True,
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.state = TrainState()
         if ckpt:
             self.state = restore(ckpt, self.model, self.optimizer, self.scaler, run_dir / "last.pt")
+            _keep_fused(self.optimizer)
         self.wrapper = dist.wrap(TeacherForcing(self.model), self.info, self.device)
         self.checkpoints = RunCheckpoints(run_dir, t.keep_last, self.info.is_main)
         self.last_valid, self.stopped = self.state.step, ""
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
+        # per update not yet read from the device: (step, epoch, lr, tf ratio, busy seconds so
+        # far) and a (4,) tensor of loss, grad norm, tokens, skipped
+        self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
         self.monitor: Monitor | None = None
         if self.info.is_main:
-            write_run_info(run_dir, cfg, self.data, self.model)
+            runtime = {
+                "device": str(self.device),
+                "precision": precision,
+                "pad_multiple": self.pad_multiple,
+                "cudnn_sdp": t.cudnn_sdp,
+            }
+            write_run_info(run_dir, cfg, self.data, self.model, runtime)
             self.monitor = Monitor(run_dir, self.state.step, t.log_every)
 
     def log_start(self) -> None:
@@ -197,10 +239,12 @@ class Run:
         }
 
     def save_last(self) -> None:
+        self.flush()  # the counters a checkpoint holds include every update so far
         self.checkpoints.save_last(self.state, self.payload)
 
     def validate_and_save(self) -> None:
         """Validate (rank 0), update best / best-k / plateau / patience, write the checkpoints."""
+        self.flush()
         st, t = self.state, self.cfg.train
         self.last_valid = st.step
         if self.info.is_main:
@@ -229,76 +273,134 @@ class Run:
             heatmap = attention_heatmap(self.model, self.data.tok, first, self.device, png)
         self.monitor.validation(st.step, m, heatmap)
 
-    def update(self, group: list[list[int]]) -> str | None:
-        """One optimizer update from ``group`` (up to ``update_freq`` batches of pair indices),
-        logged. Returns a progress line, or None when the update was skipped as non-finite.
+    def make_batches(self, group: list[list[int]]) -> list[Batch]:
+        """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
+        built inline, its time counts as training time (ahead, it overlaps the device's work)."""
+        tick, cap = time.perf_counter(), self.model.max_positions
+        out = [make_batch(self.data.train, g, self.device, self.pad_multiple, cap) for g in group]
+        if not self.ahead:
+            self.busy += time.perf_counter() - tick
+        return out
 
-        Raises:
-            TrainingError: ``max_nonfinite`` skipped updates in a row.
-        """
+    def update(self, batches: list[Batch]) -> None:
+        """One optimizer update from ``batches`` (``make_batches``); its results stay on the
+        device until ``flush``. A skipped non-finite update takes a step number too (its weights
+        are the previous step's)."""
         st, t = self.state, self.cfg.train
         lr = lr_at(st.step + 1, t, st.plateau_scale)
         ratio = teacher_forcing_at(st.step + 1, t.teacher_forcing)
         tick = time.perf_counter()
-        batches = [make_batch(self.data.train, g, self.device) for g in group]
         r = train_step(
             self.wrapper, self.optimizer, self.scaler, batches, t, lr, self.device, self.info, ratio
         )
-        st.batch_in_epoch += len(group)
-        self.busy += time.perf_counter() - tick
-        if r is None:
-            self._skipped()
-            return None
+        st.batch_in_epoch += len(batches)
         st.step += 1
-        st.nonfinite_in_row = 0
-        st.tokens_seen += int(r["tokens"])
-        tok_s = (st.tokens_seen - self.tokens0) / max(self.busy, 1e-9)
-        stats = f"epoch {st.epoch + 1} loss {r['loss']:.3f} lr {lr:.2e} {tok_s:,.0f} tok/s"
-        if self.monitor is not None:
-            self.monitor.train_step(
-                st.step,
-                {"epoch": st.epoch, **r, "lr": lr, "tokens_per_s": tok_s, "tf_ratio": ratio},
+        self.busy += time.perf_counter() - tick
+        values = torch.stack([r["loss"], r["grad_norm"], r["tokens"], r["skipped"]])
+        self.pending.append((st.step, st.epoch, lr, ratio, self.busy, values))
+
+    def flush(self) -> str:
+        """Read the pending updates' results from the device (one copy: the only wait for it
+        between log points), count skipped updates and log one line per applied one.
+
+        Returns:
+            A progress line for the last applied update ('' if none).
+
+        Raises:
+            TrainingError: ``max_nonfinite`` skipped updates in a row.
+        """
+        if not self.pending:
+            return ""
+        st, t = self.state, self.cfg.train
+        tick = time.perf_counter()
+        values = torch.stack([p[-1] for p in self.pending]).tolist()
+        self.busy += time.perf_counter() - tick  # the wait is the device's time for them
+        pending, self.pending = self.pending, []
+        records, error = [], None
+        for i, ((step, epoch, lr, ratio, busy, _), (loss, gnorm, tokens, skipped)) in enumerate(
+            zip(pending, values, strict=True)
+        ):
+            if skipped:
+                error = self._skipped(step)
+                if error:
+                    break
+                continue
+            st.nonfinite_in_row = 0
+            st.tokens_seen += round(tokens)
+            busy = self.busy if i == len(pending) - 1 else busy
+            tok_s = (st.tokens_seen - self.tokens0) / max(busy, 1e-9)
+            records.append(
+                {
+                    "step": step,
+                    "epoch": epoch,
+                    "loss": loss,
+                    "grad_norm": gnorm,
+                    "tokens": round(tokens),
+                    "lr": lr,
+                    "tokens_per_s": tok_s,
+                    "tf_ratio": ratio,
+                }
             )
-            if not console.is_terminal and st.step % t.log_every == 0:
-                log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
+        if self.monitor is not None and records:
+            self.monitor.train_steps(records)
+        if error:
+            raise TrainingError(error)
+        if not records:
+            return ""
+        r = records[-1]
+        stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
+        stats += f"{r['tokens_per_s']:,.0f} tok/s"
+        if self.monitor is not None and not console.is_terminal and st.step % t.log_every == 0:
+            log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
         return stats
 
-    def _skipped(self) -> None:
-        """Count a non-finite update; too many in a row stop training."""
+    def _skipped(self, step: int) -> str:
+        """Count a skipped non-finite update; returns the error when too many came in a row."""
         st = self.state
         st.nonfinite_in_row += 1
         st.nonfinite_total += 1
         log.warning(
             "step %d: non-finite loss or gradient, update skipped (%d in a row)",
-            st.step + 1,
+            step,
             st.nonfinite_in_row,
         )
-        if st.nonfinite_in_row >= self.cfg.train.max_nonfinite:
-            raise TrainingError(
-                f"{st.nonfinite_in_row} non-finite losses in a row at step {st.step}: lower "
-                "train.lr, use precision fp32, or check the data; last.pt holds the last "
-                "finite weights"
-            )
+        if st.nonfinite_in_row < self.cfg.train.max_nonfinite:
+            return ""
+        return (
+            f"{st.nonfinite_in_row} non-finite losses in a row at steps "
+            f"{step - st.nonfinite_in_row + 1}-{step}: lower train.lr, use precision fp32, or "
+            "check the data; last.pt holds finite weights"
+        )
 
     def checkpoint_if_due(self) -> None:
+        """Validate and save, or only save, when the step says so (a skipped step too: its
+        weights are the last applied update's)."""
         st, t = self.state, self.cfg.train
         if st.step % t.valid_every == 0:
             self.validate_and_save()
         elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
             self.save_last()
 
-    def should_stop(self, started: float, interrupted: bool) -> str:
-        """Rank 0's reason to stop now (one of STOP_REASONS; '' = go on), on every rank."""
+    def should_stop(self, started: float, interrupted: bool, at_log: bool = True) -> str:
+        """Rank 0's reason to stop now (one of STOP_REASONS; '' = go on), on every rank.
+
+        Steps, epochs and validations are the same on every rank; the clock and signals are not,
+        so under torchrun those two are heeded only ``at_log`` points, where rank 0's reason is
+        broadcast (a message that waits for every rank, kept out of the other steps).
+        """
         st, t = self.state, self.cfg.train
         elapsed = st.train_seconds + time.time() - started
+        shared = at_log or not self.info.enabled
         checks = {
-            "interrupted": interrupted,
+            "interrupted": shared and interrupted,
             "max_steps": t.max_steps is not None and st.step >= t.max_steps,
             "max_epochs": t.max_epochs is not None and st.epoch >= t.max_epochs,
-            "max_time": t.max_time is not None and elapsed >= t.max_time * 60,
+            "max_time": shared and t.max_time is not None and elapsed >= t.max_time * 60,
             "early_stopping": t.patience is not None and st.bad_validations >= t.patience,
         }
         reason = next((k for k, hit in checks.items() if hit), "")
+        if not at_log:
+            return reason
         return dist.broadcast_choice(reason, STOP_REASONS, self.info, self.device)
 
     def summary(self) -> dict:
@@ -328,6 +430,23 @@ class Run:
         if self.monitor is not None:
             self.monitor.close()
         dist.shutdown(self.info)
+
+
+def builds_ahead(device: torch.device) -> bool:
+    """Whether a background thread builds batches ahead (``prefetch``): on CUDA, where the host is
+    otherwise idle while the GPU works; not on the CPU, where it would take cores from torch."""
+    return device.type == "cuda"
+
+
+def _keep_fused(optimizer: torch.optim.Optimizer) -> None:
+    """A checkpoint of an unfused optimizer restores its groups' ``fused: False``; the fused step
+    wants that flag back, and its step counts as float32 on the parameters' device."""
+    for group in optimizer.param_groups:
+        group["fused"] = True
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            if "step" in state:
+                state["step"] = state["step"].to(p.device, torch.float32)
 
 
 def _progress(info: dist.DistInfo):

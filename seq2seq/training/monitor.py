@@ -1,7 +1,8 @@
 """What a run reports while it trains; only rank 0 builds a ``Monitor``.
 
-- ``train_log.jsonl``: one JSON line per update (loss, lr, grad norm, tokens, teacher-forcing ratio)
-  and one per validation.
+- ``train_log.jsonl``: one JSON line per applied update (loss, lr, grad norm, tokens, tokens/s,
+  teacher-forcing ratio), written in a burst every ``log_every`` updates (the values are read from
+  the device then, once), and one per validation. A skipped non-finite update has no line.
 - TensorBoard (``tensorboard/``): train loss, perplexity, learning rate, gradient norm, target
   tokens/s and teacher-forcing ratio every ``log_every`` updates; validation loss, perplexity, BLEU
   and chrF, sample translations of the first validation sentences, and (attention models) the
@@ -45,6 +46,7 @@ class Monitor:
         self.run_dir, self.log_every = run_dir, log_every
         self.log_path = run_dir / "train_log.jsonl"
         self._trim_log(start_step)
+        self._log = open(self.log_path, "a", encoding="utf-8")  # closed by close()
         # purge_step hides events a killed run wrote after its checkpoint.
         self.writer = SummaryWriter(
             str(run_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None
@@ -63,18 +65,21 @@ class Monitor:
                 keep.append(line + "\n")
         atomic_write_text(self.log_path, "".join(keep))
 
-    def _append(self, record: dict) -> None:
-        with open(self.log_path, "a") as f:
-            f.write(json.dumps(record) + "\n")
+    def _append(self, records: list[dict]) -> None:
+        self._log.write("".join(json.dumps(r) + "\n" for r in records))
+        self._log.flush()
 
-    def train_step(self, step: int, record: dict) -> None:
-        """Log one update: ``record`` holds loss, lr, grad_norm, tokens, tokens_per_s, tf_ratio."""
-        self._append({"step": step, **record})
-        if step % self.log_every:
-            return
-        for key, tag in TRAIN_SCALARS.items():
-            self.writer.add_scalar(tag, record[key], step)
-        self.writer.add_scalar("train/ppl", math.exp(min(record["loss"], 50)), step)
+    def train_steps(self, records: list[dict]) -> None:
+        """Log updates, one line each: a record holds step, epoch, loss, grad_norm, tokens, lr,
+        tokens_per_s and tf_ratio; those at a multiple of ``log_every`` also go to TensorBoard."""
+        self._append(records)
+        for record in records:
+            step = record["step"]
+            if step % self.log_every:
+                continue
+            for key, tag in TRAIN_SCALARS.items():
+                self.writer.add_scalar(tag, record[key], step)
+            self.writer.add_scalar("train/ppl", math.exp(min(record["loss"], 50)), step)
 
     def validation(self, step: int, metrics: dict, heatmap: np.ndarray | None = None) -> None:
         """Log validation ``metrics`` (loss, ppl, bleu, chrf, samples) and an HWC RGB heatmap."""
@@ -86,9 +91,11 @@ class Monitor:
         if heatmap is not None:
             self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
         self.writer.flush()
-        self._append({"step": step, "valid": {k: v for k, v in metrics.items() if k != "samples"}})
+        scores = {k: v for k, v in metrics.items() if k != "samples"}
+        self._append([{"step": step, "valid": scores}])
 
     def close(self) -> None:
+        self._log.close()
         self.writer.close()
 
 

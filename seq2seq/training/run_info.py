@@ -45,8 +45,9 @@ def _bleu_signature(tgt_lang: str) -> str:
     return str(bleu.get_signature())
 
 
-def write_run_info(run_dir: Path, cfg: Config, data, model) -> None:
-    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes)."""
+def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
+    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
+    ``runtime``: what ``auto`` settings resolved to on this machine)."""
     from seq2seq.data.text import resolve_corpus_file, sha256_file
 
     files = {}
@@ -71,6 +72,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model) -> None:
         "tgt_vocab": data.tok.tgt_vocab_size,
         "parameters": model.num_parameters(),
         "bleu_signature": _bleu_signature(cfg.data.tgt_lang),
+        "runtime": runtime or {},
     }
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))
     atomic_write_text(run_dir / "run_info.json", json.dumps(info, indent=2))

@@ -10,7 +10,6 @@ sampling), so each piece is tested on its own; ``loop`` strings them together.
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 from torch import nn
@@ -30,6 +29,7 @@ class TeacherForcing(nn.Module):
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool.  tgt_in: (B, T) BOS y_1 ... y_{T-1}.
+        src_lengths: (B,) host source lengths or None (see ``Seq2SeqModel.forward``).
 
     Returns:
         (B, T, V) logits.
@@ -39,10 +39,10 @@ class TeacherForcing(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, src, src_mask, tgt_in, ratio: float = 1.0):
+    def forward(self, src, src_mask, tgt_in, ratio: float = 1.0, src_lengths=None):
         if ratio >= 1.0:
-            return self.model(src, src_mask, tgt_in)
-        state = self.model.init_state(self.model.encode(src, src_mask))
+            return self.model(src, src_mask, tgt_in, src_lengths=src_lengths)
+        state = self.model.init_state(self.model.encode(src, src_mask, src_lengths))
         prev, outs = tgt_in[:, 0], []
         for t in range(tgt_in.shape[1]):
             logits, _, state = self.model.decode_step(prev, state)
@@ -63,38 +63,60 @@ def train_step(
     device: torch.device,
     info: DistInfo,
     tf_ratio: float = 1.0,
-) -> dict | None:
-    """One update from ``batches`` (``update_freq`` of them).
+) -> dict[str, torch.Tensor]:
+    """One update from ``batches`` (``update_freq`` of them), without waiting for the device.
 
     The summed token loss of every batch is divided by the target tokens of all of them (over all
-    ranks), so accumulating b + b equals one batch of 2b. Returns None, changing no weight, when
-    the loss or the gradient norm is not finite on any rank.
+    ranks), so accumulating b + b equals one batch of 2b. When the loss or the gradient norm is
+    not finite on any rank, the update is skipped on the device: the optimizer's found-inf flag
+    (as GradScaler uses it) leaves weights, moments and the optimizer's step count unchanged. That
+    needs a fused optimizer (``fused=True``); any other pays one host sync per step to decide.
 
     Returns:
-        {"loss": per-token training loss, "grad_norm": before clipping, "tokens": target tokens}.
+        0-dim float tensors on ``device``: "loss" (per target token), "grad_norm" (before
+        clipping), "tokens" (target tokens over all ranks) and "skipped" (1.0 when the update was
+        skipped as non-finite, else 0.0). Reading them waits for the device; ``loop`` reads them
+        once per ``log_every`` updates.
     """
-    n_tokens = all_reduce_sum(sum(b.n_tokens for b in batches), info, device)
+    n_tokens = all_reduce_sum(
+        torch.full((), float(sum(b.n_tokens for b in batches)), device=device), info
+    )
     optimizer.zero_grad(set_to_none=True)
-    loss_sum = 0.0
+    loss_sum = torch.zeros((), device=device)
     for i, b in enumerate(batches):
         sync = i == len(batches) - 1 or not info.enabled
         with contextlib.nullcontext() if sync else wrapper.no_sync():
             with autocast(device, cfg.precision):
-                logits = wrapper(b.src, b.src_mask, b.tgt_in, tf_ratio)
+                logits = wrapper(b.src, b.src_mask, b.tgt_in, tf_ratio, b.src_lengths)
             loss = token_loss_sum(logits, b.tgt_out, cfg.label_smoothing)
             # DDP averages gradients over ranks; scaling by world restores the global token sum.
             scaler.scale(loss * (info.world / n_tokens)).backward()
-        loss_sum += float(loss.detach())
-    loss_sum = all_reduce_sum(loss_sum, info, device)  # NaN anywhere -> NaN on every rank
+        loss_sum = loss_sum + loss.detach().float()
+    loss_sum = all_reduce_sum(loss_sum, info)  # NaN anywhere -> NaN on every rank
     scaler.unscale_(optimizer)
     params = [p for g in optimizer.param_groups for p in g["params"]]
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm or float("inf")))
-    if not (math.isfinite(loss_sum) and math.isfinite(grad_norm)):
-        optimizer.zero_grad(set_to_none=True)
-        scaler.update()
-        return None
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm or float("inf"))
+    skipped = (~(torch.isfinite(loss_sum) & torch.isfinite(grad_norm))).float()
     for g in optimizer.param_groups:
         g["lr"] = lr
-    scaler.step(optimizer)
-    scaler.update()
-    return {"loss": loss_sum / n_tokens, "grad_norm": grad_norm, "tokens": n_tokens}
+    _step_unless(optimizer, skipped)
+    scaler.update()  # fp16: halves the scale after an overflow (found by ``unscale_``)
+    return {
+        "loss": loss_sum / n_tokens,
+        "grad_norm": grad_norm.detach().float(),
+        "tokens": n_tokens,
+        "skipped": skipped,
+    }
+
+
+def _step_unless(optimizer: torch.optim.Optimizer, skipped: torch.Tensor) -> None:
+    """``optimizer.step()`` unless ``skipped`` (a 0-dim float32 tensor on the parameters'
+    device) is 1: decided on the device by a fused optimizer, on the host by any other."""
+    if all(g.get("fused") for g in optimizer.param_groups):
+        optimizer.grad_scale, optimizer.found_inf = None, skipped
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.grad_scale, optimizer.found_inf
+    elif not skipped.item():
+        optimizer.step()
