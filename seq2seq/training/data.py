@@ -21,6 +21,8 @@ from seq2seq.data.text import (
     concat_pairs,
     drop_long_sources,
     load_split,
+    resolve_corpus_file,
+    split_origin,
     tokenize_pairs,
 )
 from seq2seq.data.tokenizer import Tokenizer
@@ -48,25 +50,31 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
             ``run_dir``; the other ranks wait for it and load it).
 
     Raises:
-        DataError: no usable training pair, or unreadable or misaligned files.
+        DataError: no usable training pair, no usable validation pair (checked before any slow
+            step, and again after encoding), or unreadable or misaligned files.
         ConfigError: sentencepiece refused the tokenizer settings.
     """
     if cfg.data.backend != "memory":
         from seq2seq.data.backends import prepare_corpus
 
         tok, train = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
-        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)
+        valid_text = _read_valid(cfg)
     else:
         text = _read(cfg, "train", cfg.data.max_train_pairs)
         if cfg.data.max_src_words:
             drop_long_sources(text, cfg.data.max_src_words)
-        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)  # before any slow step
+        valid_text = _read_valid(cfg)  # before any slow step
         if not len(text):
             raise DataError(f"{text.origin}: no usable training pairs")
         if tok is None:
             tok = _train_tokenizer(text, cfg, run_dir, info)
         train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
+    if not len(valid):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
+            f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
+        )
     if isinstance(train, TokenizedPairs):
         train = concat_pairs(train, cfg.data.concat_k, cfg.train.seed)
     return TrainData(tok, train, valid, valid_text)
@@ -77,6 +85,26 @@ def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
     if max_pairs:
         _truncate(text, max_pairs)
     return text
+
+
+def _read_valid(cfg: Config) -> ParallelText:
+    """The validation split, refused when no pair is left: every validation metric (loss,
+    perplexity, BLEU) and early stopping would otherwise be computed over zero tokens."""
+    text = _read(cfg, "valid", cfg.data.max_valid_pairs)
+    if not len(text):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair ({text.n_read} lines read, every "
+            "one empty on a side); give data.valid a non-empty parallel set"
+        )
+    return text
+
+
+def _valid_files(cfg: Config) -> str:
+    """The validation files as a message names them: both sides, or the dataset split."""
+    d = cfg.data
+    if d.hf is not None or d.valid is None:
+        return split_origin(d, "valid")
+    return " and ".join(str(resolve_corpus_file(d.valid, lang)) for lang in (d.src_lang, d.tgt_lang))
 
 
 def _train_tokenizer(text: ParallelText, cfg: Config, run_dir: Path, info: DistInfo) -> Tokenizer:
