@@ -8,8 +8,6 @@ tokenizer, a Transformer with d_model 32 and ``max_positions`` 40, ``data.max_le
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from seq2seq.config import validate_config

@@ -104,7 +104,8 @@ def _valid_files(cfg: Config) -> str:
     d = cfg.data
     if d.hf is not None or d.valid is None:
         return split_origin(d, "valid")
-    return " and ".join(str(resolve_corpus_file(d.valid, lang)) for lang in (d.src_lang, d.tgt_lang))
+    files = (resolve_corpus_file(d.valid, lang) for lang in (d.src_lang, d.tgt_lang))
+    return " and ".join(str(f) for f in files)
 
 
 def _train_tokenizer(text: ParallelText, cfg: Config, run_dir: Path, info: DistInfo) -> Tokenizer:
