@@ -122,3 +122,50 @@ def test_a_study_eval_set_with_no_usable_pair_is_refused(tmp_path):
     cfg = toy_config(tmp_path, data={"test": write_split(tmp_path, "test", ["", " "])})
     with pytest.raises(DataError, match="no usable test pair"):
         build_eval_set(cfg, 2, None)
+
+
+# ---- 5. the same data error on every backend -------------------------------------------------
+
+
+def _bad_utf8_train(tmp_path, side):
+    d = tmp_path / "bad"
+    d.mkdir()
+    good = "".join(x + "\n" for x in SENTENCES * 3).encode()
+    lines = good.split(b"\n")
+    lines[2] = b"a dog $\xff runs"  # line 3, byte 8
+    bad = b"\n".join(lines)
+    (d / "train.de").write_bytes(bad if side == "src" else good)
+    (d / "train.en").write_bytes(bad if side == "tgt" else good)
+    return str(d / "train"), str(d / f"train.{'de' if side == 'src' else 'en'}")
+
+
+@pytest.mark.parametrize("given_tokenizer", [False, True], ids=["trained", "given"])
+@pytest.mark.parametrize("side", ["src", "tgt"])
+def test_every_backend_gives_the_same_one_line_error_for_invalid_utf8(
+    tmp_path, side, given_tokenizer
+):
+    from seq2seq.data.tokenizer import Tokenizer
+
+    train_prefix, bad_file = _bad_utf8_train(tmp_path, side)
+    expected = f"{bad_file} line 3: not valid UTF-8 (byte 8 of the line)"
+    tok = None
+    if given_tokenizer:
+        cfg = toy_config(tmp_path)
+        tok = Tokenizer.train(SENTENCES, SENTENCES, cfg.tokenizer)
+    for backend in ("memory", "arrow", "stream"):
+        data = {"backend": backend, "cache_dir": str(tmp_path / "cache")}
+        cfg = toy_config(tmp_path, train=train_prefix, data=data)
+        with pytest.raises(DataError) as e:
+            train(cfg, tmp_path / f"run-{backend}", tokenizer=tok)
+        assert str(e.value).startswith(expected), (backend, str(e.value))
+        assert "\n" not in str(e.value)
+
+
+def test_every_backend_gives_the_same_error_for_misaligned_files(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    prefix = write_split(d, "train", SENTENCES * 3, SENTENCES * 3 + ["one more"])
+    for backend in ("memory", "arrow", "stream"):
+        data = {"backend": backend, "cache_dir": str(tmp_path / "cache")}
+        with pytest.raises(DataError, match="train.de has 36 lines but .*train.en has 37"):
+            train(toy_config(tmp_path, train=prefix, data=data), tmp_path / f"run-{backend}")

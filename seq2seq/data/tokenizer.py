@@ -31,7 +31,7 @@ log = logging.getLogger("seq2seq")
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
-def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
+def _train_proto(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
     """Train one model in memory.
 
     Raises:
@@ -39,20 +39,53 @@ def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int
             characters, or than the 256 byte pieces ``byte_fallback`` needs).
     """
     buf = io.BytesIO()
+    reader = _Guarded(sentences)
     try:
-        _run_trainer(sentences, cfg, vocab_size, buf)
+        _run_trainer(reader, cfg, vocab_size, buf)
     except RuntimeError as e:
+        reader.reraise()
         reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
         raise ConfigError(
             f"tokenizer: sentencepiece cannot train with vocab_size {vocab_size}"
             f"{' and byte_fallback' if cfg.byte_fallback else ''}: {reason}"
         ) from None
+    reader.reraise()
     return buf.getvalue()
 
 
-def _run_trainer(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int, buf) -> None:
+class _Guarded:
+    """The sentences as sentencepiece reads them, keeping the first error the reader raised.
+
+    sentencepiece turns an exception raised while it pulls a sentence (a streamed file's invalid
+    UTF-8, misaligned files: a ``DataError``) into a RuntimeError about training, a wrong diagnosis;
+    here the error stops the input and is raised again once the trainer returns or fails, so every
+    backend reports the same data error for the same bad file."""
+
+    def __init__(self, sentences: Iterable[str]):
+        self.it, self.error = iter(sentences), None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self.error is not None:
+            raise StopIteration
+        try:
+            return next(self.it)
+        except StopIteration:
+            raise
+        except Exception as e:
+            self.error = e
+            raise StopIteration from None
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, buf) -> None:
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences),
+        sentence_iterator=sentences,
         model_writer=buf,
         model_type=cfg.type,
         vocab_size=vocab_size,
