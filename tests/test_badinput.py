@@ -8,6 +8,8 @@ tokenizer, a Transformer with d_model 32 and ``max_positions`` 40, ``data.max_le
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from seq2seq.config import validate_config
@@ -169,3 +171,35 @@ def test_every_backend_gives_the_same_error_for_misaligned_files(tmp_path):
         data = {"backend": backend, "cache_dir": str(tmp_path / "cache")}
         with pytest.raises(DataError, match="train.de has 36 lines but .*train.en has 37"):
             train(toy_config(tmp_path, train=prefix, data=data), tmp_path / f"run-{backend}")
+
+
+# ---- 3. text the tokenizer trainer drops without a word --------------------------------------
+
+
+def test_the_tokenizer_sees_a_line_over_sentencepieces_byte_limit(caplog):
+    from seq2seq.config import TokenizerConfig
+    from seq2seq.data.tokenizer import UNK, Tokenizer
+
+    long_line = "the dog runs in the park " * 200 + "die straße"  # ~5,000 bytes, the only ß
+    assert len(long_line.encode()) > 4192
+    src = SENTENCES * 3 + ["a short source"]
+    tgt = SENTENCES * 3 + [long_line]
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        tok = Tokenizer.train(src, tgt, TokenizerConfig(type="unigram", vocab_size=100))
+    assert UNK not in tok.encode_tgt(["straße"])[0]
+    assert "not covered" not in caplog.text
+
+
+def test_the_log_reports_the_vocabulary_learned_and_the_characters_not_covered(caplog):
+    from seq2seq.config import TokenizerConfig
+    from seq2seq.data.tokenizer import Tokenizer
+
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        tok = Tokenizer.train(SENTENCES, SENTENCES, TokenizerConfig(type="word", vocab_size=5000))
+    assert tok.src_vocab_size < 5000
+    assert f"learned {tok.src_vocab_size} pieces, vocab_size 5000 asked" in caplog.text
+    caplog.clear()
+    rare = SENTENCES * 20 + ["a ß b"]  # one ß in ~500 characters: out at coverage 0.98
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        Tokenizer.train(rare, rare, TokenizerConfig(vocab_size=60, character_coverage=0.98))
+    assert "training characters" in caplog.text and "'ß' x2" in caplog.text

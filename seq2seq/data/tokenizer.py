@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import itertools
 import logging
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -31,15 +32,27 @@ log = logging.getLogger("seq2seq")
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
-def _train_proto(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
-    """Train one model in memory.
+# sentencepiece skips, with a warning we never see, every line over ``max_sentence_length`` bytes
+# (4192 by default); a sentence the tokenizer never saw may hold the corpus's only example of a
+# character. The limit is raised to sentencepiece's own maximum (1 GiB) instead, so the tokenizer
+# sees every training line (an over-long pair is dropped later, after tokenisation, by data.max_len,
+# with a count in the log); a line past even that is counted and the count logged.
+LINE_LIMIT = 2**30
+
+
+def _train_proto(
+    sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, side: str = "joint"
+) -> bytes:
+    """Train one model in memory; log the vocabulary size actually learned, the lines sampled
+    (``max_sentences``) and the training characters the model does not cover.
 
     Raises:
         ConfigError: sentencepiece refused the settings (e.g. a vocabulary smaller than the
             characters, or than the 256 byte pieces ``byte_fallback`` needs).
+        DataError: reading the sentences failed (raised as itself, see ``_Guarded``).
     """
     buf = io.BytesIO()
-    reader = _Guarded(sentences)
+    reader = _Guarded(sentences, count_chars=cfg.type != "word" and not cfg.byte_fallback)
     try:
         _run_trainer(reader, cfg, vocab_size, buf)
     except RuntimeError as e:
@@ -50,19 +63,63 @@ def _train_proto(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int
             f"{' and byte_fallback' if cfg.byte_fallback else ''}: {reason}"
         ) from None
     reader.reraise()
+    _log_trained(buf.getvalue(), reader, cfg, vocab_size, side)
     return buf.getvalue()
 
 
+def _log_trained(
+    proto: bytes, reader: _Guarded, cfg: TokenizerConfig, vocab_size: int, side: str
+) -> None:
+    """What the trainer made of the input, which sentencepiece itself only prints to stderr."""
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    learned = sp.get_piece_size()
+    note = " (the training text gives no more)" if learned < vocab_size else ""
+    log.info(
+        "tokenizer (%s): learned %d pieces, vocab_size %d asked%s; trained on %s of %d lines",
+        side,
+        learned,
+        vocab_size,
+        note,
+        "all" if reader.lines <= cfg.max_sentences else f"a sample of {cfg.max_sentences:,}",
+        reader.lines,
+    )
+    if reader.skipped:
+        log.warning(
+            "tokenizer (%s): %d training lines over sentencepiece's %d-byte limit were skipped",
+            side,
+            reader.skipped,
+            LINE_LIMIT,
+        )
+    # A character the model has no piece for encodes to <unk> (character_coverage < 1, or only
+    # in lines left out of the sample); a word model covers words, not characters.
+    missing = [c for c in reader.chars if not c.isspace() and UNK in sp.encode(c)]
+    if missing:
+        missing.sort(key=lambda c: -reader.chars[c])
+        shown = ", ".join(f"{c!r} x{reader.chars[c]}" for c in missing[:10])
+        log.warning(
+            "tokenizer (%s): %d training characters (%d occurrences) are not covered and "
+            "become <unk>: %s%s",
+            side,
+            len(missing),
+            sum(reader.chars[c] for c in missing),
+            shown,
+            " ..." if len(missing) > 10 else "",
+        )
+
+
 class _Guarded:
-    """The sentences as sentencepiece reads them, keeping the first error the reader raised.
+    """The sentences as sentencepiece reads them: counted (lines, and characters when asked), and
+    keeping the first error the reader raised.
 
     sentencepiece turns an exception raised while it pulls a sentence (a streamed file's invalid
     UTF-8, misaligned files: a ``DataError``) into a RuntimeError about training, a wrong diagnosis;
     here the error stops the input and is raised again once the trainer returns or fails, so every
     backend reports the same data error for the same bad file."""
 
-    def __init__(self, sentences: Iterable[str]):
+    def __init__(self, sentences: Iterable[str], count_chars: bool = False):
         self.it, self.error = iter(sentences), None
+        self.lines, self.skipped, self.count_chars = 0, 0, count_chars
+        self.chars: Counter[str] = Counter()
 
     def __iter__(self):
         return self
@@ -71,12 +128,18 @@ class _Guarded:
         if self.error is not None:
             raise StopIteration
         try:
-            return next(self.it)
+            sentence = next(self.it)
         except StopIteration:
             raise
         except Exception as e:
             self.error = e
             raise StopIteration from None
+        self.lines += 1
+        if len(sentence) * 4 > LINE_LIMIT and len(sentence.encode()) > LINE_LIMIT:
+            self.skipped += 1
+        if self.count_chars:
+            self.chars.update(sentence)
+        return sentence
 
     def reraise(self) -> None:
         if self.error is not None:
@@ -98,6 +161,7 @@ def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int
         unk_surface="⁇",
         input_sentence_size=cfg.max_sentences,
         shuffle_input_sentence=True,
+        max_sentence_length=LINE_LIMIT,
         hard_vocab_limit=False,
         num_threads=2,
         minloglevel=2,
@@ -127,7 +191,10 @@ class Tokenizer:
         """
         if cfg.joint:
             return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size))
-        return cls(_train_proto(src, cfg, cfg.vocab_size), _train_proto(tgt, cfg, cfg.vocab_size))
+        return cls(
+            _train_proto(src, cfg, cfg.vocab_size, "source"),
+            _train_proto(tgt, cfg, cfg.vocab_size, "target"),
+        )
 
     @property
     def src_vocab_size(self) -> int:
