@@ -203,3 +203,88 @@ def test_the_log_reports_the_vocabulary_learned_and_the_characters_not_covered(c
     with caplog.at_level(logging.INFO, logger="seq2seq"):
         Tokenizer.train(rare, rare, TokenizerConfig(vocab_size=60, character_coverage=0.98))
     assert "training characters" in caplog.text and "'ß' x2" in caplog.text
+
+
+# ---- 2. target text the tokenizer rewrites ---------------------------------------------------
+
+CHINESE = ["我们明天去公园，好吗？", "她说：请稍等…", "价格是１２３元。"]
+
+
+@pytest.mark.parametrize("joint", [True, False], ids=["joint", "separate"])
+def test_the_target_round_trips_exactly_and_a_perfect_system_scores_100(tmp_path, joint):
+    from seq2seq.config import TokenizerConfig
+    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.evaluation.report import evaluation_report, read_eval_texts
+
+    src = ["we go to the park tomorrow", "she said please wait", "the price is １２３ yuan"] * 30
+    cfg = TokenizerConfig(type="unigram", vocab_size=60, joint=joint)
+    tok = Tokenizer.train(src, CHINESE * 30, cfg)
+    assert tok.joint == joint
+    assert tok.decode_tgt(tok.encode_tgt(CHINESE)) == CHINESE
+    assert tok.encode_src(["１２３"]) == tok.encode_src(["123"])  # the source is still NFKC-folded
+    again = Tokenizer.from_state_dict(tok.state_dict())  # a checkpoint keeps both rules
+    assert again.joint == joint and again.decode_tgt(again.encode_tgt(CHINESE)) == CHINESE
+    tok.save(tmp_path)
+    assert Tokenizer.load(tmp_path).decode_tgt(tok.encode_tgt(CHINESE)) == CHINESE
+    (tmp_path / "ref.zh").write_text("".join(x + "\n" for x in CHINESE))
+    (tmp_path / "hyp.zh").write_text(
+        "".join(x + "\n" for x in again.decode_tgt(tok.encode_tgt(CHINESE)))
+    )
+    texts = read_eval_texts([tmp_path / "ref.zh"], None, tmp_path / "hyp.zh")
+    assert evaluation_report(texts, ["bleu"], tgt_lang="zh")["bleu"]["score"] == pytest.approx(100)
+
+
+def test_an_old_single_model_tokenizer_behaves_as_before():
+    from seq2seq.config import TokenizerConfig
+    from seq2seq.data.tokenizer import Tokenizer
+
+    cfg = TokenizerConfig(type="unigram", vocab_size=60, tgt_normalization="nmt_nfkc")
+    old = Tokenizer.train(["price １２３"] * 30, CHINESE * 30, cfg)  # one nmt_nfkc model
+    state = old.state_dict()
+    assert state["tgt"] is None
+    tok = Tokenizer.from_state_dict(state)
+    assert tok.joint and tok.decode_tgt(tok.encode_tgt(["价格是１２３元。"])) == ["价格是123元。"]
+
+
+# ---- 7. leakage the user should hear about ---------------------------------------------------
+
+
+def _leaky(tmp_path):
+    d = tmp_path / "leak"
+    d.mkdir()
+    # 12 training pairs: SENTENCES[0] three times, SENTENCES[1:3] also in the test split
+    train_lines = [SENTENCES[0]] * 3 + SENTENCES[1:10]
+    test_lines = SENTENCES[1:3] + ["a horse eats", "the sun shines", "a fish swims"]
+    data = {"test": write_split(d, "test", [x.replace(" ", "  ") for x in test_lines])}
+    return write_split(d, "train", train_lines), data
+
+
+@pytest.mark.parametrize("backend", ["memory", "stream"])
+def test_overlap_with_training_and_duplicates_are_reported(tmp_path, caplog, backend):
+    from seq2seq.training.data import prepare_data
+    from seq2seq.training.distributed import DistInfo
+
+    train_prefix, data = _leaky(tmp_path)
+    data.update(backend=backend, cache_dir=str(tmp_path / "cache"))
+    valid = write_split(tmp_path, "valid", ["a quiet night", SENTENCES[0]])
+    cfg = toy_config(tmp_path, train=train_prefix, valid=valid, data=data)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        prepare_data(cfg, tmp_path, None, DistInfo())
+    assert "leakage: test: 2 of 5 pairs (2 sources) also in the training split" in caplog.text
+    assert "leakage: valid: 1 of 2 pairs (1 sources) also in the training split" in caplog.text
+    duplicates = "leakage: train: 2 duplicate pairs (1 distinct pairs occur more than once)"
+    assert (duplicates in caplog.text) == (backend == "memory")
+
+
+def test_dedup_drops_repeated_and_held_out_pairs(tmp_path, caplog):
+    from seq2seq.training.data import prepare_data
+    from seq2seq.training.distributed import DistInfo
+
+    train_prefix, data = _leaky(tmp_path)
+    valid = write_split(tmp_path, "valid", ["a quiet night", "the rain falls"])
+    cfg = toy_config(tmp_path, train=train_prefix, valid=valid, data={**data, "dedup": True})
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        out = prepare_data(cfg, tmp_path, None, DistInfo())
+    assert len(out.train) == 8  # 12 - 2 repeats - 2 in the test split
+    assert "dropped 2 pairs (duplicate of an earlier training pair) at lines 2, 3" in caplog.text
+    assert "dropped 2 pairs (also in a validation or test split) at lines 4, 5" in caplog.text

@@ -6,11 +6,17 @@ checkpoint as serialized protos, so a checkpoint alone can translate.
 Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side
 (``translate`` reports the share of such lines); on the output side ``<unk>`` pieces are removed
 before detokenising, so no raw ``⁇`` or ``<unk>`` reaches the user (``keep_unk=True`` keeps them).
-With ``byte_fallback: true`` unseen characters are spelt as UTF-8 bytes instead, nothing is lost,
-and ``decode(encode(x)) == normalize(x)``: sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width
-letters become ASCII and U+3000 a space; some invisible characters become spaces) with runs of
-whitespace collapsed to one space and the ends stripped. A byte sequence that is not valid UTF-8 in
-an output decodes to U+FFFD.
+Normalisation (``tokenizer.src_normalization`` / ``tgt_normalization``): the source defaults to
+sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width letters become ASCII and U+3000 a space;
+some invisible characters become spaces), the target to ``identity``; both collapse runs of
+whitespace to one space and strip the ends. With ``byte_fallback: true`` unseen characters are
+spelt as UTF-8 bytes instead, nothing is lost, and ``decode(encode(x)) == normalize(x)``; on the
+target side with ``identity`` that is ``x`` itself, whitespace aside. A joint vocabulary with two
+rules is one set of pieces carried by two models that differ only in their normalizer (the
+source's is ``nmt_nfkc``), so ``joint`` means "the same pieces", not "the same bytes". A
+checkpoint from before these options holds one model and behaves as it did. A byte sequence that
+is not valid UTF-8 in an
+output decodes to U+FFFD.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import io
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -41,7 +47,11 @@ LINE_LIMIT = 2**30
 
 
 def _train_proto(
-    sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, side: str = "joint"
+    sentences: Iterable[str],
+    cfg: TokenizerConfig,
+    vocab_size: int,
+    side: str = "joint",
+    rule: str = "nmt_nfkc",
 ) -> bytes:
     """Train one model in memory; log the vocabulary size actually learned, the lines sampled
     (``max_sentences``) and the training characters the model does not cover.
@@ -54,7 +64,7 @@ def _train_proto(
     buf = io.BytesIO()
     reader = _Guarded(sentences, count_chars=cfg.type != "word" and not cfg.byte_fallback)
     try:
-        _run_trainer(reader, cfg, vocab_size, buf)
+        _run_trainer(reader, cfg, vocab_size, buf, rule)
     except RuntimeError as e:
         reader.reraise()
         reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
@@ -146,13 +156,16 @@ class _Guarded:
             raise self.error
 
 
-def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, buf) -> None:
+def _run_trainer(
+    sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, buf, rule: str
+) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=sentences,
         model_writer=buf,
         model_type=cfg.type,
         vocab_size=vocab_size,
         character_coverage=cfg.character_coverage,
+        normalization_rule_name=rule,
         byte_fallback=cfg.byte_fallback,
         pad_id=PAD,
         unk_id=UNK,
@@ -168,32 +181,71 @@ def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int
     )
 
 
+def _normalizer(rule: str):
+    return spm.SentencePieceNormalizer(rule_name=rule)
+
+
+def _apply_rule(sentences: Iterable[str], rule: str) -> Iterator[str]:
+    """``sentences`` as a model with normalizer ``rule`` sees them (a joint model's input)."""
+    if rule == "identity":
+        yield from sentences
+        return
+    norm = _normalizer(rule)
+    for x in sentences:
+        yield norm.normalize(x).replace("▁", " ").strip()
+
+
+def _with_rule(proto: bytes, rule: str) -> bytes:
+    """The same model (pieces, scores) with the normalizer of ``rule`` in place of its own."""
+    from sentencepiece import sentencepiece_model_pb2 as pb  # protobuf: the model's own format
+
+    model = pb.ModelProto()
+    model.ParseFromString(proto)
+    model.normalizer_spec.ParseFromString(_normalizer(rule).serialized_normalizer_spec())
+    return model.SerializeToString()
+
+
+def _pieces(sp) -> list[str]:
+    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
 class Tokenizer:
-    """Source and target sentencepiece models (the same one when the vocabulary is joint)."""
+    """Source and target sentencepiece models: one model, or two, which with a joint vocabulary hold
+    the same pieces and differ only in how they normalise text."""
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
 
     def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None):
         self.src_proto = src_proto
         self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
-        self.joint = tgt_proto is None or tgt_proto == src_proto
+        self.one_model = self.tgt_proto == self.src_proto
         self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
         self.tgt_sp = (
-            self.src_sp if self.joint else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
+            self.src_sp
+            if self.one_model
+            else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         )
+        # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
+        self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
 
     @classmethod
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
-        """Train on the training split only; ``joint`` shares one model between both sides.
+        """Train on the training split only; ``joint`` shares one set of pieces between both sides
+        (one model when both sides normalise alike, else the same model with each side's rule).
 
         ``src`` and ``tgt`` may be any iterables, read once: sentencepiece keeps a uniform sample
         of at most ``max_sentences`` of them, so a streamed corpus is never held whole.
         """
-        if cfg.joint:
-            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size))
+        src_rule, tgt_rule = cfg.src_normalization, cfg.tgt_normalization
+        if cfg.joint and src_rule == tgt_rule:
+            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size, rule=src_rule))
+        if cfg.joint:  # one set of pieces, learnt from each side as its own rule rewrites it
+            text = itertools.chain(_apply_rule(src, src_rule), _apply_rule(tgt, tgt_rule))
+            proto = _train_proto(text, cfg, cfg.vocab_size, rule="identity")
+            return cls(_with_rule(proto, src_rule), _with_rule(proto, tgt_rule))
         return cls(
-            _train_proto(src, cfg, cfg.vocab_size, "source"),
-            _train_proto(tgt, cfg, cfg.vocab_size, "target"),
+            _train_proto(src, cfg, cfg.vocab_size, "source", src_rule),
+            _train_proto(tgt, cfg, cfg.vocab_size, "target", tgt_rule),
         )
 
     @property
@@ -226,13 +278,18 @@ class Tokenizer:
         space, ends stripped. With ``byte_fallback`` this is what ``decode(encode(x))`` returns."""
         return self.src_sp.normalize(sentence).replace("▁", " ").strip()
 
+    def normalize_tgt(self, sentence: str) -> str:
+        """The text the target model sees (``tgt_normalization``; by default only whitespace runs
+        collapsed and ends stripped). With ``byte_fallback`` this is ``decode(encode(x))``."""
+        return self.tgt_sp.normalize(sentence).replace("▁", " ").strip()
+
     def save(self, directory: str | Path) -> None:
-        """Write ``spm.model`` (joint) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
+        """Write ``spm.model`` (one model) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
         remove the other layout's files so ``load`` can never pick up a stale model."""
         d = Path(directory)
         files = (
             {"spm.model": self.src_proto}
-            if self.joint
+            if self.one_model
             else {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
         )
         for name in ("spm.model", "spm.src.model", "spm.tgt.model"):
@@ -249,7 +306,7 @@ class Tokenizer:
         return cls((d / "spm.src.model").read_bytes(), (d / "spm.tgt.model").read_bytes())
 
     def state_dict(self) -> dict:
-        return {"src": self.src_proto, "tgt": None if self.joint else self.tgt_proto}
+        return {"src": self.src_proto, "tgt": None if self.one_model else self.tgt_proto}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> Tokenizer:

@@ -13,7 +13,8 @@ import torch
 
 from seq2seq.config import Config, TrainConfig
 from seq2seq.data.batch import Batch, token_batches
-from seq2seq.data.corpus import Corpus
+from seq2seq.data.corpus import Corpus, clean_rows
+from seq2seq.data.leakage import dedup, report_leakage
 from seq2seq.data.text import (
     DataError,
     ParallelText,
@@ -57,13 +58,22 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
     if cfg.data.backend != "memory":
         from seq2seq.data.backends import prepare_corpus
 
-        tok, train = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
         valid_text = _read_valid(cfg)
+        if info.is_main:  # one more pass over the training text: pairs only, no duplicate count
+            rows = clean_rows(cfg.data.model_dump_json(), "train")
+            train_pairs = ((r["src"], r["tgt"]) for r in rows if r["src"])
+            report_leakage(train_pairs, _eval_splits(cfg, valid_text), duplicates=False)
+        tok, train = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
     else:
         text = _read(cfg, "train", cfg.data.max_train_pairs)
         if cfg.data.max_src_words:
             drop_long_sources(text, cfg.data.max_src_words)
         valid_text = _read_valid(cfg)  # before any slow step
+        evals = _eval_splits(cfg, valid_text)
+        if info.is_main:
+            report_leakage(zip(text.src, text.tgt, strict=True), evals)
+        if cfg.data.dedup:
+            dedup(text, evals)
         if not len(text):
             raise DataError(f"{text.origin}: no usable training pairs")
         if tok is None:
@@ -97,6 +107,18 @@ def _read_valid(cfg: Config) -> ParallelText:
             "one empty on a side); give data.valid a non-empty parallel set"
         )
     return text
+
+
+def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelText]:
+    """The splits leakage is checked against: validation, and the test split when it can be read
+    (a run does not need one, so a missing test split is not an error here)."""
+    out = {"valid": valid_text}
+    if cfg.data.test is not None or cfg.data.hf is not None:
+        try:
+            out["test"] = load_split(cfg.data, "test")
+        except DataError as e:
+            log.info("leakage: no test split to check (%s)", e)
+    return out
 
 
 def _valid_files(cfg: Config) -> str:
