@@ -288,3 +288,54 @@ def test_dedup_drops_repeated_and_held_out_pairs(tmp_path, caplog):
     assert len(out.train) == 8  # 12 - 2 repeats - 2 in the test split
     assert "dropped 2 pairs (duplicate of an earlier training pair) at lines 2, 3" in caplog.text
     assert "dropped 2 pairs (also in a validation or test split) at lines 4, 5" in caplog.text
+
+
+# ---- 4. side paths that crash or misconfigure a run ------------------------------------------
+
+
+def _long_first_valid(tmp_path):
+    words = " ".join(SENTENCES * 2).split()
+    return write_split(tmp_path, "valid", [" ".join(words[:65])] + SENTENCES[:3])
+
+
+def test_a_65_token_first_validation_sentence_is_cut_by_the_runs_settings(tmp_path, caplog):
+    cfg = toy_config(tmp_path, valid=_long_first_valid(tmp_path))
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        out = train(cfg, tmp_path / "run")
+    assert out["steps"] == 2 and (tmp_path / "run" / "attention.png").exists()
+    # max_positions 40, max_len_b 5, max_len_a 1.5: a source is cut to (40 - 5) / 1.5 = 23 tokens
+    # for BLEU and for the plot alike (the default decode settings would cut it to 20)
+    assert "attention plot line 1: 65 source tokens, cut to the first 23" in caplog.text
+    assert "cut to the first 20" not in caplog.text
+
+
+def test_a_failing_side_output_is_a_warning(tmp_path, caplog, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("sequence of 65 tokens exceeds max_positions 40")
+
+    monkeypatch.setattr("seq2seq.training.loop.attention_heatmap", broken)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        out = train(toy_config(tmp_path, max_steps=4), tmp_path / "run")
+    assert out["steps"] == 4 and out["stopped"] == "max_steps"
+    assert "step 2: attention plot skipped: ValueError: sequence of 65 tokens" in caplog.text
+
+
+def test_a_stop_by_any_error_after_an_update_leaves_a_resumable_last_pt(tmp_path, monkeypatch):
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.training import loop
+
+    real, calls = loop.Run.update, []
+
+    def fails_at_step_4(self, group):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("CUDA error: an illegal memory access")
+        return real(self, group)
+
+    monkeypatch.setattr(loop.Run, "update", fails_at_step_4)
+    cfg = toy_config(tmp_path, max_steps=6, valid_every=100)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        train(cfg, tmp_path / "run")
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]["step"] == 3
+    monkeypatch.setattr(loop.Run, "update", real)
+    assert train(cfg, tmp_path / "run", resume=True)["steps"] == 6
