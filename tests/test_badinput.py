@@ -339,3 +339,45 @@ def test_a_stop_by_any_error_after_an_update_leaves_a_resumable_last_pt(tmp_path
     assert load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]["step"] == 3
     monkeypatch.setattr(loop.Run, "update", real)
     assert train(cfg, tmp_path / "run", resume=True)["steps"] == 6
+
+
+# ---- 6. resumes that are not what they claim -------------------------------------------------
+
+
+def test_a_batching_change_mid_epoch_is_refused_on_resume(tmp_path):
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.config import ConfigError
+
+    cfg = toy_config(tmp_path, batch_tokens=48, max_steps=2, valid_every=100)
+    train(cfg, tmp_path / "run")
+    state = load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]
+    assert state["batch_in_epoch"] > 0  # stopped mid-epoch
+    more = cfg.model_copy(update={"train": cfg.train.model_copy(update={"max_steps": 4})})
+    wider = more.model_copy(update={"train": more.train.model_copy(update={"batch_tokens": 64})})
+    with pytest.raises(ConfigError, match="train.batch_tokens 48 -> 64 while the run stopped mid"):
+        train(wider, tmp_path / "run", resume=True)
+    assert train(more, tmp_path / "run", resume=True)["steps"] == 4  # the same batching resumes
+
+
+def test_a_schedule_change_on_resume_is_named_with_the_learning_rates(tmp_path, caplog):
+    from seq2seq.training.schedules import lr_at
+
+    cfg = toy_config(tmp_path, schedule="cosine", lr=1e-3, min_lr=1e-4, max_steps=10)
+    cfg.train.valid_every = 100
+    train(cfg, tmp_path / "run")
+    longer = cfg.train.model_copy(update={"max_steps": 20})
+    with caplog.at_level(logging.WARNING, logger="seq2seq"):
+        train(cfg.model_copy(update={"train": longer}), tmp_path / "run", resume=True)
+    warnings = [r.getMessage() for r in caplog.records if "resume is not exact" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "train.max_steps 10 -> 20" in warnings[0]
+    assert f"from 1.0e-04 at step 10 to {lr_at(11, longer):.1e} at step 11" in warnings[0]
+
+
+def test_a_stop_condition_change_on_resume_is_exact_and_silent(tmp_path, caplog):
+    cfg = toy_config(tmp_path, max_steps=2)
+    train(cfg, tmp_path / "run")
+    more = cfg.train.model_copy(update={"max_steps": 3, "log_every": 5, "keep_last": 2})
+    with caplog.at_level(logging.WARNING, logger="seq2seq"):
+        train(cfg.model_copy(update={"train": more}), tmp_path / "run", resume=True)
+    assert "resume is not exact" not in caplog.text
