@@ -9,8 +9,10 @@ repeated in training weighs more than the others without anyone having chosen so
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from array import array
 from collections.abc import Iterable
+
+import numpy as np
 
 from seq2seq.data.text import ParallelText
 
@@ -29,8 +31,8 @@ def report_leakage(
     train: Iterable[tuple[str, str]], evals: dict[str, ParallelText], duplicates: bool = True
 ) -> None:
     """Log one line per evaluation split (its pairs, and its sources, also in training) and, with
-    ``duplicates``, one for the pairs repeated in the training split; ``train`` is read once. The
-    duplicate count holds every training pair's key in memory, so it is for the memory backend.
+    ``duplicates``, one for the pairs repeated in the training split (counted by 64-bit hash, 8
+    bytes a pair); ``train`` is read once.
     """
     keys = {
         name: [pair_key(s, t) for s, t in zip(e.src, e.tgt, strict=True)]
@@ -39,7 +41,7 @@ def report_leakage(
     wanted = {k for ks in keys.values() for k in ks}
     wanted_src = {k[0] for k in wanted}
     found, found_src = set(), set()
-    counts: Counter = Counter()
+    hashes = array("q")  # 8 bytes a pair: a large corpus is counted without holding its text
     for s, t in train:
         k = pair_key(s, t)
         if k in wanted:
@@ -47,7 +49,7 @@ def report_leakage(
         if k[0] in wanted_src:
             found_src.add(k[0])
         if duplicates:
-            counts[k] += 1
+            hashes.append(hash(k))
     for name, ks in keys.items():
         pairs, sources = sum(k in found for k in ks), sum(k[0] in found_src for k in ks)
         (log.warning if pairs or sources else log.info)(
@@ -60,8 +62,8 @@ def report_leakage(
         )
     if not duplicates:
         return
-    extra = sum(n - 1 for n in counts.values())
-    repeated = sum(n > 1 for n in counts.values())
+    counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)[1]
+    extra, repeated = int((counts - 1).sum()), int((counts > 1).sum())
     (log.warning if extra else log.info)(
         "leakage: train: %d duplicate pairs (%d distinct pairs occur more than once)%s",
         extra,

@@ -274,8 +274,8 @@ class Tokenizer:
         return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
 
     def normalize(self, sentence: str) -> str:
-        """The text the source model actually sees: ``nmt_nfkc``, whitespace runs collapsed to one
-        space, ends stripped. With ``byte_fallback`` this is what ``decode(encode(x))`` returns."""
+        """The text the source model actually sees: its rule (``src_normalization``, by default
+        ``nmt_nfkc``), whitespace runs collapsed to one space, ends stripped."""
         return self.src_sp.normalize(sentence).replace("▁", " ").strip()
 
     def normalize_tgt(self, sentence: str) -> str:
