@@ -79,7 +79,8 @@ def test_train_writes_a_complete_run(trained_run):
         "last.pt",
         "config.yaml",
         "run_info.json",
-        "spm.model",
+        "spm.src.model",  # joint, two normalisation rules: the same pieces in two models
+        "spm.tgt.model",
         "train_log.jsonl",
     ):
         assert (run_dir / name).is_file(), name

@@ -148,7 +148,7 @@ def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -
         features=token_features(),
         fn_kwargs={
             "src_proto": tok.src_proto,
-            "tgt_proto": None if tok.joint else tok.tgt_proto,
+            "tgt_proto": tok.state_dict()["tgt"],
             "max_len": max_len,
         },
         num_proc=num_proc if num_proc > 1 else None,
@@ -166,7 +166,7 @@ def open_arrow(cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str 
     from datasets import Dataset, concatenate_datasets
 
     text = arrow_text(cfg, split)
-    protos = tok.src_proto + b"|" + (b"" if tok.joint else tok.tgt_proto)
+    protos = tok.src_proto + b"|" + (tok.state_dict()["tgt"] or b"")
     key = hashlib.sha256(protos + str(cfg.max_len).encode()).hexdigest()[:20]
     folder = Path(text.cache_files[0]["filename"]).parent / f"ids-{key}"
     folder = _build_once(folder, lambda d: _tokenise(text, tok, cfg.max_len, cfg.num_proc, d))

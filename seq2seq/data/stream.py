@@ -67,7 +67,7 @@ class StreamCorpus:
             remove_columns=["src", "tgt"],
             fn_kwargs={
                 "src_proto": self.tok.src_proto,
-                "tgt_proto": None if self.tok.joint else self.tok.tgt_proto,
+                "tgt_proto": self.tok.state_dict()["tgt"],
                 "max_len": self.cfg.max_len,
             },
         )

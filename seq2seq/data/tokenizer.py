@@ -6,11 +6,17 @@ checkpoint as serialized protos, so a checkpoint alone can translate.
 Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side
 (``translate`` reports the share of such lines); on the output side ``<unk>`` pieces are removed
 before detokenising, so no raw ``⁇`` or ``<unk>`` reaches the user (``keep_unk=True`` keeps them).
-With ``byte_fallback: true`` unseen characters are spelt as UTF-8 bytes instead, nothing is lost,
-and ``decode(encode(x)) == normalize(x)``: sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width
-letters become ASCII and U+3000 a space; some invisible characters become spaces) with runs of
-whitespace collapsed to one space and the ends stripped. A byte sequence that is not valid UTF-8 in
-an output decodes to U+FFFD.
+Normalisation (``tokenizer.src_normalization`` / ``tgt_normalization``): the source defaults to
+sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width letters become ASCII and U+3000 a space;
+some invisible characters become spaces), the target to ``identity``; both collapse runs of
+whitespace to one space and strip the ends. With ``byte_fallback: true`` unseen characters are
+spelt as UTF-8 bytes instead, nothing is lost, and ``decode(encode(x)) == normalize(x)``; on the
+target side with ``identity`` that is ``x`` itself, whitespace aside. A joint vocabulary with two
+rules is one set of pieces carried by two models that differ only in their normalizer (the
+source's is ``nmt_nfkc``), so ``joint`` means "the same pieces", not "the same bytes". A
+checkpoint from before these options holds one model and behaves as it did. A byte sequence that
+is not valid UTF-8 in an
+output decodes to U+FFFD.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from __future__ import annotations
 import io
 import itertools
 import logging
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -31,32 +38,134 @@ log = logging.getLogger("seq2seq")
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
-def _train_proto(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int) -> bytes:
-    """Train one model in memory.
+# sentencepiece skips, with a warning we never see, every line over ``max_sentence_length`` bytes
+# (4192 by default); a sentence the tokenizer never saw may hold the corpus's only example of a
+# character. The limit is raised to sentencepiece's own maximum (1 GiB) instead, so the tokenizer
+# sees every training line (an over-long pair is dropped later, after tokenisation, by data.max_len,
+# with a count in the log); a line past even that is counted and the count logged.
+LINE_LIMIT = 2**30
+
+
+def _train_proto(
+    sentences: Iterable[str],
+    cfg: TokenizerConfig,
+    vocab_size: int,
+    side: str = "joint",
+    rule: str = "nmt_nfkc",
+) -> bytes:
+    """Train one model in memory; log the vocabulary size actually learned, the lines sampled
+    (``max_sentences``) and the training characters the model does not cover.
 
     Raises:
         ConfigError: sentencepiece refused the settings (e.g. a vocabulary smaller than the
             characters, or than the 256 byte pieces ``byte_fallback`` needs).
+        DataError: reading the sentences failed (raised as itself, see ``_Guarded``).
     """
     buf = io.BytesIO()
+    reader = _Guarded(sentences, count_chars=cfg.type != "word" and not cfg.byte_fallback)
     try:
-        _run_trainer(sentences, cfg, vocab_size, buf)
+        _run_trainer(reader, cfg, vocab_size, buf, rule)
     except RuntimeError as e:
+        reader.reraise()
         reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
         raise ConfigError(
             f"tokenizer: sentencepiece cannot train with vocab_size {vocab_size}"
             f"{' and byte_fallback' if cfg.byte_fallback else ''}: {reason}"
         ) from None
+    reader.reraise()
+    _log_trained(buf.getvalue(), reader, cfg, vocab_size, side)
     return buf.getvalue()
 
 
-def _run_trainer(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int, buf) -> None:
+def _log_trained(
+    proto: bytes, reader: _Guarded, cfg: TokenizerConfig, vocab_size: int, side: str
+) -> None:
+    """What the trainer made of the input, which sentencepiece itself only prints to stderr."""
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    learned = sp.get_piece_size()
+    note = " (the training text gives no more)" if learned < vocab_size else ""
+    log.info(
+        "tokenizer (%s): learned %d pieces, vocab_size %d asked%s; trained on %s of %d lines",
+        side,
+        learned,
+        vocab_size,
+        note,
+        "all" if reader.lines <= cfg.max_sentences else f"a sample of {cfg.max_sentences:,}",
+        reader.lines,
+    )
+    if reader.skipped:
+        log.warning(
+            "tokenizer (%s): %d training lines over sentencepiece's %d-byte limit were skipped",
+            side,
+            reader.skipped,
+            LINE_LIMIT,
+        )
+    # A character the model has no piece for encodes to <unk> (character_coverage < 1, or only
+    # in lines left out of the sample); a word model covers words, not characters.
+    missing = [c for c in reader.chars if not c.isspace() and UNK in sp.encode(c)]
+    if missing:
+        missing.sort(key=lambda c: -reader.chars[c])
+        shown = ", ".join(f"{c!r} x{reader.chars[c]}" for c in missing[:10])
+        log.warning(
+            "tokenizer (%s): %d training characters (%d occurrences) are not covered and "
+            "become <unk>: %s%s",
+            side,
+            len(missing),
+            sum(reader.chars[c] for c in missing),
+            shown,
+            " ..." if len(missing) > 10 else "",
+        )
+
+
+class _Guarded:
+    """The sentences as sentencepiece reads them: counted (lines, and characters when asked), and
+    keeping the first error the reader raised.
+
+    sentencepiece turns an exception raised while it pulls a sentence (a streamed file's invalid
+    UTF-8, misaligned files: a ``DataError``) into a RuntimeError about training, a wrong diagnosis;
+    here the error stops the input and is raised again once the trainer returns or fails, so every
+    backend reports the same data error for the same bad file."""
+
+    def __init__(self, sentences: Iterable[str], count_chars: bool = False):
+        self.it, self.error = iter(sentences), None
+        self.lines, self.skipped, self.count_chars = 0, 0, count_chars
+        self.chars: Counter[str] = Counter()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self.error is not None:
+            raise StopIteration
+        try:
+            sentence = next(self.it)
+        except StopIteration:
+            raise
+        except Exception as e:
+            self.error = e
+            raise StopIteration from None
+        self.lines += 1
+        if len(sentence) * 4 > LINE_LIMIT and len(sentence.encode()) > LINE_LIMIT:
+            self.skipped += 1
+        if self.count_chars:
+            self.chars.update(sentence)
+        return sentence
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def _run_trainer(
+    sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, buf, rule: str
+) -> None:
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences),
+        sentence_iterator=sentences,
         model_writer=buf,
         model_type=cfg.type,
         vocab_size=vocab_size,
         character_coverage=cfg.character_coverage,
+        normalization_rule_name=rule,
         byte_fallback=cfg.byte_fallback,
         pad_id=PAD,
         unk_id=UNK,
@@ -65,36 +174,79 @@ def _run_trainer(sentences: Sequence[str], cfg: TokenizerConfig, vocab_size: int
         unk_surface="⁇",
         input_sentence_size=cfg.max_sentences,
         shuffle_input_sentence=True,
+        max_sentence_length=LINE_LIMIT,
         hard_vocab_limit=False,
         num_threads=2,
         minloglevel=2,
     )
 
 
+def _normalizer(rule: str):
+    return spm.SentencePieceNormalizer(rule_name=rule)
+
+
+def _apply_rule(sentences: Iterable[str], rule: str) -> Iterator[str]:
+    """``sentences`` as a model with normalizer ``rule`` sees them (a joint model's input)."""
+    if rule == "identity":
+        yield from sentences
+        return
+    norm = _normalizer(rule)
+    for x in sentences:
+        yield norm.normalize(x).replace("▁", " ").strip()
+
+
+def _with_rule(proto: bytes, rule: str) -> bytes:
+    """The same model (pieces, scores) with the normalizer of ``rule`` in place of its own."""
+    from sentencepiece import sentencepiece_model_pb2 as pb  # protobuf: the model's own format
+
+    model = pb.ModelProto()
+    model.ParseFromString(proto)
+    model.normalizer_spec.ParseFromString(_normalizer(rule).serialized_normalizer_spec())
+    return model.SerializeToString()
+
+
+def _pieces(sp) -> list[str]:
+    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
 class Tokenizer:
-    """Source and target sentencepiece models (the same one when the vocabulary is joint)."""
+    """Source and target sentencepiece models: one model, or two, which with a joint vocabulary hold
+    the same pieces and differ only in how they normalise text."""
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
 
     def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None):
         self.src_proto = src_proto
         self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
-        self.joint = tgt_proto is None or tgt_proto == src_proto
+        self.one_model = self.tgt_proto == self.src_proto
         self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
         self.tgt_sp = (
-            self.src_sp if self.joint else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
+            self.src_sp
+            if self.one_model
+            else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         )
+        # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
+        self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
 
     @classmethod
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
-        """Train on the training split only; ``joint`` shares one model between both sides.
+        """Train on the training split only; ``joint`` shares one set of pieces between both sides
+        (one model when both sides normalise alike, else the same model with each side's rule).
 
         ``src`` and ``tgt`` may be any iterables, read once: sentencepiece keeps a uniform sample
         of at most ``max_sentences`` of them, so a streamed corpus is never held whole.
         """
-        if cfg.joint:
-            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size))
-        return cls(_train_proto(src, cfg, cfg.vocab_size), _train_proto(tgt, cfg, cfg.vocab_size))
+        src_rule, tgt_rule = cfg.src_normalization, cfg.tgt_normalization
+        if cfg.joint and src_rule == tgt_rule:
+            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size, rule=src_rule))
+        if cfg.joint:  # one set of pieces, learnt from each side as its own rule rewrites it
+            text = itertools.chain(_apply_rule(src, src_rule), _apply_rule(tgt, tgt_rule))
+            proto = _train_proto(text, cfg, cfg.vocab_size, rule="identity")
+            return cls(_with_rule(proto, src_rule), _with_rule(proto, tgt_rule))
+        return cls(
+            _train_proto(src, cfg, cfg.vocab_size, "source", src_rule),
+            _train_proto(tgt, cfg, cfg.vocab_size, "target", tgt_rule),
+        )
 
     @property
     def src_vocab_size(self) -> int:
@@ -122,17 +274,22 @@ class Tokenizer:
         return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
 
     def normalize(self, sentence: str) -> str:
-        """The text the source model actually sees: ``nmt_nfkc``, whitespace runs collapsed to one
-        space, ends stripped. With ``byte_fallback`` this is what ``decode(encode(x))`` returns."""
+        """The text the source model actually sees: its rule (``src_normalization``, by default
+        ``nmt_nfkc``), whitespace runs collapsed to one space, ends stripped."""
         return self.src_sp.normalize(sentence).replace("▁", " ").strip()
 
+    def normalize_tgt(self, sentence: str) -> str:
+        """The text the target model sees (``tgt_normalization``; by default only whitespace runs
+        collapsed and ends stripped). With ``byte_fallback`` this is ``decode(encode(x))``."""
+        return self.tgt_sp.normalize(sentence).replace("▁", " ").strip()
+
     def save(self, directory: str | Path) -> None:
-        """Write ``spm.model`` (joint) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
+        """Write ``spm.model`` (one model) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
         remove the other layout's files so ``load`` can never pick up a stale model."""
         d = Path(directory)
         files = (
             {"spm.model": self.src_proto}
-            if self.joint
+            if self.one_model
             else {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
         )
         for name in ("spm.model", "spm.src.model", "spm.tgt.model"):
@@ -149,7 +306,7 @@ class Tokenizer:
         return cls((d / "spm.src.model").read_bytes(), (d / "spm.tgt.model").read_bytes())
 
     def state_dict(self) -> dict:
-        return {"src": self.src_proto, "tgt": None if self.joint else self.tgt_proto}
+        return {"src": self.src_proto, "tgt": None if self.one_model else self.tgt_proto}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> Tokenizer:

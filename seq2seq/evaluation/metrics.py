@@ -71,9 +71,12 @@ def corpus_score(
         lowercase: case-insensitive scoring (Unicode lowercasing).
 
     Raises:
-        ValueError: a reference stream's length differs from the hypotheses', or the language's
-            tokenizer is not installed.
+        ValueError: no hypothesis (a score over zero segments is refused, never 0 or an
+            IndexError), a reference stream's length differs from the hypotheses', or the
+            language's tokenizer is not installed.
     """
+    if not hyps:
+        raise ValueError(f"{name}: no segments to score")
     for r in refs:
         if len(r) != len(hyps):
             raise ValueError(f"{len(hyps)} hypotheses but a reference stream of {len(r)} lines")

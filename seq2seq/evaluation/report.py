@@ -37,7 +37,8 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
 
     Raises:
         DataError: a file is missing, unreadable or not UTF-8.
-        ValueError: the files differ in line count (both named), or the first reference is empty.
+        ValueError: the files differ in line count (both named), or a reference file has no
+            non-blank line (a score over zero reference tokens is refused).
     """
     hyps = read_lines(hyp) if hyp is not None else []
     ref_lines = [read_lines(r) for r in refs]
@@ -46,8 +47,10 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
     streams += [(str(src), sources)] if sources is not None else []
     streams += [(str(hyp), hyps)] if hyp is not None else []
     check_aligned(streams)
-    if not ref_lines[0]:
-        raise ValueError(f"{refs[0]}: no lines to score")
+    for name, lines in zip(refs, ref_lines, strict=True):
+        if not any(x.strip() for x in lines):
+            blank = f" (all {len(lines)} blank)" if lines else ""
+            raise ValueError(f"{name}: no lines to score{blank}")
     hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
     return EvalTexts(ref_lines, [str(r) for r in refs], sources, hyps, hyp_name)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seq2seq.config import Config
-from seq2seq.data.text import ParallelText, load_split
+from seq2seq.data.text import DataError, ParallelText, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
@@ -48,8 +48,15 @@ class EvalSet:
 
 def build_eval_set(cfg: Config, concat_k: int, concat_n: int | None) -> EvalSet:
     """The config's test split, plus its first ``concat_n`` (default: all) lines joined k at a
-    time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space)."""
+    time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
+
+    Raises:
+        DataError: the test split is unusable, or no pair is left in it after cleaning (every
+            score would be over zero segments).
+    """
     text = load_split(cfg.data, "test")
+    if not len(text):
+        raise DataError(f"{text.origin}: no usable test pair ({text.n_read} lines read)")
     src, ref, ks = list(text.src), list(text.tgt), [1] * len(text)
     n = len(text) if concat_n is None else min(concat_n, len(text))
     for k in range(2, concat_k + 1):

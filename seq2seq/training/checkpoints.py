@@ -8,6 +8,7 @@ Only rank 0 writes. ``best.pt``, ``step<N>.pt`` and ``best-step<N>.pt`` are hard
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +20,12 @@ from seq2seq.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from seq2seq.config import Config, ConfigError
+from seq2seq.config import Config, ConfigError, TrainConfig
 from seq2seq.runtime import set_rng_states
+from seq2seq.training.schedules import lr_at
 from seq2seq.training.state import TrainingError, TrainState, book_last
+
+log = logging.getLogger("seq2seq")
 
 RESUME_KEYS = ("model", "optimizer", "scaler", "train_state", "rng", "tokenizer")
 RUN_FILES = (
@@ -62,7 +66,8 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     Raises:
         TrainingError: no last.pt.
         CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one).
-        ConfigError: the config's data, tokenizer or model section differs from the checkpoint's.
+        ConfigError: the config's data, tokenizer or model section differs from the checkpoint's,
+            or a change to the train section cannot be honoured (``check_train_changes``).
     """
     path = run_dir / "last.pt"
     if not path.is_file():
@@ -80,7 +85,70 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
                 f"--resume {run_dir}: the config's {section} section differs from the "
                 "checkpoint's; resume with the run's own config.yaml"
             )
+    check_train_changes(old.train, cfg.train, ckpt["train_state"], run_dir)
     return ckpt
+
+
+# train.* keys a resume may change and stay exact: when to stop, validate, log and keep files.
+# (max_steps changes the schedule's shape under cosine, whose decay ends at max_steps.)
+RESUME_EXACT = (
+    "max_steps",
+    "max_epochs",
+    "max_time",
+    "patience",
+    "log_every",
+    "keep_best",
+    "keep_last",
+    "checkpoint_every",
+    "max_nonfinite",
+    "num_threads",
+)
+# Keys that cut an epoch's batches: a saved position mid-epoch means nothing under new values.
+RESUME_BATCHING = ("batch_tokens", "seed")
+# Keys that change the learning rate curve itself.
+RESUME_SCHEDULE = ("schedule", "lr", "warmup_steps", "min_lr")
+
+
+def check_train_changes(old: TrainConfig, new: TrainConfig, state: dict, run_dir: Path) -> None:
+    """What a resume with a changed ``train`` section can honour: the keys of ``RESUME_EXACT``
+    silently; a batching key mid-epoch not at all; anything else with one warning naming every
+    change (old -> new) and, when the learning rate curve changes, the rate before and after.
+
+    Raises:
+        ConfigError: ``batch_tokens`` or ``seed`` changed while the run stopped mid-epoch (the
+            saved batch position would skip or repeat pairs of that epoch).
+    """
+    changed = {
+        k: (getattr(old, k), getattr(new, k))
+        for k in type(new).model_fields
+        if getattr(old, k) != getattr(new, k)
+    }
+    mid_epoch = state.get("batch_in_epoch", 0) > 0
+    for k in RESUME_BATCHING:
+        if k in changed and mid_epoch:
+            a, b = changed[k]
+            raise ConfigError(
+                f"--resume {run_dir}: train.{k} {a} -> {b} while the run stopped mid-epoch "
+                f"(epoch {state['epoch'] + 1}, batch {state['batch_in_epoch']}): the saved "
+                "position cannot be applied to other batches; resume with the old value, or "
+                "change it at an epoch boundary (max_epochs)"
+            )
+    cosine = "cosine" in (old.schedule, new.schedule)
+    inexact = {
+        k: v for k, v in changed.items() if k not in RESUME_EXACT or (k == "max_steps" and cosine)
+    }
+    if not inexact:
+        return
+    items = ", ".join(f"train.{k} {a} -> {b}" for k, (a, b) in inexact.items())
+    note = ""
+    if any(k in RESUME_SCHEDULE or k == "max_steps" for k in inexact):
+        step, scale = state.get("step", 0), state.get("plateau_scale", 1.0)
+        note = (
+            f"; the learning rate goes from {lr_at(max(step, 1), old, scale):.1e} at step "
+            f"{step} to {lr_at(step + 1, new, scale):.1e} at step {step + 1} "
+            f"({lr_at(step + 1, old, scale):.1e} under the old settings)"
+        )
+    log.warning("resume is not exact: %s%s", items, note)
 
 
 def restore(ckpt: dict, model, optimizer, scaler, path: Path) -> TrainState:

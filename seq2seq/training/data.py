@@ -13,7 +13,8 @@ import torch
 
 from seq2seq.config import Config, TrainConfig
 from seq2seq.data.batch import Batch, token_batches
-from seq2seq.data.corpus import Corpus
+from seq2seq.data.corpus import Corpus, clean_rows
+from seq2seq.data.leakage import dedup, report_leakage
 from seq2seq.data.text import (
     DataError,
     ParallelText,
@@ -21,6 +22,8 @@ from seq2seq.data.text import (
     concat_pairs,
     drop_long_sources,
     load_split,
+    resolve_corpus_file,
+    split_origin,
     tokenize_pairs,
 )
 from seq2seq.data.tokenizer import Tokenizer
@@ -48,25 +51,40 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
             ``run_dir``; the other ranks wait for it and load it).
 
     Raises:
-        DataError: no usable training pair, or unreadable or misaligned files.
+        DataError: no usable training pair, no usable validation pair (checked before any slow
+            step, and again after encoding), or unreadable or misaligned files.
         ConfigError: sentencepiece refused the tokenizer settings.
     """
     if cfg.data.backend != "memory":
         from seq2seq.data.backends import prepare_corpus
 
+        valid_text = _read_valid(cfg)
+        if info.is_main:  # one more pass over the training text: pairs only, no duplicate count
+            rows = clean_rows(cfg.data.model_dump_json(), "train")
+            train_pairs = ((r["src"], r["tgt"]) for r in rows if r["src"])
+            report_leakage(train_pairs, _eval_splits(cfg, valid_text), duplicates=False)
         tok, train = prepare_corpus(cfg, run_dir, tok, info.is_main, lambda: barrier(info))
-        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)
     else:
         text = _read(cfg, "train", cfg.data.max_train_pairs)
         if cfg.data.max_src_words:
             drop_long_sources(text, cfg.data.max_src_words)
-        valid_text = _read(cfg, "valid", cfg.data.max_valid_pairs)  # before any slow step
+        valid_text = _read_valid(cfg)  # before any slow step
+        evals = _eval_splits(cfg, valid_text)
+        if info.is_main:
+            report_leakage(zip(text.src, text.tgt, strict=True), evals)
+        if cfg.data.dedup:
+            dedup(text, evals)
         if not len(text):
             raise DataError(f"{text.origin}: no usable training pairs")
         if tok is None:
             tok = _train_tokenizer(text, cfg, run_dir, info)
         train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
+    if not len(valid):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
+            f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
+        )
     if isinstance(train, TokenizedPairs):
         train = concat_pairs(train, cfg.data.concat_k, cfg.train.seed)
     return TrainData(tok, train, valid, valid_text)
@@ -77,6 +95,39 @@ def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
     if max_pairs:
         _truncate(text, max_pairs)
     return text
+
+
+def _read_valid(cfg: Config) -> ParallelText:
+    """The validation split, refused when no pair is left: every validation metric (loss,
+    perplexity, BLEU) and early stopping would otherwise be computed over zero tokens."""
+    text = _read(cfg, "valid", cfg.data.max_valid_pairs)
+    if not len(text):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair ({text.n_read} lines read, every "
+            "one empty on a side); give data.valid a non-empty parallel set"
+        )
+    return text
+
+
+def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelText]:
+    """The splits leakage is checked against: validation, and the test split when it can be read
+    (a run does not need one, so a missing test split is not an error here)."""
+    out = {"valid": valid_text}
+    if cfg.data.test is not None or cfg.data.hf is not None:
+        try:
+            out["test"] = load_split(cfg.data, "test")
+        except DataError as e:
+            log.info("leakage: no test split to check (%s)", e)
+    return out
+
+
+def _valid_files(cfg: Config) -> str:
+    """The validation files as a message names them: both sides, or the dataset split."""
+    d = cfg.data
+    if d.hf is not None or d.valid is None:
+        return split_origin(d, "valid")
+    files = (resolve_corpus_file(d.valid, lang) for lang in (d.src_lang, d.tgt_lang))
+    return " and ".join(str(f) for f in files)
 
 
 def _train_tokenizer(text: ParallelText, cfg: Config, run_dir: Path, info: DistInfo) -> Tokenizer:

@@ -95,6 +95,9 @@ def train(
     try:
         _loop(run)
         return run.summary()
+    except BaseException:
+        run.save_unsaved()  # whatever stopped the run, the updates so far are kept
+        raise
     finally:
         run.close()
 
@@ -200,7 +203,7 @@ class Run:
             _keep_fused(self.optimizer)
         self.wrapper = dist.wrap(TeacherForcing(self.model), self.info, self.device)
         self.checkpoints = RunCheckpoints(run_dir, t.keep_last, self.info.is_main)
-        self.last_valid, self.stopped = self.state.step, ""
+        self.last_valid, self.stopped, self.saved_step = self.state.step, "", self.state.step
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
         # per update not yet read from the device: (step, epoch, lr, tf ratio, busy seconds so
         # far) and a (4,) tensor of loss, grad norm, tokens, skipped
@@ -241,6 +244,18 @@ class Run:
     def save_last(self) -> None:
         self.flush()  # the counters a checkpoint holds include every update so far
         self.checkpoints.save_last(self.state, self.payload)
+        self.saved_step = self.state.step
+
+    def save_unsaved(self) -> None:
+        """After an error: ``last.pt`` for the updates not yet saved, so ``--resume`` can go on.
+        A failure to save (non-finite weights, a full disk) is logged; the first error stands."""
+        if self.state.step == self.saved_step:
+            return
+        try:
+            self.save_last()
+            log.warning("stopped by an error: last.pt saved at step %d", self.state.step)
+        except Exception as e:
+            log.error("stopped by an error, and last.pt could not be saved: %s", e)
 
     def validate_and_save(self) -> None:
         """Validate (rank 0), update best / best-k / plateau / patience, write the checkpoints."""
@@ -249,11 +264,7 @@ class Run:
         self.last_valid = st.step
         if self.info.is_main:
             d = self.data
-            try:
-                metrics = validate(self.model, d.tok, d.valid, d.valid_text, self.cfg, self.device)
-            except Exception:
-                self.save_last()  # whatever went wrong, the updates so far are kept
-                raise
+            metrics = validate(self.model, d.tok, d.valid, d.valid_text, self.cfg, self.device)
             improved, kept, dropped = book_score(st, metric_value(metrics, t.best_metric), t)
             self._log_validation(metrics)
             self.save_last()
@@ -267,11 +278,20 @@ class Run:
             parts.append(f"BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}")
         parts.append(f"(best {self.cfg.train.best_metric} at step {st.best_step})")
         log.info(" ".join(parts))
+        # Side outputs (the attention plot, samples, TensorBoard) use the run's own decode
+        # settings; a failure there is a warning, never the end of the run.
         heatmap = None
-        if self.data.valid_text.src:
+        try:
             first, png = self.data.valid_text.src[0], self.run_dir / "attention.png"
-            heatmap = attention_heatmap(self.model, self.data.tok, first, self.device, png)
-        self.monitor.validation(st.step, m, heatmap)
+            heatmap = attention_heatmap(
+                self.model, self.data.tok, first, self.device, png, self.cfg.decode
+            )
+        except Exception as e:
+            log.warning("step %d: attention plot skipped: %s", st.step, _one_line(e))
+        try:
+            self.monitor.validation(st.step, m, heatmap)
+        except Exception as e:
+            log.warning("step %d: validation log or samples skipped: %s", st.step, _one_line(e))
 
     def make_batches(self, group: list[list[int]]) -> list[Batch]:
         """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
@@ -447,6 +467,11 @@ def _keep_fused(optimizer: torch.optim.Optimizer) -> None:
             state = optimizer.state.get(p, {})
             if "step" in state:
                 state["step"] = state["step"].to(p.device, torch.float32)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _progress(info: dist.DistInfo):

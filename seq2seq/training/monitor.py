@@ -105,16 +105,19 @@ def attention_heatmap(
     sentence: str,
     device: torch.device | str,
     png: Path | None = None,
+    decode: DecodeConfig | None = None,
 ) -> np.ndarray | None:
     """Greedy-translate ``sentence`` and draw its cross-attention (T, S) with ``plots``, source
-    pieces across, output pieces down; written to ``png`` when given.
+    pieces across, output pieces down; written to ``png`` when given. ``decode``: the run's
+    settings (length limits, the source cut), greedy; default ``DecodeConfig()``.
 
     Returns:
         The picture as an (H, W, 3) uint8 RGB array, or None for a model without attention
         (``rnn``) or a sentence that translates to nothing.
     """
+    greedy = (decode or DecodeConfig()).model_copy(update={"beam_size": 1})
     result = translate_sentences(
-        model, tok, [sentence], DecodeConfig(), device, need_attention=True
+        model, tok, [sentence], greedy, device, need_attention=True, source_name="attention plot"
     )[0]
     if not result.hypotheses or result.hypotheses[0].attention is None:
         return None

@@ -58,7 +58,9 @@ def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device)
         b = Batch.from_ids([valid.src[i] for i in idx], [valid.tgt[i] for i in idx]).to(device)
         total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))  # (B, T, V)
         n += b.n_tokens
-    return {"loss": total / max(n, 1), "ppl": math.exp(min(total / max(n, 1), 50))}
+    if n == 0:  # prepare_data refuses such a set; a loss over zero tokens is never reported
+        raise ValueError("validation: no target token to compute a loss over")
+    return {"loss": total / n, "ppl": math.exp(min(total / n, 50))}
 
 
 def _bleu(model: Seq2SeqModel, tok: Tokenizer, text: ParallelText, cfg: Config, device) -> dict:
