@@ -57,7 +57,7 @@ from seq2seq.training.schedules import lr_at, teacher_forcing_at
 from seq2seq.training.signals import interruptible
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,
-    TrainingError,
+    NonFiniteStop,
     TrainState,
     book_score,
     metric_value,
@@ -95,8 +95,10 @@ def train(
     try:
         _loop(run)
         return run.summary()
+    except NonFiniteStop:
+        raise  # last.pt stays the last save before the non-finite run: nothing past it is kept
     except BaseException:
-        run.save_unsaved()  # whatever stopped the run, the updates so far are kept
+        run.save_unsaved()  # whatever else stopped the run, the updates so far are kept
         raise
     finally:
         run.close()
@@ -364,7 +366,7 @@ class Run:
         if self.monitor is not None and records:
             self.monitor.train_steps(records)
         if error:
-            raise TrainingError(error)
+            raise NonFiniteStop(error)
         if not records:
             return ""
         r = records[-1]

@@ -15,6 +15,11 @@ class TrainingError(RuntimeError):
     """Training cannot go on (one line; the last good checkpoint stays on disk)."""
 
 
+class NonFiniteStop(TrainingError):
+    """``max_nonfinite`` non-finite updates in a row: training stops, ``last.pt`` stays as it was
+    last saved (skipped updates change no weight, so nothing is lost)."""
+
+
 @dataclass
 class TrainState:
     """The loop's position and bookkeeping; saved in every checkpoint.
