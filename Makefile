@@ -37,7 +37,7 @@ zoo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh $(ZOO_CONFIGS)
 
 # Tests in tiers. `make test` runs everything but the `slow` checks (what CI runs; Multi30k from
-# $(DATA); about 6 minutes on 2 CPU cores). `make test-fast` is the fast tier alone: models, search,
+# $(DATA); under 10 minutes on 2 CPU cores). `make test-fast` is the fast tier alone: models, search,
 # config, data hygiene and metrics on synthetic data, no corpus, under a minute; it leaves out the
 # end-to-end tier (marker `e2e`: training, resume, DDP, the CLI in subprocesses, the study).
 # `make test-slow` runs the long checks.

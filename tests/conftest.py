@@ -14,6 +14,7 @@ never come to need the corpus.
 from __future__ import annotations
 
 import gzip
+import os
 import random
 from pathlib import Path
 
@@ -28,9 +29,10 @@ CORPUS_FIXTURES = {"multi30k_slice", "slice_tokenizer"}
 
 
 def pytest_configure(config):
-    # One torch thread in the test process: toy models gain nothing from a second one, and on a
-    # busy machine the threads' waiting made the fast tier six times slower (measured: 19 minutes
-    # against 3 at load 14). Training runs started in subprocesses keep their own setting.
+    # One torch thread per process (the CLI's subprocesses inherit OMP_NUM_THREADS unless it is
+    # set): toy models gain nothing from a second thread, and on a busy machine the threads'
+    # waiting made the fast tier six times slower (19 minutes against 3 at load 14).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
 
 
