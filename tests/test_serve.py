@@ -75,6 +75,8 @@ def test_translations_equal_seq2seq_translate(client, tiny_runs, tmp_path, alpha
         )
         assert _texts(result, "beam") == _cli_translate(run, tmp_path, ODD_TEXT, "--beam", "3", *lp)
         assert result["lines"][1] is None and result["lines"][2] is None
+        if alpha is not None:  # the answer says which length penalty scored it
+            assert result["length_penalty"] == alpha
 
 
 @pytest.mark.e2e

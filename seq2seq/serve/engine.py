@@ -135,7 +135,7 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
 def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
     """The run's decode settings with the request's beam and length penalty: (greedy, beam)."""
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
-    greedy = base.with_method("greedy")
+    greedy = base.with_method("greedy", length_penalty=alpha)
     return greedy, base.with_method("beam", beam_size=req.beam, length_penalty=alpha)
 
 
