@@ -68,6 +68,18 @@ def configure_device(device: torch.device, cudnn_sdp: bool = False) -> None:
     torch.backends.cuda.enable_cudnn_sdp(cudnn_sdp)
 
 
+def inference_device(name: str) -> torch.device:
+    """``auto | cpu | cuda`` for decoding, configured: on CUDA, TF32 matmuls and no cuDNN
+    attention (a search changes shapes every step, and cuDNN builds a plan for each).
+
+    Raises:
+        ConfigError: an unknown name, or cuda asked for but absent.
+    """
+    device = pick_device(name, "fp32")
+    configure_device(device)
+    return device
+
+
 def autocast(device: torch.device, precision: str):
     """bf16 autocast on CUDA or CPU, fp16 on CUDA (with a GradScaler), nothing for fp32; ``auto``
     as ``resolve_precision`` says."""

@@ -60,14 +60,10 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
 
 
 def inference_device(name: str) -> str:
-    """``--device`` for inference: auto | cpu | cuda (one-line error when cuda is absent). On
-    CUDA, TF32 matmuls and no cuDNN attention: a search changes shapes every step, and cuDNN
-    builds a plan for each (``runtime.configure_device``)."""
-    from seq2seq.runtime import configure_device, pick_device
+    """``--device`` for inference (``runtime.inference_device``) as a string."""
+    from seq2seq.runtime import inference_device as pick
 
-    device = pick_device(name, "fp32")
-    configure_device(device)
-    return str(device)
+    return str(pick(name))
 
 
 def load_model(checkpoint: Path, device: str):

@@ -19,7 +19,7 @@ from seq2seq.config import Config
 from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
-from seq2seq.runtime import pick_device
+from seq2seq.runtime import inference_device
 
 
 @dataclass
@@ -81,7 +81,7 @@ def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
     """
     ckpt = load_checkpoint(ckpt_path)
     model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
-    dev = pick_device(device or cfg.train.device, "fp32")
+    dev = inference_device(device or cfg.train.device)
     model = model.to(dev).eval()
     source_limit(model, cfg.decode)  # fails now, not on the first request
     served = ServedModel(name, model, tok, cfg, dev, attention_shape(model, dev))
