@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
+from pydantic import ValidationError
 
 from seq2seq.atomic import atomic_write_bytes
-from seq2seq.config import Config, ConfigError, validate_config
+from seq2seq.config import Config, ConfigError, _one_line, validate_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel, build_model
 
@@ -136,7 +139,38 @@ def load_for_inference(
     """Checkpoint file or run directory -> (model on ``device`` in eval mode, tokenizer, config)."""
     p = resolve_checkpoint(path)
     model, tok, cfg = model_from_checkpoint(load_checkpoint(p), str(p))
-    return model.to(device), tok, cfg
+    return model.to(device), tok, with_tuned_decode(cfg, p.parent)
+
+
+DECODE_FILE = "decode.yaml"  # a run's tuned search (seq2seq tune-decode), beside its checkpoints
+
+
+def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
+    """``cfg`` with the decode settings of ``run_dir/decode.yaml`` (written by ``seq2seq
+    tune-decode``) on top of its own, when that file exists.
+
+    Raises:
+        CheckpointError: the file is not valid YAML or holds invalid decode settings.
+    """
+    path = run_dir / DECODE_FILE
+    if not path.is_file():
+        return cfg
+    try:
+        tuned = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(tuned, dict):
+            raise ValueError("expected decode keys, e.g. method: beam")
+        decode = cfg.decode.with_method(tuned.pop("method", cfg.decode.method), **tuned)
+    except ValidationError as e:
+        raise CheckpointError(
+            f"{_one_line(e, str(path))}; delete it and rerun seq2seq tune-decode"
+        ) from None
+    except (yaml.YAMLError, ValueError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise CheckpointError(
+            f"{path}: not valid decode settings ({first}); delete it and rerun seq2seq tune-decode"
+        ) from None
+    logging.getLogger("seq2seq").info("decode settings from %s (seq2seq tune-decode)", path)
+    return cfg.model_copy(update={"decode": decode})
 
 
 def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:

@@ -1,7 +1,7 @@
 """The ``seq2seq`` command line: parse, call the library, print, map errors to exit codes.
 
 ``translate`` and ``eval`` live here; ``train`` and ``average`` in ``commands/training.py``,
-``compare`` and ``synth`` in ``commands/study.py``, and what they share in ``commands/common.py``.
+``tune-decode`` in ``commands/tune.py``, ``compare`` and ``synth`` in ``commands/study.py``, and what they share in ``commands/common.py``.
 Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
 code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1. An output path ``-`` means standard
 output.
@@ -16,7 +16,7 @@ from typing import get_args
 
 import typer
 
-from seq2seq.commands import serve, study, training
+from seq2seq.commands import serve, study, training, tune
 from seq2seq.commands.common import (
     UserError,
     fail,
@@ -32,8 +32,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
-    "Transformer. Train, translate, evaluate, average checkpoints, make synthetic corpora, "
-    "compare models.",
+    "Transformer. Train, translate, evaluate, average checkpoints, tune the search on "
+    "validation, make synthetic corpora, compare models.",
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
 )
@@ -364,6 +364,7 @@ def _translate_for_eval(
 
 
 app.command()(training.average)
+app.command("tune-decode")(tune.tune_decode)
 app.command()(study.compare)
 app.command()(study.synth)
 

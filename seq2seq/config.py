@@ -3,7 +3,9 @@
 Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that names
 its path (``model.n_head: unknown key``). Cross-field constraints (``d_model % n_heads == 0``, a dot
 score needs equal encoder and decoder sizes) are checked once, before anything is built.
-``--set key=value`` overrides go through the same validation as the file.
+``--set key=value`` overrides go through the same validation as the file. A file may start from
+another: ``base: ../transformer.yaml`` (relative to the file) merges the base under it, section by
+section and key by key, so a derived config says only what differs and cannot drift from its base.
 
 The ``model`` section's classes live beside the models, in ``seq2seq/models/configs.py`` (which
 imports only pydantic, so this module still needs no torch), and are re-exported here; the union
@@ -457,21 +459,44 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
         ConfigError: missing/unreadable file, bad YAML, unknown key or invalid value (one line).
     """
     source = str(path) if path else "config"
-    raw: dict = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"{p}: config file not found")
-        try:
-            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark else ""
-            raise ConfigError(f"{p}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
+    raw: dict = _read_yaml(Path(path)) if path is not None else {}
     raw = apply_overrides(raw, overrides or [])
     return validate_config(raw, source)
+
+
+def _read_yaml(p: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """One config file's mapping, its ``base:`` (a config path relative to this file) merged under
+    it section by section: the file says only what differs from its base.
+
+    Raises:
+        ConfigError: missing file, bad YAML, not a mapping, or a ``base`` cycle.
+    """
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    if p.resolve() in chain:
+        raise ConfigError(f"{chain[-1]}: base {p} leads back to itself")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{p}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str):
+        raise ConfigError(f"{p}: base must be the path of another config, e.g. ../transformer.yaml")
+    return _merge(_read_yaml(p.parent / base, (*chain, p.resolve())), raw)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``: mappings merge key by key, any other value replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def validate_config(raw: dict, source: str = "config") -> Config:

@@ -115,3 +115,45 @@ def test_transformer_input_is_scaled_embedding_plus_position():
     torch.testing.assert_close(
         x_t, model.tgt_embed.weight[ids[:, 2:]] * 4.0 + sinusoidal_positions(3, 16)[2:]
     )
+
+
+def test_a_config_derives_from_its_base_key_by_key(tmp_path):
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "zoo" / "base.yaml").write_text(
+        "name: base\nmodel: {name: transformer, d_model: 64, n_heads: 4, d_ff: 128}\n"
+        "train: {max_time: 20, lr: 0.001}\n"
+    )
+    (tmp_path / "best.yaml").write_text(
+        "base: zoo/base.yaml\nname: best\nmodel: {d_ff: 256}\ntrain: {max_time: 60}\n"
+    )
+    cfg = load_config(tmp_path / "best.yaml", ["train.lr=0.002"])
+    assert cfg.name == "best"
+    assert (cfg.model.d_model, cfg.model.n_heads, cfg.model.d_ff) == (64, 4, 256)
+    assert (cfg.train.max_time, cfg.train.lr) == (60, 0.002)
+
+
+@pytest.mark.parametrize(
+    ("files", "needle"),
+    [
+        ({"a.yaml": "base: a.yaml\n"}, "leads back to itself"),
+        ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"}, "leads back to itself"),
+        ({"a.yaml": "base: missing.yaml\n"}, "missing.yaml: config file not found"),
+        ({"a.yaml": "base: [x]\n"}, "base must be the path of another config"),
+    ],
+)
+def test_a_bad_base_is_refused_in_one_line(tmp_path, files, needle):
+    from seq2seq.config import ConfigError
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError, match=needle) as e:
+        load_config(tmp_path / "a.yaml")
+    assert "\n" not in str(e.value)
+
+
+def test_the_best_configs_differ_from_the_zoo_only_in_training():
+    """configs/multi30k/best/ derive from the zoo: same data, tokenizer and model."""
+    for path in sorted((ROOT / "configs" / "multi30k" / "best").glob("*.yaml")):
+        best, zoo = load_config(path), load_config(ROOT / "configs" / "multi30k" / path.name)
+        assert (best.data, best.tokenizer, best.model) == (zoo.data, zoo.tokenizer, zoo.model)
+        assert best.train.max_time == 60 and best.train.patience and best.train.keep_best >= 5

@@ -55,6 +55,15 @@ def _metric(name: str, tgt_lang: str | None, lowercase: bool):
     raise ValueError(f"unknown metric {name!r}; choose bleu, chrf or ter")
 
 
+def bleu_metric(tgt_lang: str | None = None, lowercase: bool = False) -> BLEU:
+    """sacreBLEU's BLEU as ``corpus_score`` uses it (13a, or the target language's tokenizer).
+
+    Raises:
+        ValueError: the language's tokenizer is not installed.
+    """
+    return _metric("bleu", tgt_lang, lowercase)
+
+
 def corpus_score(
     name: str,
     hyps: Sequence[str],

@@ -1,0 +1,124 @@
+"""``tune-decode``: choose beam size and length penalty on validation, write them into the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors
+from seq2seq.console import setup_logging
+
+
+def tune_decode(
+    checkpoint: Path = typer.Option(
+        ..., "--checkpoint", "-c", help="Run directory (its best.pt) or a checkpoint file in it."
+    ),
+    src: Path | None = typer.Option(
+        None,
+        "--src",
+        help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
+        "multi30k/val.de]. Never a test set: scores on it would no longer be unseen.",
+    ),
+    ref: Path | None = typer.Option(
+        None, "--ref", help="Tuning reference file [default: the run's data.valid target side]."
+    ),
+    beams: str = typer.Option(
+        "5,10", "--beams", help="Beam sizes K to sweep (>= 2); greedy is always a candidate."
+    ),
+    alphas: str = typer.Option(
+        "0,0.2,0.4,0.6,0.8,1,1.2,1.5",
+        "--alphas",
+        help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+    ),
+    write: bool = typer.Option(
+        True,
+        "--write/--no-write",
+        help="Write the best settings to RUN_DIR/decode.yaml, which translate, eval and serve "
+        "then use (their options override it).",
+    ),
+    json_out: Path | None = typer.Option(
+        None,
+        "--json",
+        help="Also write the sweep (BLEU, brevity penalty, length ratio, seconds per setting) "
+        "as JSON [default: RUN_DIR/tune_decode.json].",
+    ),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+):
+    """Sweep greedy search and beam search (every beam size x length penalty) on the validation
+    set, print BLEU, brevity penalty and length ratio of each, and write the best into the run's
+    decode settings (RUN_DIR/decode.yaml). Ties go to the cheaper search, so the choice is never
+    below greedy on the tuning set.
+    """
+    from seq2seq.checkpoint import resolve_checkpoint
+    from seq2seq.data.text import read_lines, resolve_corpus_file
+    from seq2seq.decoding.translate import translate_sentences
+    from seq2seq.decoding.tune import (
+        best_row,
+        candidates,
+        parse_beams,
+        parse_floats,
+        rows_as_dicts,
+        sweep,
+        write_decode_file,
+    )
+    from seq2seq.evaluation.report import check_aligned
+
+    setup_logging()
+    no_stdout(json_out, "--json", "the sweep")
+    with user_errors():
+        beam_sizes, alpha_values = parse_beams(beams), parse_floats(alphas, "--alphas")
+        ckpt = resolve_checkpoint(checkpoint)
+        model, tok, cfg, dev = load_model(ckpt, device)
+        if (src is None) != (ref is None):
+            raise UserError("give both --src and --ref, or neither (the run's validation set)")
+        if src is None:
+            if cfg.data.valid is None:
+                raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
+            src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
+            ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
+        sources, refs = read_lines(src), read_lines(ref)
+        check_aligned([(str(src), sources), (str(ref), refs)])
+        base = (
+            cfg.decode
+            if batch_size is None
+            else cfg.decode.model_copy(update={"batch_size": batch_size})
+        )
+        configs = candidates(base, beam_sizes, alpha_values)
+
+    def translate(dcfg):
+        out = translate_sentences(model, tok, sources, dcfg, dev, source_name=str(src))
+        return [t.text for t in out]
+
+    def show(row):
+        typer.echo(
+            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
+            f"{row.seconds:6.1f} s",
+            err=True,
+        )
+
+    typer.echo(f"tuning on {src} ({len(sources)} lines): {len(configs)} settings", err=True)
+    with user_errors():
+        rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
+    best = best_row(rows)
+    greedy = rows[0]
+    run_dir = ckpt.parent
+    result = {
+        "checkpoint": str(ckpt),
+        "tuned_on": {"src": str(src), "ref": str(ref), "lines": len(sources)},
+        "best": rows_as_dicts([best])[0],
+        "greedy_bleu": greedy.bleu,
+        "sweep": rows_as_dicts(rows),
+    }
+    from seq2seq.atomic import write_output
+
+    write_output(json_out or run_dir / "tune_decode.json", json.dumps(result, indent=2))
+    line = f"best: {best.label}: BLEU {best.bleu:.2f} (greedy {greedy.bleu:.2f}) on {src}"
+    if write:
+        path = write_decode_file(run_dir, best, rows, str(src))
+        line += f" -> {path}; translate, eval and serve use it"
+    typer.echo(line)

@@ -1,0 +1,165 @@
+"""Choosing the search on validation: beam size K and the GNMT length penalty α (Wu et al. 2016,
+eq. 14: lp(Y) = ((5 + |Y|) / 6)^α), swept against greedy search, scored with sacreBLEU.
+
+Beam search with α = 0 ranks finished hypotheses by raw log-probability, which favours short
+outputs (every token costs probability). A larger α divides by a longer penalty and lets long
+hypotheses win; too large an α makes outputs run on. Which α is right depends on the model, so it is
+chosen per run on validation, never on a test set. Greedy search is a candidate too: the chosen
+search never scores below greedy on the data it was tuned on.
+
+The choice is written to ``decode.yaml`` beside the run's checkpoints; ``load_for_inference``
+applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options say otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+from seq2seq.config import DecodeConfig
+from seq2seq.evaluation.metrics import bleu_metric
+
+DECODE_FILE = "decode.yaml"  # the tuned search of a run, beside its checkpoints
+DEFAULT_BEAMS = (5, 10)
+DEFAULT_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5)
+
+
+@dataclass
+class SweepRow:
+    """One search setting scored on the tuning set. ``ratio``: hypothesis over reference length
+    (sacreBLEU's tokens); ``bp``: BLEU's brevity penalty; ``seconds``: decoding wall time."""
+
+    method: str
+    beam_size: int
+    length_penalty: float
+    bleu: float
+    bp: float
+    ratio: float
+    seconds: float
+
+    @property
+    def label(self) -> str:
+        if self.method == "greedy":
+            return "greedy"
+        return f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
+
+
+def parse_floats(spec: str, option: str) -> tuple[float, ...]:
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
+
+    Raises:
+        ValueError: empty, not numbers, or negative (named with ``option``).
+    """
+    try:
+        values = tuple(float(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"{option} {spec!r}: give comma-separated numbers, e.g. 0,0.6,1") from None
+    if not values or min(values) < 0:
+        raise ValueError(f"{option} {spec!r}: give one or more numbers >= 0, e.g. 0,0.6,1")
+    return values
+
+
+def parse_beams(spec: str) -> tuple[int, ...]:
+    """``"5,10"`` -> (5, 10).
+
+    Raises:
+        ValueError: empty, not integers, or a size below 2 (greedy is always swept).
+    """
+    try:
+        values = tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--beams {spec!r}: give comma-separated beam sizes, e.g. 5,10") from None
+    if not values or min(values) < 2:
+        raise ValueError(
+            f"--beams {spec!r}: give beam sizes >= 2 (greedy search is always a candidate)"
+        )
+    return values
+
+
+def candidates(
+    base: DecodeConfig, beams: Sequence[int], alphas: Sequence[float]
+) -> list[DecodeConfig]:
+    """Greedy, then beam search for every (K, α), on top of ``base``'s other settings."""
+    out = [base.with_method("greedy")]
+    out += [base.with_method("beam", beam_size=k, length_penalty=a) for k in beams for a in alphas]
+    return out
+
+
+def sweep(
+    translate: Callable[[DecodeConfig], list[str]],
+    refs: Sequence[str],
+    configs: Sequence[DecodeConfig],
+    tgt_lang: str | None = None,
+    progress: Callable[[SweepRow], None] | None = None,
+) -> list[SweepRow]:
+    """Score every search setting: ``translate(cfg)`` gives one hypothesis per line of ``refs``."""
+    rows = []
+    for cfg in configs:
+        t0 = time.perf_counter()
+        hyps = translate(cfg)
+        seconds = time.perf_counter() - t0
+        bleu = corpus_bleu(hyps, refs, tgt_lang)
+        row = SweepRow(
+            cfg.method,
+            cfg.beam_size if cfg.method == "beam" else 1,
+            cfg.length_penalty if cfg.method == "beam" else 0.0,
+            round(bleu.score, 2),
+            round(bleu.bp, 3),
+            round(bleu.sys_len / max(bleu.ref_len, 1), 3),
+            round(seconds, 1),
+        )
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    return rows
+
+
+def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
+    """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len), as ``eval --bleu`` scores.
+
+    Raises:
+        ValueError: no hypotheses, or not one reference per hypothesis.
+    """
+    if not hyps or len(refs) != len(hyps):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} reference lines")
+    metric = bleu_metric(tgt_lang)
+    return metric.corpus_score([h.rstrip() for h in hyps], [[r.rstrip() for r in refs]])
+
+
+def best_row(rows: Sequence[SweepRow]) -> SweepRow:
+    """The highest BLEU (at sacreBLEU's two decimals); on a tie the cheaper search wins: greedy,
+    then the smaller beam, then the smaller α."""
+    return max(rows, key=lambda r: (round(r.bleu, 2), -r.beam_size, -r.length_penalty))
+
+
+def decode_settings(row: SweepRow) -> dict:
+    """The ``decode`` keys that reproduce ``row``'s search."""
+    if row.method == "greedy":
+        return {"method": "greedy"}
+    return {"method": "beam", "beam_size": row.beam_size, "length_penalty": row.length_penalty}
+
+
+def write_decode_file(
+    run_dir: Path, row: SweepRow, rows: Sequence[SweepRow], tuned_on: str
+) -> Path:
+    """Write ``run_dir/decode.yaml``: the chosen settings, with the sweep as a comment header.
+    Atomic (a crash leaves the old file)."""
+    from seq2seq.atomic import atomic_write_text
+
+    greedy = next(r for r in rows if r.method == "greedy")
+    header = (
+        f"# seq2seq tune-decode on {tuned_on}: {row.label} scores BLEU {row.bleu:.2f} "
+        f"(greedy {greedy.bleu:.2f}) among {len(rows)} settings.\n"
+        "# translate, eval and serve use these settings; their options override them.\n"
+    )
+    path = run_dir / DECODE_FILE
+    atomic_write_text(path, header + yaml.safe_dump(decode_settings(row), sort_keys=False))
+    return path
+
+
+def rows_as_dicts(rows: Sequence[SweepRow]) -> list[dict]:
+    return [asdict(r) for r in rows]
