@@ -1,7 +1,8 @@
 """The ``seq2seq`` command line: parse, call the library, print, map errors to exit codes.
 
 ``translate`` and ``eval`` live here; ``train`` and ``average`` in ``commands/training.py``,
-``tune-decode`` in ``commands/tune.py``, ``compare`` and ``synth`` in ``commands/study.py``, and what they share in ``commands/common.py``.
+``tune-decode`` in ``commands/tune.py``, ``compare`` and ``synth`` in ``commands/study.py``, and
+what they share in ``commands/common.py``.
 Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
 code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1. An output path ``-`` means standard
 output.

@@ -25,8 +25,8 @@ from seq2seq.decoding.tune import (
 )
 from tests.toys import Oracle
 
-A, B, C, D, E, F, G, H, I, J = range(4, 14)
-WORDS = {t: w for t, w in zip(range(4, 14), "the cat sat on a mat and then it slept".split())}
+A, B, C, D, E, F, G, H, II, J = range(4, 14)
+WORDS = dict(enumerate("the cat sat on a mat and then it slept".split(), start=4))
 
 
 def _path(tokens):
@@ -42,7 +42,7 @@ def _oracle() -> tuple[Oracle, list[str]]:
     reference (p = .56) or runs on to "... and then it slept" (p = .44), which wins once α > 1.12.
     """
     s1 = _path([A, C, D, E, F, EOS]) | {(A,): {B: 0.532, C: 0.468}, (A, B): {EOS: 1.0}}
-    s2 = _path([A, C, D, E, F, G, H, I, J, EOS]) | {(A, C, D, E, F): {EOS: 0.56, G: 0.44}}
+    s2 = _path([A, C, D, E, F, G, H, II, J, EOS]) | {(A, C, D, E, F): {EOS: 0.56, G: 0.44}}
     table = {(1, k): v for k, v in s1.items()} | {(2, k): v for k, v in s2.items()}
     ref = " ".join(WORDS[t] for t in (A, C, D, E, F))
     return Oracle(table, vocab=16), [ref, ref]
