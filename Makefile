@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo test test-fast test-slow test-browser lint format bench-train bench-decode study clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train bench-decode study clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -113,3 +113,13 @@ study: install
 		--budget-steps $(STUDY_REVERSE_STEPS) --concat-k 1 --exact-match $(STUDY_ARGS)
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
 		--out $(STUDY_DIR)/multi30k --budget-minutes $(STUDY_MINUTES) $(STUDY_ARGS)
+
+# Converged models (issue 16): train each family in BEST to convergence (early stopping, at most
+# 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average
+# on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
+# test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
+# again to continue. BEST_JOBS=2 trains two families side by side with one thread each.
+BEST      ?= transformer luong_concat
+BEST_JOBS ?= 1
+best: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/best.py --runs $(RUNS)/best --jobs $(BEST_JOBS) $(BEST)
