@@ -1,0 +1,207 @@
+"""How sure a score is: bootstrap confidence intervals of BLEU, paired intervals of a difference,
+and the guard that refuses a claim a cell of a table cannot support.
+
+Bootstrap resampling of test sentences (Koehn 2004, "Statistical Significance Tests for Machine
+Translation Evaluation") as sacreBLEU does it (Post 2018; ``sacrebleu/significance.py``): the
+resamples are the rows of ``numpy.random.default_rng(seed).choice(n, size=(n_bootstrap, n))``, a
+resample's BLEU is recomputed from the summed per-sentence sufficient statistics, and the 95%
+bounds are the sorted resample scores at positions ``n_bootstrap // 40`` and
+``n_bootstrap - n_bootstrap // 40 - 1``. The default seed is sacreBLEU's (12345, its
+``SACREBLEU_SEED``), so with equal seeds every interval here is drawn from the resamples sacreBLEU
+would draw.
+
+Sentences are scored as ``evaluation.metrics.corpus_score`` scores them: each line right-stripped,
+BLEU with sacreBLEU's tokenizer for the target language.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from seq2seq.evaluation.metrics import bleu_metric
+
+SACREBLEU_SEED = 12345
+"""sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
+
+__all__ = [
+    "SACREBLEU_SEED",
+    "BleuStats",
+    "bleu_ci",
+    "claim_refusal",
+    "paired_difference_ci",
+]
+
+
+def _check(hyps: Sequence[str], refs: Sequence[str], n_bootstrap: int | None = None) -> None:
+    if not hyps:
+        raise ValueError("bleu: no segments to score")
+    if len(refs) != len(hyps):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    if n_bootstrap is not None and n_bootstrap < 2:
+        raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
+
+
+@contextmanager
+def _sacrebleu_seed(seed: int | None) -> Iterator[None]:
+    """``SACREBLEU_SEED`` set to ``seed`` (None: fresh entropy) for the block, then restored."""
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = "None" if seed is None else str(seed)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+
+
+def bleu_ci(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+    tgt_lang: str | None = None,
+) -> dict[str, float]:
+    """Corpus BLEU and sacreBLEU's own 95% bootstrap confidence interval of it.
+
+    sacreBLEU computes it (``BLEU.corpus_score(hyps, [refs], n_bootstrap=N)``, seeded through
+    ``SACREBLEU_SEED``, which is set to ``seed`` for the call and restored): the interval is the
+    one ``sacrebleu --confidence`` prints as ``μ = mean ± ci``, the mean of the N resample scores
+    plus or minus half the distance between their 2.5th and 97.5th percentiles.
+
+    Args:
+        hyps: one hypothesis per sentence.  refs: one reference per sentence.
+        n_bootstrap: resamples (at least 2).  seed: the numpy seed; None draws fresh entropy.
+        tgt_lang: target language code; picks sacreBLEU's tokenizer (zh, ja, ko get their own).
+
+    Returns:
+        ``{"score", "low", "high", "mean"}`` in BLEU points (0-100): the corpus score, the
+        interval ``mean - ci`` to ``mean + ci``, and the resamples' mean.
+
+    Raises:
+        ValueError: no hypothesis, as many references as hypotheses missing, ``n_bootstrap`` < 2,
+            or the language's tokenizer not installed.
+    """
+    _check(hyps, refs, n_bootstrap)
+    metric = bleu_metric(tgt_lang)
+    with _sacrebleu_seed(seed):
+        result = metric.corpus_score(
+            [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]], n_bootstrap=n_bootstrap
+        )
+    mean, ci = float(result._mean), float(result._ci)
+    return {"score": float(result.score), "low": mean - ci, "high": mean + ci, "mean": mean}
+
+
+class BleuStats:
+    """Per-sentence sufficient statistics of corpus BLEU, so that BLEU of any subset or resample
+    of the sentences is a sum and a formula (sacreBLEU's ``_extract_corpus_statistics`` and
+    ``_compute_score_from_stats``, as its paired bootstrap uses them).
+
+    Attributes:
+        stats: (N, 2 + 2·4) int64: per sentence, the hypothesis and (closest) reference lengths in
+            tokens, then the matching n-grams for n = 1..4, then the hypothesis n-grams for
+            n = 1..4.
+
+    Raises:
+        ValueError: no hypothesis, as many references as hypotheses missing, or the language's
+            tokenizer not installed.
+    """
+
+    def __init__(self, hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
+        _check(hyps, refs)
+        self.metric = bleu_metric(tgt_lang)
+        rows = self.metric._extract_corpus_statistics(
+            [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]]
+        )
+        self.stats = np.asarray(rows, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.stats)
+
+    def score(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
+        """Corpus BLEU (0-100) of the sentences ``idx`` (repeats counted; None: all of them,
+        which equals ``corpus_score``'s)."""
+        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
+        return float(self.metric._compute_score_from_stats(rows.sum(0).tolist()).score)
+
+    def length_ratio(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
+        """Hypothesis over reference length in tokens, as BLEU's brevity penalty sees it (inf
+        for an empty reference side)."""
+        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
+        hyp, ref = int(rows[:, 0].sum()), int(rows[:, 1].sum())
+        return hyp / ref if ref else float("inf")
+
+
+def paired_difference_ci(
+    stat_a: Callable[[np.ndarray], float],
+    stat_b: Callable[[np.ndarray], float],
+    n: int,
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+) -> dict[str, float]:
+    """Paired bootstrap 95% interval of ``stat_a - stat_b``: both statistics are computed on the
+    same resampled units in every resample (Koehn 2004; sacreBLEU's paired bootstrap draws its
+    resamples by the same rule), so what the two systems share cancels out.
+
+    A unit is whatever is resampled: a sentence, or a group of lines that belong together. For
+    example the retention of a model over long inputs, BLEU of the k = 4 lines over BLEU of the
+    k = 1 lines, with unit j = the joined line j and the four lines it was joined from::
+
+        def retention(s4, s1):  # BleuStats of the k = 4 and k = 1 lines of one model
+            return lambda i: s4.score(i) / s1.score((4 * i[:, None] + np.arange(4)).ravel())
+
+        paired_difference_ci(retention(a4, a1), retention(b4, b1), n=len(a4))
+
+    Args:
+        stat_a, stat_b: map an (n,) int array of unit indices (with repeats) to a float.
+        n: the number of units.  n_bootstrap: resamples (at least 2).
+        seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
+
+    Returns:
+        ``{"difference", "low", "high", "mean"}``: ``stat_a - stat_b`` on the units themselves,
+        the 2.5th and 97.5th percentiles of the resampled differences (the sorted differences at
+        ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``, sacreBLEU's rule),
+        and their mean.
+
+    Raises:
+        ValueError: ``n`` < 1 or ``n_bootstrap`` < 2.
+    """
+    if n < 1:
+        raise ValueError(f"n {n}: a bootstrap needs at least one unit")
+    if n_bootstrap < 2:
+        raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
+    rng = np.random.default_rng(seed)
+    idxs = rng.choice(n, size=(n_bootstrap, n), replace=True)
+    everything = np.arange(n)
+    diffs = np.sort(np.array([stat_a(i) - stat_b(i) for i in idxs], dtype=np.float64))
+    cut = n_bootstrap // 40
+    return {
+        "difference": float(stat_a(everything) - stat_b(everything)),
+        "low": float(diffs[cut]),
+        "high": float(diffs[n_bootstrap - cut - 1]),
+        "mean": float(diffs.mean()),
+    }
+
+
+def claim_refusal(
+    n_sentences: int, length_ratio: float, min_n: int = 100, min_ratio: float = 0.9
+) -> str | None:
+    """Why a cell of a results table may not support a conclusion, in one line, or None.
+
+    A cell is refused when it holds fewer than ``min_n`` sentences (a corpus score of a handful
+    of sentences swings with each one), or when its outputs are too short: a hypothesis over
+    reference length ratio (``BleuStats.length_ratio``) below ``min_ratio``, where BLEU's brevity
+    penalty, not the translations' quality, drives the score. Both reasons are joined by "; ".
+    """
+    reasons = []
+    if n_sentences < min_n:
+        reasons.append(f"only {n_sentences} sentences (fewer than {min_n})")
+    if length_ratio < min_ratio:
+        reasons.append(
+            f"outputs too short (hyp/ref length ratio {length_ratio:.2f}, below {min_ratio:g})"
+        )
+    return "; ".join(reasons) or None
