@@ -205,6 +205,11 @@ class TrainConfig(_Section):
     ``keep_best`` > 1 keeps ``best-step<N>.pt`` for the k best validations by ``best_metric``.
     ``seq2seq average`` averages either set. ``patience`` stops training (early stopping) after that
     many validations without improvement in ``best_metric``, whatever the schedule.
+
+    ``max_tokens`` stops at the first update at which the target tokens trained on (EOS included,
+    padding not; a skipped non-finite update's too, as it takes a step) reach the budget, so
+    models that batch alike see the same data whatever their speed; under torchrun, at the next
+    log point.
     """
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
@@ -212,6 +217,12 @@ class TrainConfig(_Section):
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)
     max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="stop after this many target tokens (EOS included, padding not), counted "
+        "on the host over resumed runs too",
+    )
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
     betas: tuple[float, float] = (0.9, 0.98)
@@ -258,8 +269,9 @@ class TrainConfig(_Section):
 
     @model_validator(mode="after")
     def _needs_a_stop(self) -> TrainConfig:
-        if self.max_steps is None and self.max_epochs is None and self.max_time is None:
-            raise ValueError("set at least one of max_steps, max_epochs, max_time")
+        stops = (self.max_steps, self.max_epochs, self.max_time, self.max_tokens)
+        if all(x is None for x in stops):
+            raise ValueError("set at least one of max_steps, max_epochs, max_time, max_tokens")
         if self.schedule == "noam" and self.warmup_steps == 0:
             raise ValueError("schedule 'noam' needs warmup_steps > 0")
         if self.schedule == "cosine" and self.max_steps is None:

@@ -157,3 +157,15 @@ def test_the_best_configs_differ_from_the_zoo_only_in_training():
         best, zoo = load_config(path), load_config(ROOT / "configs" / "multi30k" / path.name)
         assert (best.data, best.tokenizer, best.model) == (zoo.data, zoo.tokenizer, zoo.model)
         assert best.train.max_time == 60 and best.train.patience and best.train.keep_best >= 5
+
+
+def test_a_token_budget_is_a_stop_rule():
+    from seq2seq.config import ConfigError
+
+    cfg = load_config(None, ["train.max_tokens=5000"])
+    assert (cfg.train.max_tokens, cfg.train.max_epochs) == (5000, None)
+    with pytest.raises(ConfigError, match="set at least one of .*max_time, max_tokens") as e:
+        load_config(None, ["train.lr=0.01"])
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="train.max_tokens: Input should be greater than"):
+        load_config(None, ["train.max_steps=5", "train.max_tokens=0"])

@@ -1,4 +1,5 @@
-"""Toy-sized models of every family, for invariant tests, and a scripted oracle for the searches."""
+"""Toy-sized models of every family, for invariant tests, a scripted oracle for the searches, and
+tiny training runs on the synthetic corpus."""
 
 from __future__ import annotations
 
@@ -123,3 +124,75 @@ class Oracle(Seq2SeqModel):
             for tok, p in self.table.get(key, {EOS: 1.0}).items():
                 logits[r, tok] = math.log(p)
         return logits, None, {**state, "prefix": prefix}
+
+
+# ---- tiny training runs on the synthetic corpus (tests/conftest.py's synth_corpus) -------------
+
+TINY_RUN_MODELS = {
+    "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
+    "transformer": {
+        "name": "transformer",
+        "d_model": 16,
+        "n_heads": 2,
+        "d_ff": 32,
+        "n_encoder_layers": 1,
+        "n_decoder_layers": 1,
+    },
+}
+
+
+def synth_run_raw(corpus, model: str = "rnn", dropout: float = 0.0, **train) -> dict:
+    """The raw config of a tiny run on ``synth_corpus`` (its tokenizer is ``synth_tokenizer``'s
+    section): 300-token batches, one log line per update, validation by loss on 10 pairs."""
+    return {
+        "name": model,
+        "data": {
+            "train": str(corpus / "train"),
+            "valid": str(corpus / "val"),
+            "max_len": 40,
+            "max_valid_pairs": 10,
+        },
+        "tokenizer": {"vocab_size": 200},
+        "model": {**TINY_RUN_MODELS[model], "dropout": dropout},
+        "train": {
+            "batch_tokens": 300,
+            "valid_every": 1000,
+            "log_every": 1,
+            "num_threads": 1,
+            "valid_bleu": False,
+            "best_metric": "loss",
+            "seed": 1,
+            **train,
+        },
+        "decode": {"batch_size": 16, "max_len_b": 5},
+    }
+
+
+def synth_run_config(corpus, model: str = "rnn", dropout: float = 0.0, **train):
+    from seq2seq.config import validate_config
+
+    return validate_config(synth_run_raw(corpus, model, dropout, **train))
+
+
+def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
+    """``seq2seq ARGS`` in this process: (exit code, stderr). The ``seq2seq`` logger the command
+    sets up is put back afterwards, so later tests' ``caplog`` still sees its records."""
+    import logging
+    import sys
+
+    from seq2seq.cli import main
+
+    logger = logging.getLogger("seq2seq")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    monkeypatch.setattr(sys, "argv", ["seq2seq", *map(str, args)])
+    try:
+        try:
+            main()
+            code = 0
+        except SystemExit as e:
+            code = e.code
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+    return code, capsys.readouterr().err

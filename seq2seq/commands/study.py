@@ -32,6 +32,15 @@ def compare(
         min=1,
         help="Train every model for this many updates [default: each config's own stop rule].",
     ),
+    budget_tokens: int | None = typer.Option(
+        None,
+        "--budget-tokens",
+        min=1,
+        help="Train every model until it has trained on this many target tokens (EOS included, "
+        "padding not; train.max_tokens), so every model sees the same data whatever its speed "
+        "[default: each config's own stop rule]. Configs with a cosine schedule need "
+        "--budget-steps.",
+    ),
     beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
     concat_k: int = typer.Option(
         4,
@@ -76,7 +85,7 @@ def compare(
     setup_logging()
     no_stdout(out, "--out", "the study's folder")
     with user_errors():
-        budget = Budget(budget_minutes, budget_steps)
+        budget = Budget(budget_minutes, budget_steps, budget_tokens)
         beam_sizes, edges = parse_beams(beams), parse_buckets(buckets)
     dev = inference_device(device)
     opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact_match, dev)

@@ -60,21 +60,37 @@ SHARED_DATA_KEYS = (
 
 @dataclass
 class Budget:
-    """The one stopping rule every run gets; both None keeps each config's own."""
+    """The one stopping rule every run gets: minutes of training, updates, or target tokens
+    (EOS included, padding not: ``train.max_tokens``, the same data for every model whatever its
+    speed); all None keeps each config's own.
+
+    Raises:
+        ValueError: more than one budget (one line naming the options).
+    """
 
     minutes: float | None = None
     steps: int | None = None
+    tokens: int | None = None
 
     def __post_init__(self):
-        if self.minutes is not None and self.steps is not None:
-            raise ValueError("give --budget-minutes or --budget-steps, not both")
+        given = [
+            f"--budget-{name}"
+            for name in ("minutes", "steps", "tokens")
+            if getattr(self, name) is not None
+        ]
+        if len(given) == 2:
+            raise ValueError(f"give {given[0]} or {given[1]}, not both")
+        if len(given) > 2:
+            raise ValueError(f"give one of {', '.join(given)}, not all three")
 
     def describe(self) -> str:
         if self.minutes is not None:
             return f"{self.minutes:g} minutes of training per model"
         if self.steps is not None:
             return f"{self.steps} updates per model"
-        return "each config's own train.max_time / max_steps / max_epochs"
+        if self.tokens is not None:
+            return f"{self.tokens} target tokens per model"
+        return "each config's own train.max_time / max_steps / max_epochs / max_tokens"
 
 
 @dataclass
@@ -142,10 +158,13 @@ def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str)
 
 def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Config:
     raw = cfg.model_dump(mode="json")
+    stops = {"max_time": None, "max_steps": None, "max_epochs": None, "max_tokens": None}
     if budget.minutes is not None:
-        raw["train"].update(max_time=budget.minutes, max_steps=None, max_epochs=None)
+        raw["train"].update(stops, max_time=budget.minutes)
     elif budget.steps is not None:
-        raw["train"].update(max_steps=budget.steps, max_time=None, max_epochs=None)
+        raw["train"].update(stops, max_steps=budget.steps)
+    elif budget.tokens is not None:
+        raw["train"].update(stops, max_tokens=budget.tokens)
     raw["train"]["device"] = device
     return validate_config(raw, source)
 
@@ -361,6 +380,7 @@ def _run_result(run: ModelRun) -> dict:
         "max_src_words": d.max_src_words,
         "parameters": run.parameters,
         "train_seconds": s.get("train_seconds"),
+        "target_tokens": s.get("target_tokens"),
         "target_tokens_per_s": s.get("target_tokens_per_s"),
         "steps": s.get("steps"),
         "stopped": s.get("stopped"),

@@ -95,6 +95,7 @@ RESUME_EXACT = (
     "max_steps",
     "max_epochs",
     "max_time",
+    "max_tokens",
     "patience",
     "log_every",
     "keep_best",
@@ -163,6 +164,8 @@ def restore(ckpt: dict, model, optimizer, scaler, path: Path) -> TrainState:
         if ckpt["scaler"]:  # empty when the run was not fp16
             scaler.load_state_dict(ckpt["scaler"])
         state = TrainState(**ckpt["train_state"])
+        if "target_tokens" not in ckpt["train_state"]:  # saved before the host count existed
+            state.target_tokens = state.tokens_seen
         set_rng_states(ckpt["rng"])
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]

@@ -3,11 +3,14 @@
 Steps count optimizer updates, a skipped non-finite one included. Nothing in an update waits for
 the device: its loss, gradient norm, tokens and skip flag stay there, and are read once every
 ``log_every`` updates, and before every checkpoint (``Run.flush``), which counts the skipped ones.
-Everything a resumed run needs is in ``last.pt``: weights, optimizer,
-scaler, every RNG state, the epoch and the batch within it, the step, best score, patience and
-plateau counters (the learning rate is a pure function of the step and the plateau scale, see
+Everything a resumed run needs is in ``last.pt``: weights, optimizer, scaler, every RNG state, the
+epoch and the batch within it, the step, the target tokens so far, best score, patience and plateau
+counters (the learning rate is a pure function of the step and the plateau scale, see
 ``schedules``) and the resolved config. Batches are a pure function of (seed, epoch), so
 ``--resume`` continues exactly where the run stopped, mid-epoch included.
+
+Target tokens (``train.max_tokens``) are counted on the host, from the batches as they are built,
+so the token budget needs no wait for the device either.
 
 Under ``torchrun`` every rank runs this loop on its own shard of each epoch's batches inside
 DistributedDataParallel; only rank 0 validates, logs and writes files.
@@ -69,7 +72,15 @@ __all__ = ["Run", "train"]
 
 log = logging.getLogger("seq2seq")
 
-STOP_REASONS = ("", "max_steps", "max_epochs", "max_time", "early_stopping", "interrupted")
+STOP_REASONS = (
+    "",
+    "max_steps",
+    "max_epochs",
+    "max_time",
+    "max_tokens",
+    "early_stopping",
+    "interrupted",
+)
 
 
 def train(
@@ -85,8 +96,9 @@ def train(
     (``seq2seq compare``); a resumed run always keeps its checkpoint's own.
 
     Returns:
-        A summary: steps, epochs, why it stopped, target tokens/s, best metric and step, skipped
-        updates (and, under torchrun, every rank's weight digest).
+        A summary: steps, epochs, why it stopped, target tokens (the host count, over resumed
+        runs too) and target tokens/s, best metric and step, skipped updates (and, under
+        torchrun, every rank's weight digest).
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
@@ -137,6 +149,7 @@ def _loop(run: Run) -> None:
                 if not run.stopped and t.max_epochs is not None and st.epoch >= t.max_epochs:
                     run.stopped = "max_epochs"
         run.flush()
+        run.sync_target_tokens()
         st.train_seconds += time.time() - started
         if run.stopped == "interrupted":
             log.warning("interrupted: saving last.pt at step %d", st.step)
@@ -207,6 +220,7 @@ class Run:
         self.checkpoints = RunCheckpoints(run_dir, t.keep_last, self.info.is_main)
         self.last_valid, self.stopped, self.saved_step = self.state.step, "", self.state.step
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
+        self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
         # per update not yet read from the device: (step, epoch, lr, tf ratio, busy seconds so
         # far) and a (4,) tensor of loss, grad norm, tokens, skipped
         self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
@@ -262,6 +276,7 @@ class Run:
     def validate_and_save(self) -> None:
         """Validate (rank 0), update best / best-k / plateau / patience, write the checkpoints."""
         self.flush()
+        self.sync_target_tokens()
         st, t = self.state, self.cfg.train
         self.last_valid = st.step
         if self.info.is_main:
@@ -317,6 +332,11 @@ class Run:
         )
         st.batch_in_epoch += len(batches)
         st.step += 1
+        n_tokens = sum(b.n_tokens for b in batches)  # host ints, known when the batch was built
+        if self.info.enabled:
+            self.unsynced_tokens += n_tokens
+        else:
+            st.target_tokens += n_tokens
         self.busy += time.perf_counter() - tick
         values = torch.stack([r["loss"], r["grad_norm"], r["tokens"], r["skipped"]])
         self.pending.append((st.step, st.epoch, lr, ratio, self.busy, values))
@@ -394,6 +414,17 @@ class Run:
             "check the data; last.pt holds finite weights"
         )
 
+    def sync_target_tokens(self) -> None:
+        """Under torchrun: add every rank's target tokens since the last call to the state (one
+        all-reduce, so every rank calls it at the same points: log points, checkpoints and the
+        end; a save after an error misses the ones since). Alone, ``update`` counts them at
+        once and this does nothing."""
+        if not self.info.enabled:
+            return
+        mine = torch.tensor(self.unsynced_tokens, dtype=torch.long, device=self.device)
+        self.state.target_tokens += int(dist.all_reduce_sum(mine, self.info).item())
+        self.unsynced_tokens = 0
+
     def checkpoint_if_due(self) -> None:
         """Validate and save, or only save, when the step says so (a skipped step too: its
         weights are the last applied update's)."""
@@ -401,6 +432,7 @@ class Run:
         if st.step % t.valid_every == 0:
             self.validate_and_save()
         elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
+            self.sync_target_tokens()
             self.save_last()
 
     def should_stop(self, started: float, interrupted: bool, at_log: bool = True) -> str:
@@ -408,9 +440,13 @@ class Run:
 
         Steps, epochs and validations are the same on every rank; the clock and signals are not,
         so under torchrun those two are heeded only ``at_log`` points, where rank 0's reason is
-        broadcast (a message that waits for every rank, kept out of the other steps).
+        broadcast (a message that waits for every rank, kept out of the other steps). The ranks'
+        target tokens are summed there too, so ``max_tokens`` takes effect at a log point; alone,
+        at the first update that reaches it.
         """
         st, t = self.state, self.cfg.train
+        if at_log:
+            self.sync_target_tokens()
         elapsed = st.train_seconds + time.time() - started
         shared = at_log or not self.info.enabled
         checks = {
@@ -418,6 +454,7 @@ class Run:
             "max_steps": t.max_steps is not None and st.step >= t.max_steps,
             "max_epochs": t.max_epochs is not None and st.epoch >= t.max_epochs,
             "max_time": shared and t.max_time is not None and elapsed >= t.max_time * 60,
+            "max_tokens": t.max_tokens is not None and st.target_tokens >= t.max_tokens,
             "early_stopping": t.patience is not None and st.bad_validations >= t.patience,
         }
         reason = next((k for k, hit in checks.items() if hit), "")
@@ -434,6 +471,7 @@ class Run:
             "epochs": st.epoch,
             "stopped": self.stopped,
             "train_seconds": round(st.train_seconds, 1),
+            "target_tokens": st.target_tokens,
             "target_tokens_per_s": round(tok_s, 1),
             "best_metric": t.best_metric,
             "best_score": best,

@@ -27,6 +27,11 @@ class TrainState:
     ``best_k`` lists (score, file name) of the kept best checkpoints, best first; scores are
     "higher is better" (the negated loss when ``best_metric`` is loss). ``last_k`` lists the kept
     ``step<N>.pt`` names, oldest first.
+
+    ``tokens_seen`` counts the target tokens of the applied updates as read from the device (for
+    tokens/s); ``target_tokens`` those of every update, counted on the host when its batches were
+    built (what ``train.max_tokens`` budgets). A checkpoint from before ``target_tokens`` resumes
+    it from ``tokens_seen``.
     """
 
     step: int = 0
@@ -40,6 +45,7 @@ class TrainState:
     nonfinite_in_row: int = 0
     nonfinite_total: int = 0
     tokens_seen: int = 0
+    target_tokens: int = 0
     train_seconds: float = 0.0
     best_k: list[tuple[float, str]] = field(default_factory=list)
     last_k: list[str] = field(default_factory=list)
