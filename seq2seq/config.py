@@ -209,7 +209,9 @@ class TrainConfig(_Section):
     ``max_tokens`` stops at the first update at which the target tokens trained on (EOS included,
     padding not; a skipped non-finite update's too, as it takes a step) reach the budget, so
     models that batch alike see the same data whatever their speed; under torchrun, at the next
-    log point.
+    log point. ``init_from`` starts a new run from another run's weights (a warm start): the run
+    takes that checkpoint's tokenizer, its model section must have the same architecture (only
+    the dropout rates may differ), and the optimizer, schedule and step start afresh.
     """
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
@@ -222,6 +224,11 @@ class TrainConfig(_Section):
         ge=1,
         description="stop after this many target tokens (EOS included, padding not), counted "
         "on the host over resumed runs too",
+    )
+    init_from: str | None = Field(
+        None,
+        description="weights only from this checkpoint file or run directory; optimizer, "
+        "schedule and step start afresh (the run takes its tokenizer; --resume ignores this)",
     )
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)

@@ -21,6 +21,7 @@ output decodes to U+FFFD.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import logging
@@ -311,3 +312,8 @@ class Tokenizer:
     @classmethod
     def from_state_dict(cls, state: dict) -> Tokenizer:
         return cls(state["src"], state["tgt"])
+
+    def digest(self) -> str:
+        """sha256 over the serialised source and target models: equal digests, equal tokenizers
+        (a run's own, one from ``state_dict`` or ``load`` alike)."""
+        return hashlib.sha256(self.src_proto + b"\0" + self.tgt_proto).hexdigest()

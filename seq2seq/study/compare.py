@@ -210,7 +210,7 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
 
 
 def tokenizer_digest(tok: Tokenizer) -> str:
-    return hashlib.sha256(tok.src_proto + b"\0" + tok.tgt_proto).hexdigest()
+    return tok.digest()
 
 
 def _best_stamp(run_dir: Path) -> list[int] | None:

@@ -89,13 +89,15 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     return ckpt
 
 
-# train.* keys a resume may change and stay exact: when to stop, validate, log and keep files.
+# train.* keys a resume may change and stay exact: when to stop, validate, log and keep files
+# (and init_from, which a resume ignores).
 # (max_steps changes the schedule's shape under cosine, whose decay ends at max_steps.)
 RESUME_EXACT = (
     "max_steps",
     "max_epochs",
     "max_time",
     "max_tokens",
+    "init_from",
     "patience",
     "log_every",
     "keep_best",

@@ -10,7 +10,8 @@ counters (the learning rate is a pure function of the step and the plateau scale
 ``--resume`` continues exactly where the run stopped, mid-epoch included.
 
 Target tokens (``train.max_tokens``) are counted on the host, from the batches as they are built,
-so the token budget needs no wait for the device either.
+so the token budget needs no wait for the device either. A new run with ``train.init_from`` starts
+from another run's weights (``warm_start``).
 
 Under ``torchrun`` every rank runs this loop on its own shard of each epoch's batches inside
 DistributedDataParallel; only rank 0 validates, logs and writes files.
@@ -67,6 +68,7 @@ from seq2seq.training.state import (
 )
 from seq2seq.training.step import TeacherForcing, train_step
 from seq2seq.training.validate import validate
+from seq2seq.training.warm_start import load_warm_start
 
 __all__ = ["Run", "train"]
 
@@ -93,7 +95,8 @@ def train(
     """Train ``cfg`` into ``run_dir`` (default ``cfg.run_dir`` or ``runs/<name>``).
 
     ``tokenizer`` (optional) is used instead of training one, so several runs can share it
-    (``seq2seq compare``); a resumed run always keeps its checkpoint's own.
+    (``seq2seq compare``); a resumed run always keeps its checkpoint's own, and a warm-started one
+    (``train.init_from``) takes its checkpoint's (a given ``tokenizer`` must be that one).
 
     Returns:
         A summary: steps, epochs, why it stopped, target tokens (the host count, over resumed
@@ -192,16 +195,27 @@ class Run:
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         self.ahead = builds_ahead(self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
+        # a warm start is read before --overwrite clears the run directory (it may be the source)
+        warm = None
+        if t.init_from and resume:
+            log.info("resume: train.init_from ignored (the run continues from its own last.pt)")
+        elif t.init_from:
+            warm = load_warm_start(t.init_from, cfg, tokenizer)
         if self.info.is_main:
             if overwrite and not resume:
                 clear_run(run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
         dist.barrier(self.info)
         seed_everything(t.seed)
-        tok = Tokenizer.from_state_dict(ckpt["tokenizer"]) if ckpt else tokenizer
+        if ckpt:
+            tok = Tokenizer.from_state_dict(ckpt["tokenizer"])
+        else:
+            tok = warm.tokenizer if warm else tokenizer
         self.data = prepare_data(cfg, run_dir, tok, self.info)
         vocab = (self.data.tok.src_vocab_size, self.data.tok.tgt_vocab_size, self.data.tok.joint)
         self.model = build_model(cfg.model, *vocab).to(self.device)
+        if warm is not None:
+            warm.load_weights(self.model)
         opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
         # fused: one kernel for all parameters, and it can skip a non-finite update on the device
         self.optimizer = opt(
