@@ -4,6 +4,9 @@ resume, and ``seq2seq compare --budget-tokens`` gives every run that one stop ru
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -100,3 +103,26 @@ def test_compare_refuses_two_budgets_in_one_line(tmp_path, synth_corpus, monkeyp
     code, err = run_main(monkeypatch, capsys, *args)
     assert code == 2 and "give --budget-minutes or --budget-tokens, not both" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.e2e  # torchrun with two processes
+def test_two_ranks_sum_their_target_tokens_and_stop_together(tmp_path, synth_corpus):
+    """Under torchrun the ranks' host counts are summed at log points (every 2 updates here):
+    the count is every rank's batches, and the run stops at the first log point past the
+    budget, with identical replicas (no rank left waiting)."""
+    path, run = tmp_path / "ddp.yaml", tmp_path / "run"
+    raw = synth_run_raw(synth_corpus, max_tokens=2 * BUDGET, log_every=2, device="cpu")
+    path.write_text(yaml.safe_dump(raw))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    cmd += ["-m", "seq2seq", "train", str(path), "--run-dir", str(run)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    tokens = step_tokens(run)  # each update's tokens over both ranks, as the device summed them
+    assert summary["stopped"] == "max_tokens" and summary["steps"] == len(tokens)
+    assert summary["steps"] % 2 == 0 and summary["target_tokens"] == sum(tokens)
+    assert sum(tokens[:-2]) < 2 * BUDGET <= summary["target_tokens"]
+    digests = summary["rank_weights_sha256"]
+    assert len(digests) == 2 and digests[0] == digests[1]
+    assert load_checkpoint(run / "last.pt")["train_state"]["target_tokens"] == sum(tokens)
