@@ -119,7 +119,11 @@ study: install
 # on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
 # test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
 # again to continue. BEST_JOBS=2 trains two families side by side with one thread each.
-BEST      ?= transformer luong_concat
-BEST_JOBS ?= 1
+# BEST_BEAMS and BEST_ALPHAS set the grid tune-decode sweeps (each setting decodes validation once).
+BEST        ?= transformer luong_concat
+BEST_JOBS   ?= 1
+BEST_BEAMS  ?= 5,10
+BEST_ALPHAS ?= 0,0.5,1,1.5
 best: install
-	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/best.py --runs $(RUNS)/best --jobs $(BEST_JOBS) $(BEST)
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/best.py --runs $(RUNS)/best --jobs $(BEST_JOBS) \
+		--beams $(BEST_BEAMS) --alphas $(BEST_ALPHAS) $(BEST)

@@ -286,8 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs/best"))
     ap.add_argument("--configs", type=Path, default=CONFIGS, help="one <family>.yaml each")
     ap.add_argument("--jobs", type=int, default=1, help="families trained side by side")
-    ap.add_argument("--beams", help="tune-decode --beams [default: its own, 5,10]")
-    ap.add_argument("--alphas", help="tune-decode --alphas [default: its own]")
+    ap.add_argument("--beams", default="5,10", help="tune-decode --beams [default: 5,10]")
+    ap.add_argument(
+        "--alphas",
+        default="0,0.5,1,1.5",
+        help="tune-decode --alphas [default: 0,0.5,1,1.5: a coarser grid than tune-decode's own, "
+        "as every setting decodes the validation set once]",
+    )
     args = ap.parse_args(argv)
     families_known = sorted(p.stem for p in args.configs.glob("*.yaml"))
     families = args.families or DEFAULT
