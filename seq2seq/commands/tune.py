@@ -28,7 +28,7 @@ def tune_decode(
         "5,10", "--beams", help="Beam sizes K to sweep (>= 2); greedy is always a candidate."
     ),
     alphas: str = typer.Option(
-        "0,0.2,0.4,0.6,0.8,1,1.2,1.5",
+        "0,0.2,0.4,0.6,0.8,1,1.2,1.5,2",
         "--alphas",
         help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
     ),

@@ -20,12 +20,9 @@ from pathlib import Path
 
 import yaml
 
+from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.evaluation.metrics import bleu_metric
-
-DECODE_FILE = "decode.yaml"  # the tuned search of a run, beside its checkpoints
-DEFAULT_BEAMS = (5, 10)
-DEFAULT_ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5)
 
 
 @dataclass
