@@ -23,6 +23,7 @@ The pieces live beside this module: ``data`` (splits, tokenizer, batches), ``ste
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import asdict
@@ -501,8 +502,14 @@ class Run:
         return out
 
     def close(self) -> None:
+        """Close the monitor and, under torchrun, the process group. DistributedDataParallel holds
+        the group (and gloo's worker threads) alive: it is dropped first, so the group is torn
+        down here rather than while the interpreter exits, where gloo can abort the process."""
         if self.monitor is not None:
             self.monitor.close()
+        if self.info.enabled:
+            self.wrapper = None
+            gc.collect()
         dist.shutdown(self.info)
 
 
