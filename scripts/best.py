@@ -97,7 +97,10 @@ def choose_checkpoint(family: str, run: Path, log: Path, threads: int | None) ->
     from seq2seq.config import load_config
 
     cfg = load_config(run / "config.yaml")
-    val_src, val_ref = corpus(cfg.data.valid, "de"), corpus(cfg.data.valid, "en")
+    val_src, val_ref = (
+        corpus(cfg.data.valid, cfg.data.src_lang),
+        corpus(cfg.data.valid, cfg.data.tgt_lang),
+    )
     cands = {"best.pt": None}
     for kind, prefix in (("best", "best-step"), ("last", "step")):
         k = min(AVERAGE_K, _count(run, prefix))
@@ -156,9 +159,13 @@ def tune(family: str, run: Path, chosen: str, log: Path, threads: int | None, gr
 
 
 def score(family: str, run: Path, chosen: str, log: Path, threads: int | None) -> dict:
+    from seq2seq.config import load_config
+
+    cfg = load_config(run / "config.yaml")
     scores = {}
     for test in TESTS:
-        src, ref = corpus(f"multi30k/{test}", "de"), corpus(f"multi30k/{test}", "en")
+        src = corpus(f"multi30k/{test}", cfg.data.src_lang)
+        ref = corpus(f"multi30k/{test}", cfg.data.tgt_lang)
         for search in ("greedy", "tuned"):
             out = run / f"{test}_{search}.json"
             if not out.is_file():
