@@ -55,7 +55,7 @@ def tune_decode(
     below greedy on the tuning set.
     """
     from seq2seq.checkpoint import resolve_checkpoint
-    from seq2seq.data.text import read_lines, resolve_corpus_file
+    from seq2seq.data.text import resolve_corpus_file
     from seq2seq.decoding.translate import translate_sentences
     from seq2seq.decoding.tune import (
         best_row,
@@ -66,7 +66,7 @@ def tune_decode(
         sweep,
         write_decode_file,
     )
-    from seq2seq.evaluation.report import check_aligned
+    from seq2seq.evaluation.report import read_eval_texts
 
     setup_logging()
     no_stdout(json_out, "--json", "the sweep")
@@ -81,8 +81,8 @@ def tune_decode(
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
             src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
             ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
-        sources, refs = read_lines(src), read_lines(ref)
-        check_aligned([(str(src), sources), (str(ref), refs)])
+        texts = read_eval_texts([ref], src, None)  # as eval reads them: aligned, not blank
+        sources, refs = texts.sources, texts.refs[0]
         base = (
             cfg.decode
             if batch_size is None
