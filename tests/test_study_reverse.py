@@ -14,7 +14,7 @@ from seq2seq.config import load_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import build_model
 from seq2seq.study.compare import Budget, StudyOptions, compare
-from seq2seq.study.report import plateau_finding
+from seq2seq.study.reverse_report import plateau_finding
 from seq2seq.study.reverse import (
     alignment_result,
     check_task,
@@ -30,8 +30,9 @@ REVERSE_CONFIGS = sorted((ROOT / "configs" / "study" / "reverse").glob("*.yaml")
 
 class ScriptedAttention:
     """A stand-in model whose cross-attention is scripted: ``heads[(layer, head)]`` is
-    ``"reverse"`` (row t peaks at source n-1-t), ``"identity"`` (at t) or ``"first"`` (at 0),
-    for each sentence's real length n; the EOS row (t = n) and padding peak at 0."""
+    ``"reverse"`` (row t peaks at source n-1-t), ``"lag"`` (at n-t, one to the right, as far as
+    n-1), ``"identity"`` (at t) or ``"first"`` (at 0), for each sentence's real length n; the EOS
+    row (t = n) and padding peak at 0."""
 
     def __init__(self, heads: dict[tuple[int, int], str], layers: int = 1, n_heads: int = 1):
         self.heads, self.layers, self.n_heads = heads, layers, n_heads
@@ -42,7 +43,13 @@ class ScriptedAttention:
         for i, n in enumerate(src_mask.sum(1).tolist()):
             for (layer, head), kind in self.heads.items():
                 for j in range(t):
-                    k = {"reverse": n - 1 - j, "identity": j, "first": 0}[kind] if j < n else 0
+                    where = {
+                        "reverse": n - 1 - j,
+                        "lag": min(n - j, n - 1),
+                        "identity": j,
+                        "first": 0,
+                    }
+                    k = where[kind] if j < n else 0
                     maps[i, layer, head, j, k] = 0.9
         return maps
 
@@ -60,14 +67,19 @@ def test_gold_positions_skip_eos_and_padding():
 
 def test_a_reversal_map_aligns_fully_and_an_identity_map_only_at_the_middle():
     src, tgt = reversed_ids([4, 5])
-    hits, counted = sentence_hits(
+    hits, counted, offsets = sentence_hits(
         ScriptedAttention({(0, 0): "reverse"}), src, tgt, "reverse", "cpu"
     )
     assert counted.tolist() == [4, 5]  # the symbols; EOS is not counted
     assert hits[:, 0, 0].tolist() == [4, 5]
+    assert offsets[:, 0, 0].tolist() == [[0, 0, 0, 4, 0, 0, 0], [0, 0, 0, 5, 0, 0, 0]]
     # identity: t = n-1-t only at the middle of an odd length: none of 4, one of 5
-    hits, _ = sentence_hits(ScriptedAttention({(0, 0): "identity"}), src, tgt, "reverse", "cpu")
+    hits, _, offsets = sentence_hits(
+        ScriptedAttention({(0, 0): "identity"}), src, tgt, "reverse", "cpu"
+    )
     assert hits[:, 0, 0].tolist() == [0, 1]
+    # argmax - gold = 2t - (n-1): -3, -1, 1, 3 for n = 4; (-4,) -2, 0, 2 (, 4) for n = 5
+    assert offsets[:, 0, 0].tolist() == [[1, 0, 1, 0, 1, 0, 1], [0, 1, 0, 1, 0, 1, 0]]
     res = alignment_result(
         ScriptedAttention({(0, 0): "identity"}),
         (src, tgt),
@@ -84,6 +96,24 @@ def test_a_reversal_map_aligns_fully_and_an_identity_map_only_at_the_middle():
         ("5-8", 5, pytest.approx(20.0)),
         ("9+", 0, None),
     ]
+
+
+def test_an_alignment_shifted_by_one_is_named_by_its_offset():
+    src, tgt = reversed_ids([4, 5, 6])
+    res = alignment_result(
+        ScriptedAttention({(0, 0): "lag"}),
+        (src, tgt),
+        (src, tgt),
+        [4, 5, 6],
+        (10,),
+        "reverse",
+        "cpu",
+    )
+    # every position but the first (which has no source to its right) attends one to the right
+    assert res["accuracy"] == pytest.approx(100 * 3 / 15)
+    assert res["commonest_offset"] == 1
+    assert res["offsets"]["+1"] == pytest.approx(100 * 12 / 15, abs=0.01)
+    assert res["offsets"]["+0"] == pytest.approx(100 * 3 / 15, abs=0.01)
 
 
 def test_the_aligned_head_is_chosen_on_validation_and_rated_on_test():

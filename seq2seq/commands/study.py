@@ -103,7 +103,9 @@ def compare(
     opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment)
     results = run_compare(configs, out, budget, opts)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
-    typer.echo(results["findings"]["bleu"])
+    for key in ("bleu", "exact", "plateau"):
+        if key in results["findings"]:
+            typer.echo(results["findings"][key])
 
 
 def synth(

@@ -218,96 +218,6 @@ def plot(results: dict, out: Path, metric: str) -> Path:
     return save_by_length_png(out / f"{name}_by_length.png", buckets, panels, ylabel, dashed)
 
 
-def _head(m: dict) -> str:
-    a = m.get("alignment")
-    if not a:
-        return "-"
-    if a["best_head"] is None:
-        return "(one map)"
-    return f"layer {a['best_head']['layer']}, head {a['best_head']['head']}"
-
-
-def _curve(p: dict) -> str:
-    return ", ".join(f"{_num(c['exact'])} @{c['step']}" for c in p["curve"]) or "-"
-
-
-def reverse_table(results: dict) -> list[str]:
-    """The reverse table: size, updates, exact match per filled bucket, alignment accuracy of
-    the chosen head, and the plateau check on the shortest validation lines."""
-    label, buckets = main_label(results), filled_buckets(results)
-    head = ["model", "parameters", "updates (stop)"]
-    head += [f"exact % {b['bucket']}" for b in buckets]
-    head += ["alignment %", "best head", "valid exact % @step", "training"]
-    lines = [_row(head), _row(["---"] * len(head))]
-    exact = series(results, label, "exact")
-    for m in results["models"]:
-        a, p = m.get("alignment"), m["plateau"]
-        cells = [m["name"], f"{m['parameters']:,}", f"{m['steps']} ({m['stopped']})"]
-        cells += [_num(y) for y in exact[m["name"]]]
-        cells += [_num(a["accuracy"]) if a else "-", _head(m), _curve(p), p["verdict"]]
-        lines.append(_row(cells))
-    return lines
-
-
-def alignment_by_length_table(results: dict) -> list[str]:
-    """Alignment accuracy (%) of each attention model's chosen head per source-length bucket."""
-    ms = [m for m in results["models"] if m.get("alignment")]
-    rows = [r for r in ms[0]["alignment"]["by_length"] if r["positions"]] if ms else []
-    head = ["model"] + [f"{r['bucket']} (n={r['positions']})" for r in rows]
-    lines = [_row(head), _row(["---"] * len(head))]
-    for m in ms:
-        by = {r["bucket"]: r["accuracy"] for r in m["alignment"]["by_length"]}
-        lines.append(_row([m["name"]] + [_num(by[r["bucket"]]) for r in rows]))
-    return lines
-
-
-def per_head_tables(results: dict) -> list[str]:
-    """Alignment accuracy (%) per layer and head of each multi-head model."""
-    lines = []
-    for m in results["models"]:
-        a = m.get("alignment")
-        if not a or a["best_head"] is None:
-            continue
-        head = ["layer"] + [f"head {h}" for h in range(a["heads"])]
-        lines += [f"{m['name']}, per layer and head (test set):", "", _row(head)]
-        lines.append(_row(["---"] * len(head)))
-        lines += [_row([str(i)] + [_num(x) for x in row]) for i, row in enumerate(a["per_head"])]
-        lines.append("")
-    return lines
-
-
-def plateau_finding(results: dict) -> str:
-    """Which models were trained, flat or still rising on the shortest validation lines, and
-    whether the fixed-vector models' fall with length can be read as the bottleneck."""
-    from seq2seq.study.reverse import PLATEAU_POINTS, PLATEAU_SPAN, PLATEAU_TARGET
-
-    parts, unrated = [], []
-    for m in results["models"]:
-        p = m["plateau"]
-        what = f"{m['name']} {_num(p['best_exact'])}% (best.pt, step {p['best_step']})"
-        if p["verdict"] == "trained":
-            parts.append(what + f", at or above {PLATEAU_TARGET:g}%")
-        elif p["verdict"] == "flat":
-            parts.append(
-                what + f", flat within {PLATEAU_SPAN:g} points over its last {PLATEAU_POINTS} "
-                "checkpoints (the most it learns here)"
-            )
-        else:
-            parts.append(what + ", still rising or unsettled: not trained to a plateau")
-            if not m["attention"]:
-                unrated.append(m["name"])
-    text = (
-        f"Exact match on the validation lines of {results['models'][0]['plateau']['bucket']} "
-        "symbols: " + "; ".join(parts) + "."
-    )
-    if unrated:
-        text += (
-            " The fall with length of " + ", ".join(unrated) + " is therefore not evidence of "
-            "the fixed-vector bottleneck: it may only be undertrained."
-        )
-    return text
-
-
 def report_markdown(results: dict) -> str:
     """report.md: setup, the models table, by-length tables with their findings, plots, maps."""
     label, ev = main_label(results), results["eval_set"]
@@ -345,23 +255,9 @@ def report_markdown(results: dict) -> str:
             "",
         ]
     if results.get("alignment"):
-        intro += [
-            f"## Reverse table ({label}; alignment under teacher forcing, test set)",
-            "",
-            *reverse_table(results),
-            "",
-            results["findings"]["plateau"],
-            "",
-            "Alignment accuracy: the share of target symbols whose strongest attention falls on "
-            f"the source symbol they {'reverse' if results['alignment'] == 'reverse' else 'copy'} "
-            "(EOS not counted). The Transformer's head is chosen on the validation set.",
-            "",
-            "## Alignment accuracy (%) by source length",
-            "",
-            *alignment_by_length_table(results),
-            "",
-            *per_head_tables(results),
-        ]
+        from seq2seq.study.reverse_report import reverse_section
+
+        intro += reverse_section(results)
     intro += ["![BLEU against source length](bleu_by_length.png)", ""]
     for other in results["models"][0]["decodes"]:
         if other != label:
@@ -385,6 +281,8 @@ def write_report(results: dict, out: Path) -> None:
     if results["exact_match"]:
         results["findings"]["exact"] = length_finding(results, "exact")
     if results.get("alignment"):
+        from seq2seq.study.reverse_report import plateau_finding
+
         results["findings"]["plateau"] = plateau_finding(results)
         plot(results, out, "exact")
     plot(results, out, "bleu")

@@ -10,7 +10,10 @@ source target position t (0-based) aligns to source position n-1-t (for a copy, 
 row has no gold and is not counted. The word tokenizer gives one id per symbol, which is checked:
 every test pair must be the reversal (copy) of its source id for id. The Transformer is measured
 per layer and head; its head is chosen on the validation set and rated on the test set. An RNN
-attention model has one map: one value.
+attention model has one map: one value. Beside it, the shares of positions whose argmax lies
+d = -3..3 places from the gold one, and the commonest d: Bahdanau-style attention, queried with
+the previous state, may sit one place off all along (on the previous output's source symbol,
+whose bidirectional annotation also holds its neighbour), which the strict share alone hides.
 
 Plateau check (``plateau_check``): exact match on the validation lines of at most ``edges[0]``
 symbols (1-10 by default), for each kept ``step<N>.pt`` (``train.keep_last``) and for ``best.pt``,
@@ -45,6 +48,7 @@ TASKS = ("reverse", "copy")
 PLATEAU_TARGET = 95.0  # % exact match on the shortest validation lines: trained
 PLATEAU_SPAN = 2.0  # points: the last checkpoints within this span of one another are flat
 PLATEAU_POINTS = 3  # how many of the last checkpoints must be flat
+OFFSET_SPAN = 3  # argmax - gold offsets counted, -3..3: an alignment shifted by one shows here
 
 
 def gold_positions(lengths: Tensor, t: int, task: str = "reverse") -> Tensor:
@@ -81,15 +85,18 @@ def sentence_hits(
     task: str,
     device: str,
     batch_size: int = 100,
-) -> tuple[Tensor, Tensor]:
+) -> tuple[Tensor, Tensor, Tensor]:
     """Teacher-forced alignment hits of every sentence.
 
     Returns:
         hits (N, L, H): target positions whose argmax is gold, per layer and head; counted (N,):
-        the positions with a gold source position (the symbols, EOS excluded).
+        the positions with a gold source position (the symbols, EOS excluded); offsets
+        (N, L, H, 2·OFFSET_SPAN + 1): counted positions whose argmax is gold + d, for d from
+        -OFFSET_SPAN to OFFSET_SPAN (d = 0 are the hits).
     """
     n = len(src)
-    hits, counted = None, torch.zeros(n, dtype=torch.long)
+    hits = offsets = None
+    counted = torch.zeros(n, dtype=torch.long)
     order = sorted(range(n), key=lambda i: len(src[i]))
     for k in range(0, n, batch_size):
         idx = order[k : k + batch_size]
@@ -99,11 +106,17 @@ def sentence_hits(
         mask = b.tgt_out != PAD
         if hits is None:
             hits = torch.zeros(n, *maps.shape[1:3], dtype=torch.long)
+            offsets = torch.zeros(n, *maps.shape[1:3], 2 * OFFSET_SPAN + 1, dtype=torch.long)
         for row, i in enumerate(idx):
             m = int((mask[row] & (gold[row] >= 0)).sum())
             acc = alignment_accuracy(maps[row : row + 1], gold[row : row + 1], mask[row : row + 1])
             hits[i], counted[i] = (acc.cpu() * m).round().long(), m
-    return hits, counted
+        diff = maps.argmax(-1) - gold[:, None, None, :]  # (B, L, H, T)
+        real = (mask & (gold >= 0))[:, None, None, :]
+        at = torch.tensor(idx)
+        for j, d in enumerate(range(-OFFSET_SPAN, OFFSET_SPAN + 1)):
+            offsets[at, :, :, j] = ((diff == d) & real).sum(-1).cpu()
+    return hits, counted, offsets
 
 
 def _pct(hits: Tensor, counted: Tensor) -> float | None:
@@ -123,14 +136,16 @@ def alignment_result(
     """Alignment accuracy (%) of one attention model on the test set: per layer and head, the
     head chosen on ``valid`` (the only one when L = H = 1), and that head's accuracy overall and
     per source-length bucket (``lengths``: each test source's symbols)."""
-    hits, counted = sentence_hits(model, *test, task, device)
+    hits, counted, offsets = sentence_hits(model, *test, task, device)
     n_layers, n_heads = hits.shape[1:]
     per_head = 100.0 * hits.sum(0).double() / max(1, int(counted.sum()))
     layer = head = 0
     if n_layers * n_heads > 1:
-        v_hits, v_counted = sentence_hits(model, *valid, task, device)
+        v_hits, v_counted, _ = sentence_hits(model, *valid, task, device)
         layer, head, _ = best_head(v_hits.sum(0).double() / max(1, int(v_counted.sum())))
     chosen = hits[:, layer, head]
+    shares = 100.0 * offsets[:, layer, head].sum(0).double() / max(1, int(counted.sum()))
+    common = int(torch.argmax(shares))
     labels = [bucket_label(n, edges) for n in lengths]
     order = [bucket_label(e, edges) for e in edges] + [bucket_label(edges[-1] + 1, edges)]
     by_length = []
@@ -151,6 +166,11 @@ def alignment_result(
         "best_head": None if n_layers * n_heads == 1 else {"layer": layer, "head": head},
         "head_chosen_on": None if n_layers * n_heads == 1 else "validation",
         "per_head": [[round(float(x), 2) for x in row] for row in per_head],
+        "offsets": {
+            f"{d:+d}": round(float(x), 2)
+            for d, x in zip(range(-OFFSET_SPAN, OFFSET_SPAN + 1), shares, strict=True)
+        },
+        "commonest_offset": common - OFFSET_SPAN,
         "by_length": by_length,
     }
 
