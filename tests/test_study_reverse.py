@@ -14,7 +14,6 @@ from seq2seq.config import load_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import build_model
 from seq2seq.study.compare import Budget, StudyOptions, compare
-from seq2seq.study.reverse_report import plateau_finding
 from seq2seq.study.reverse import (
     alignment_result,
     check_task,
@@ -22,6 +21,7 @@ from seq2seq.study.reverse import (
     plateau_verdict,
     sentence_hits,
 )
+from seq2seq.study.reverse_report import plateau_finding
 from seq2seq.study.synth import make_pairs, write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +169,7 @@ def test_reverse_configs_have_matched_parameter_counts():
     (one word tokenizer trained on the synthetic symbols)."""
     cfgs = [load_config(p) for p in REVERSE_CONFIGS]
     assert sorted(c.model.name for c in cfgs) == ["bahdanau", "luong", "rnn", "transformer"]
-    pairs = make_pairs("reverse", 500, 1, 40, 20, seed=1)
+    pairs = make_pairs("reverse", 500, 1, 30, 20, seed=1)
     tok = Tokenizer.train([s for s, _ in pairs], [t for _, t in pairs], cfgs[0].tokenizer)
     assert tok.src_vocab_size == 24  # 20 symbols and pad, unk, bos, eos
     counts = {
