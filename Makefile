@@ -94,15 +94,16 @@ bench-train: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_train.py $(CONFIGS) $(BENCH_TRAIN_ARGS) \
 		--json $(BENCH_TRAIN_JSON)
 
-# The bottleneck-versus-attention study, synthetic half (`make study-quick`, about 13 minutes on an
+# The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13-14 minutes on an
 # otherwise idle 2-core CPU, estimated from timed probes): reversal of 1-30 symbols (20 of them) by
 # four models of matched size (parameters within 10% of one another): the fixed-vector rnn,
 # bahdanau, luong and a pre-norm transformer (configs/study/reverse/, from
-# configs/study/reverse_task.yaml). Each trains until its validation loss stops improving (the
-# learning rate halves after two stalls; early stopping after three) or to its own cap of updates:
-# rnn 2500, transformer 2000, bahdanau and luong 400. Then, on the test set: exact match by length
-# (greedy), alignment accuracy of every attention model (teacher forced; the transformer per layer
-# and head), and a plateau check: each model's exact match on validation lines of 1-10 symbols at
+# configs/study/reverse_task.yaml). Each trains until its validation loss stops improving (early
+# stopping after three stalls; the rnn's and transformer's learning rate halves after two, the
+# others' decays along a cosine) or to its own cap of updates: rnn 2500, transformer 2000,
+# bahdanau and luong 600. Then, on the test set: exact match by length (greedy), alignment
+# accuracy of every attention model (teacher forced; the transformer per layer and head), and a
+# plateau check: each model's exact match on validation lines of 1-10 symbols at
 # its last five validations, so an undertrained rnn is named rather than read as the bottleneck.
 # Report: $(STUDY_DIR)/reverse/report.md, results.json; finished runs are reused on a rerun.
 STUDY_DIR           ?= $(RUNS)/study
