@@ -280,11 +280,11 @@ def write_report(results: dict, out: Path) -> None:
     results["findings"] = {"bleu": length_finding(results, "bleu")}
     if results["exact_match"]:
         results["findings"]["exact"] = length_finding(results, "exact")
+        plot(results, out, "exact")
     if results.get("alignment"):
         from seq2seq.study.reverse_report import plateau_finding
 
         results["findings"]["plateau"] = plateau_finding(results)
-        plot(results, out, "exact")
     plot(results, out, "bleu")
     atomic_write_text(out / "results.json", json.dumps(results, indent=2))
     atomic_write_text(out / "report.md", report_markdown(results))
