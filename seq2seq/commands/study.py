@@ -68,6 +68,14 @@ def compare(
         "--exact-match",
         help="Also report exact-match accuracy against length (synthetic tasks).",
     ),
+    alignment: str | None = typer.Option(
+        None,
+        "--alignment",
+        help="reverse | copy: the corpus is that synthetic task. Adds the alignment accuracy of "
+        "each attention model (teacher forced on the test set; the Transformer per layer and "
+        "head) and a plateau check of each model (exact match on the validation lines of the "
+        "first bucket at every kept step<N>.pt); implies --exact-match.",
+    ),
     device: str = typer.Option(
         "auto",
         "--device",
@@ -81,17 +89,23 @@ def compare(
     from seq2seq.study.compare import Budget, StudyOptions
     from seq2seq.study.compare import compare as run_compare
     from seq2seq.study.evalsets import parse_beams
+    from seq2seq.study.reverse import TASKS
 
     setup_logging()
     no_stdout(out, "--out", "the study's folder")
     with user_errors():
         budget = Budget(budget_minutes, budget_steps, budget_tokens)
         beam_sizes, edges = parse_beams(beams), parse_buckets(buckets)
+        if alignment is not None and alignment not in TASKS:
+            raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
     dev = inference_device(device)
-    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact_match, dev)
+    exact = exact_match or alignment is not None
+    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment)
     results = run_compare(configs, out, budget, opts)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
-    typer.echo(results["findings"]["bleu"])
+    for key in ("bleu", "exact", "plateau"):
+        if key in results["findings"]:
+            typer.echo(results["findings"][key])
 
 
 def synth(

@@ -104,6 +104,7 @@ class StudyOptions:
     n_attention: int = 3
     exact_match: bool = False
     device: str = "cpu"
+    alignment: str | None = None  # a synthetic task ("reverse", "copy"): study/reverse.py checks
 
 
 @dataclass
@@ -117,6 +118,8 @@ class ModelRun:
     reused: bool
     parameters: int = 0
     decodes: dict[str, dict] = field(default_factory=dict)
+    alignment: dict | None = None  # alignment accuracy (attention models, --alignment)
+    plateau: dict | None = None  # exact match on short validation lines per checkpoint
 
     @property
     def attention(self) -> bool:
@@ -342,12 +345,19 @@ def compare(
     cfgs = load_study_configs(paths, budget, opts.device)
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
+    checks = None
+    if opts.alignment:  # the test and validation sets are checked before any training
+        from seq2seq.study.reverse import SyntheticChecks
+
+        checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
     runs = [
         train_or_reuse(str(p), cfg, out / "runs" / cfg.name, tok)
         for p, cfg in zip(paths, cfgs, strict=True)
     ]
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
+    if checks is not None:
+        checks.run(runs)
     results = {
         "budget": budget.describe(),
         "machine": describe_machine(),
@@ -361,6 +371,7 @@ def compare(
         },
         "buckets": list(opts.edges),
         "exact_match": opts.exact_match,
+        "alignment": opts.alignment,
         "attention_maps": [str(p.relative_to(out)) for p in maps],
         "models": [_run_result(r) for r in runs],
     }
@@ -389,4 +400,5 @@ def _run_result(run: ModelRun) -> dict:
         "run_dir": str(run.run_dir),
         "resolved_config": run.cfg.model_dump(mode="json"),
         "decodes": run.decodes,
+        **({"alignment": run.alignment, "plateau": run.plateau} if run.plateau else {}),
     }

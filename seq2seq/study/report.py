@@ -254,6 +254,10 @@ def report_markdown(results: dict) -> str:
             "![exact match against source length](exact_by_length.png)",
             "",
         ]
+    if results.get("alignment"):
+        from seq2seq.study.reverse_report import reverse_section
+
+        intro += reverse_section(results)
     intro += ["![BLEU against source length](bleu_by_length.png)", ""]
     for other in results["models"][0]["decodes"]:
         if other != label:
@@ -277,6 +281,10 @@ def write_report(results: dict, out: Path) -> None:
     if results["exact_match"]:
         results["findings"]["exact"] = length_finding(results, "exact")
         plot(results, out, "exact")
+    if results.get("alignment"):
+        from seq2seq.study.reverse_report import plateau_finding
+
+        results["findings"]["plateau"] = plateau_finding(results)
     plot(results, out, "bleu")
     atomic_write_text(out / "results.json", json.dumps(results, indent=2))
     atomic_write_text(out / "report.md", report_markdown(results))
