@@ -86,6 +86,13 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
+    valid_concat_k: int = Field(
+        1,
+        ge=1,
+        description="also validate on validation lines joined k = 2..K at a time (consecutive, "
+        "non-overlapping groups of the first lines, as the study joins test lines), so "
+        "best.pt is chosen on long inputs too",
+    )
     max_src_words: int | None = Field(
         None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
     )
@@ -407,15 +414,17 @@ class Config(_Section):
     @model_validator(mode="after")
     def _fits_max_positions(self) -> Config:
         """A model with a position limit (the Transformer's ``max_positions``) embeds at most that
-        many tokens: the longest training pair (BOS added, ``concat_k`` pairs joined) and the
-        shortest-source output must fit."""
+        many tokens: the longest training or validation pair (BOS added, ``concat_k`` or
+        ``valid_concat_k`` pairs joined) and the shortest-source output must fit."""
         n_pos, d = self.model.position_limit, self.data
         if n_pos is None:
             return self
-        longest = d.max_len * d.concat_k + 1
+        k = max(d.concat_k, d.valid_concat_k)
+        longest = d.max_len * k + 1
         if longest > n_pos:
+            which = "concat_k" if d.concat_k >= d.valid_concat_k else "valid_concat_k"
             raise ValueError(
-                f"model.max_positions ({n_pos}) must be at least data.max_len x data.concat_k + 1 "
+                f"model.max_positions ({n_pos}) must be at least data.max_len x data.{which} + 1 "
                 f"= {longest}: raise max_positions or lower data.max_len"
             )
         if self.decode.max_len_a + self.decode.max_len_b > n_pos:

@@ -335,6 +335,28 @@ def drop_long_sources(text: ParallelText, max_words: int) -> None:
     text.line_no[:] = [text.line_no[i] for i in keep]
 
 
+def join_lines(text: ParallelText, k_max: int, n: int | None = None) -> tuple[ParallelText, list[int]]:
+    """``text`` plus its first ``n`` (default: all) pairs joined k = 2..``k_max`` at a time:
+    consecutive, non-overlapping groups (lines 1-2, 3-4, ... for k = 2), both sides joined with
+    a space, so every k covers the same sentences. Long inputs made of real sentences (the
+    study's test and validation sets).
+
+    Returns:
+        The joined text (a joined pair's ``line_no`` is its first line's) and k for each pair.
+    """
+    n = len(text) if n is None else min(n, len(text))
+    out = ParallelText(list(text.src), list(text.tgt), list(text.line_no), text.origin)
+    out.dropped, out.n_read = dict(text.dropped), text.n_read
+    ks = [1] * len(text)
+    for k in range(2, k_max + 1):
+        for j in range(0, n - k + 1, k):
+            out.src.append(" ".join(text.src[j : j + k]))
+            out.tgt.append(" ".join(text.tgt[j : j + k]))
+            out.line_no.append(text.line_no[j])
+            ks.append(k)
+    return out, ks
+
+
 def concat_pairs(pairs: TokenizedPairs, k_max: int, seed: int) -> TokenizedPairs:
     """Add training pairs made of k = 2..k_max consecutive (shuffled) pairs joined end to end."""
     if k_max <= 1:

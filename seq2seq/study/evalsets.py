@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seq2seq.config import Config
-from seq2seq.data.text import DataError, ParallelText, load_split
+from seq2seq.data.text import DataError, ParallelText, join_lines, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
@@ -57,13 +57,8 @@ def build_eval_set(cfg: Config, concat_k: int, concat_n: int | None) -> EvalSet:
     text = load_split(cfg.data, "test")
     if not len(text):
         raise DataError(f"{text.origin}: no usable test pair ({text.n_read} lines read)")
-    src, ref, ks = list(text.src), list(text.tgt), [1] * len(text)
-    n = len(text) if concat_n is None else min(concat_n, len(text))
-    for k in range(2, concat_k + 1):
-        for j in range(0, n - k + 1, k):
-            src.append(" ".join(text.src[j : j + k]))
-            ref.append(" ".join(text.tgt[j : j + k]))
-            ks.append(k)
+    joined, ks = join_lines(text, concat_k, concat_n)
+    src, ref = joined.src, joined.tgt
     return EvalSet("test", src, ref, ks, _origin(text))
 
 

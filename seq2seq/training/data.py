@@ -21,6 +21,7 @@ from seq2seq.data.text import (
     TokenizedPairs,
     concat_pairs,
     drop_long_sources,
+    join_lines,
     load_split,
     resolve_corpus_file,
     split_origin,
@@ -79,7 +80,9 @@ def prepare_data(cfg: Config, run_dir: Path, tok: Tokenizer | None, info: DistIn
         if tok is None:
             tok = _train_tokenizer(text, cfg, run_dir, info)
         train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
-    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "valid")
+    # joined validation lines may be valid_concat_k times as long as a single pair
+    valid_len = cfg.data.max_len * cfg.data.valid_concat_k
+    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
     if not len(valid):
         raise DataError(
             f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
@@ -106,6 +109,8 @@ def _read_valid(cfg: Config) -> ParallelText:
             f"{_valid_files(cfg)}: no usable validation pair ({text.n_read} lines read, every "
             "one empty on a side); give data.valid a non-empty parallel set"
         )
+    if cfg.data.valid_concat_k > 1:
+        text, _ = join_lines(text, cfg.data.valid_concat_k)
     return text
 
 
