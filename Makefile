@@ -108,7 +108,6 @@ bench-train: install
 # Report: $(STUDY_DIR)/reverse/report.md, results.json; finished runs are reused on a rerun.
 STUDY_DIR           ?= $(RUNS)/study
 STUDY_CONFIGS       ?= configs/study
-STUDY_MINUTES       ?= 8
 STUDY_ARGS          ?=
 study-quick: install
 	$(BIN)/seq2seq synth --task reverse --n 20000 --min-len 1 --max-len 30 --vocab 20 \
@@ -116,16 +115,21 @@ study-quick: install
 	$(BIN)/seq2seq compare $(STUDY_CONFIGS)/reverse/*.yaml --out $(STUDY_DIR)/reverse \
 		--concat-k 1 --beams 1 --buckets 10,20,30 --alignment reverse $(STUDY_ARGS)
 
-# The whole study: the synthetic half above, then Multi30k with long inputs joined from test lines
-# (BLEU against length), every Multi30k model the same minutes: 8 models x $(STUDY_MINUTES) minutes
-# plus decoding, so about 80 minutes in all on a 2-core CPU (an estimate; the earlier version took
-# 96 minutes). Finished runs under $(STUDY_DIR) are reused on a rerun. On a GPU (its reverse configs
-# in configs/study/gpu/reverse/ are larger and not parameter-matched):
-#   make study STUDY_CONFIGS=configs/study/gpu STUDY_MINUTES=20 STUDY_DIR=runs/study-gpu
-# Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, *_by_length.png, results.json.
+# The whole study: the synthetic half above, then Multi30k: seven model families (rnn, rnn_context,
+# bahdanau, luong_dot/general/concat, transformer; configs/study/multi30k/, each the zoo config plus
+# the study's data and budget) and two single-pair controls, trained from scratch on single and
+# joined pairs (k = 1..4) until each has seen STUDY_TOKENS target tokens, STUDY_JOBS at a time
+# (one torch thread each), then scored on test_2016_flickr joined k = 1..4 at a time. Finished
+# runs under $(STUDY_DIR) are reused on a rerun. On a GPU (its reverse configs in
+# configs/study/gpu/reverse/ are larger and not parameter-matched):
+#   make study STUDY_CONFIGS=configs/study/gpu STUDY_DIR=runs/study-gpu STUDY_JOBS=1
+# Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, plots.
+STUDY_TOKENS ?= 700000
+STUDY_JOBS   ?= 2
 study: study-quick
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
-		--out $(STUDY_DIR)/multi30k --budget-minutes $(STUDY_MINUTES) $(STUDY_ARGS)
+		--out $(STUDY_DIR)/multi30k --budget-tokens $(STUDY_TOKENS) --jobs $(STUDY_JOBS) \
+		$(STUDY_ARGS)
 
 # Converged models (issue 16): train each family in BEST to convergence (early stopping, at most
 # 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average

@@ -90,7 +90,7 @@ def study_data(tmp_path_factory, multi30k_slice):
 @pytest.fixture(scope="module")
 def multi30k_study(tmp_path_factory, study_data):
     """Three tiny models (rnn and bahdanau on joined pairs, a single-pair transformer) compared
-    for 3 updates each through the command line."""
+    for 3 updates each through the command line, two trained at a time (--jobs 2)."""
     tmp = tmp_path_factory.mktemp("study")
     tok = {"vocab_size": 300}
     paths = [
@@ -114,6 +114,8 @@ def multi30k_study(tmp_path_factory, study_data):
         "1,2",
         "--attention-n",
         2,
+        "--jobs",
+        2,  # two trainings at a time in worker processes
         "--device",
         "cpu",
     )

@@ -76,6 +76,13 @@ def compare(
         "head) and a plateau check of each model (exact match on the validation lines of the "
         "first bucket at every kept step<N>.pt); implies --exact-match.",
     ),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="Train this many configs at a time, each in its own process with one torch thread "
+        "(CPU: 2 jobs on 2 cores finish sooner than 1 job with 2 threads).",
+    ),
     device: str = typer.Option(
         "auto",
         "--device",
@@ -100,7 +107,9 @@ def compare(
             raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
     dev = inference_device(device)
     exact = exact_match or alignment is not None
-    opts = StudyOptions(beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment)
+    opts = StudyOptions(
+        beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
+    )
     results = run_compare(configs, out, budget, opts)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
     for key in ("bleu", "exact", "plateau"):

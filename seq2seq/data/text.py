@@ -335,7 +335,9 @@ def drop_long_sources(text: ParallelText, max_words: int) -> None:
     text.line_no[:] = [text.line_no[i] for i in keep]
 
 
-def join_lines(text: ParallelText, k_max: int, n: int | None = None) -> tuple[ParallelText, list[int]]:
+def join_lines(
+    text: ParallelText, k_max: int, n: int | None = None
+) -> tuple[ParallelText, list[int]]:
     """``text`` plus its first ``n`` (default: all) pairs joined k = 2..``k_max`` at a time:
     consecutive, non-overlapping groups (lines 1-2, 3-4, ... for k = 2), both sides joined with
     a space, so every k covers the same sentences. Long inputs made of real sentences (the
