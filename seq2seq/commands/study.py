@@ -76,6 +76,39 @@ def compare(
         "head) and a plateau check of each model (exact match on the validation lines of the "
         "first bucket at every kept step<N>.pt); implies --exact-match.",
     ),
+    alphas: str = typer.Option(
+        "0.6,1.0,1.4",
+        "--alphas",
+        help="Real text: length penalties for beam 5 tried on the validation lines (joined like "
+        "the test lines); the best decodes the test lines.",
+    ),
+    n_bootstrap: int = typer.Option(
+        1000, "--bootstrap", min=2, help="Real text: bootstrap resamples of every interval."
+    ),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="Real text: the run every attention model's retention is compared with "
+        "[default: the rnn with feed_context, Cho et al. 2014's RNNencdec].",
+    ),
+    seeds: str | None = typer.Option(
+        None,
+        "--seeds",
+        help="Real text: train --seed-models again with these train.seed values, e.g. 1,2,3 "
+        "(a config's own seed is its main run).",
+    ),
+    seed_models: str = typer.Option(
+        "decisive",
+        "--seed-models",
+        help="Run names for --seeds, comma-separated, or 'decisive': the reference and the "
+        "rated attention model whose retention is closest to it.",
+    ),
+    reverse_results: Path | None = typer.Option(
+        None,
+        "--reverse",
+        help="Real text: the synthetic half's results.json, whose reverse table the report "
+        "shows too (missing file: the report says it was not run).",
+    ),
     jobs: int = typer.Option(
         1,
         "--jobs",
@@ -96,6 +129,7 @@ def compare(
     from seq2seq.study.compare import Budget, StudyOptions
     from seq2seq.study.compare import compare as run_compare
     from seq2seq.study.evalsets import parse_beams
+    from seq2seq.study.multi30k import Multi30kPlan, parse_alphas, parse_seeds
     from seq2seq.study.reverse import TASKS
 
     setup_logging()
@@ -110,11 +144,34 @@ def compare(
     opts = StudyOptions(
         beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
     )
-    results = run_compare(configs, out, budget, opts)
+    with user_errors():
+        plan = Multi30kPlan(
+            alphas=parse_alphas(alphas),
+            n_bootstrap=n_bootstrap,
+            reference=reference,
+            seeds=parse_seeds(seeds) if seeds else (),
+            seed_models=seed_models,
+            reverse=_read_reverse(reverse_results),
+        )
+    results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
     for key in ("bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
+
+
+def _read_reverse(path: Path | None) -> dict | None:
+    """The synthetic half's results, or None when not given or not there (not run)."""
+    import json
+
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(
+            f"{path}: not a results.json of compare ({e}); run make study-quick"
+        ) from None
 
 
 def synth(

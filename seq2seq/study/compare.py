@@ -23,12 +23,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import load_for_inference
-from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.config import Config, ConfigError, DecodeConfig, load_config, validate_config
 from seq2seq.data.text import clean_line, load_split, resolve_corpus_file, sha256_file
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
@@ -41,6 +42,9 @@ from seq2seq.study.evalsets import (
     build_eval_set,
     score_decode,
 )
+
+if TYPE_CHECKING:
+    from seq2seq.study.multi30k import Multi30kPlan
 
 log = logging.getLogger("seq2seq")
 
@@ -299,34 +303,57 @@ def train_all(
 def decode_cached(
     run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, evalset: EvalSet, beam: int, device: str
 ) -> tuple[list[str], float]:
-    """Translate ``evalset`` with the run's decode settings and beam ``beam``; returns the
-    hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
+    """Translate ``evalset`` with the run's decode settings and beam ``beam`` (1 = greedy);
+    returns the hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
     method = "greedy" if beam == 1 else "beam"  # compare's --beams: 1 means greedy search
     dcfg = run.cfg.decode.with_method(method, beam_size=beam)
+    hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, beam_label(beam), device)
+    return hyps, seconds
+
+
+def decode_with(
+    run: ModelRun,
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    evalset: EvalSet,
+    dcfg: DecodeConfig,
+    label: str,
+    device: str,
+) -> tuple[list[str], list[bool], float]:
+    """Translate ``evalset`` with ``dcfg``; returns the hypotheses, whether each stopped at the
+    maximum length without EOS (``Translation.cut``), and the decoding seconds, all cached in
+    ``runs/<name>/decode/<set>.<label>.{txt,json}`` (kept while the set, best.pt and ``dcfg``
+    are the same)."""
     key = {
         "set": evalset.digest(),
         "best_pt": _best_stamp(run.run_dir),
         "decode": dcfg.model_dump(mode="json"),
     }
-    stem = f"{evalset.name}.{beam_label(beam)}"
+    stem = f"{evalset.name}.{label}"
     meta, hyp_file = run.run_dir / "decode" / f"{stem}.json", run.run_dir / "decode" / f"{stem}.txt"
     if meta.is_file() and hyp_file.is_file():
         cached = json.loads(meta.read_text())
         hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
-        if cached["key"] == key and len(hyps) == len(evalset.src):
-            return hyps, cached["seconds"]
+        if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
+            cut = [False] * len(hyps)
+            for i in cached["cut"]:
+                cut[i] = True
+            return hyps, cut, cached["seconds"]
     log.info(
-        "compare: decoding %d sentences with %s (%s)",
+        "compare: decoding %d %s lines with %s (%s)",
         len(evalset.src),
+        evalset.name,
         run.cfg.name,
-        beam_label(beam),
+        label,
     )
     tick = time.perf_counter()
-    hyps = [t.text for t in translate_sentences(model, tok, evalset.src, dcfg, device)]
+    out = translate_sentences(model, tok, evalset.src, dcfg, device)
     seconds = time.perf_counter() - tick
+    hyps, cut = [t.text for t in out], [t.cut for t in out]
     atomic_write_text(hyp_file, "".join(h + "\n" for h in hyps))
-    atomic_write_text(meta, json.dumps({"key": key, "seconds": seconds}, indent=2))
-    return hyps, seconds
+    record = {"key": key, "seconds": seconds, "cut": [i for i, c in enumerate(cut) if c]}
+    atomic_write_text(meta, json.dumps(record, indent=2))
+    return hyps, cut, seconds
 
 
 def attention_panel(
@@ -369,9 +396,15 @@ def evaluate_runs(
 
 
 def compare(
-    paths: Sequence[str | Path], out: str | Path, budget: Budget, opts: StudyOptions
+    paths: Sequence[str | Path],
+    out: str | Path,
+    budget: Budget,
+    opts: StudyOptions,
+    plan: Multi30kPlan | None = None,
 ) -> dict:
     """Train (or reuse) every config, decode, score, draw and write the report into ``out``.
+    Real text (no ``opts.alignment`` / ``opts.exact_match``) is rated as ``study.multi30k``
+    does it, with ``plan`` (default ``Multi30kPlan()``); a synthetic task as before.
 
     Returns:
         The results (also written to ``out/results.json``).
@@ -385,16 +418,19 @@ def compare(
     cfgs = load_study_configs(paths, budget, opts.device)
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
-    checks = None
-    if opts.alignment:  # the test and validation sets are checked before any training
-        from seq2seq.study.reverse import SyntheticChecks
+    if not (opts.alignment or opts.exact_match):  # real text: the Multi30k half
+        from seq2seq.study.multi30k import Multi30kPlan, run_multi30k
 
-        checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
+        results = run_multi30k(paths, cfgs, out, tok, budget, opts, plan or Multi30kPlan())
+        write_report(results, out)
+        return results
+    from seq2seq.study.reverse import SyntheticChecks
+
+    checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
     runs = train_all(paths, cfgs, out, tok, opts.jobs)
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
-    if checks is not None:
-        checks.run(runs)
+    checks.run(runs)
     results = {
         "budget": budget.describe(),
         "machine": describe_machine(),

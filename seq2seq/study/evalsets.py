@@ -46,20 +46,25 @@ class EvalSet:
         return hashlib.sha256("\n".join(self.src + ["\0"] + self.ref).encode()).hexdigest()
 
 
-def build_eval_set(cfg: Config, concat_k: int, concat_n: int | None) -> EvalSet:
-    """The config's test split, plus its first ``concat_n`` (default: all) lines joined k at a
+def build_eval_set(
+    cfg: Config, concat_k: int, concat_n: int | None, split: str = "test"
+) -> EvalSet:
+    """The config's ``split`` (test, or valid: its first ``data.max_valid_pairs`` lines, as
+    training validates on), plus its first ``concat_n`` (default: all) lines joined k at a
     time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
 
     Raises:
-        DataError: the test split is unusable, or no pair is left in it after cleaning (every
+        DataError: the split is unusable, or no pair is left in it after cleaning (every
             score would be over zero segments).
     """
-    text = load_split(cfg.data, "test")
+    text = load_split(cfg.data, split)
+    if split == "valid" and cfg.data.max_valid_pairs:
+        n = cfg.data.max_valid_pairs
+        text.src, text.tgt, text.line_no = text.src[:n], text.tgt[:n], text.line_no[:n]
     if not len(text):
-        raise DataError(f"{text.origin}: no usable test pair ({text.n_read} lines read)")
+        raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
-    src, ref = joined.src, joined.tgt
-    return EvalSet("test", src, ref, ks, _origin(text))
+    return EvalSet(split, joined.src, joined.tgt, ks, _origin(text))
 
 
 def _origin(text: ParallelText) -> str:
