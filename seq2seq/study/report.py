@@ -1,4 +1,5 @@
-"""The ``compare`` report: results.json, report.md and the by-length plots, from the numbers only.
+"""The ``compare`` report: results.json, report.md and the by-length plots, from the numbers only
+(the Multi30k study's report is ``multi30k_report``'s; ``write_report`` picks it).
 
 The sentence under each by-length table is generated from the scores: which model keeps the most
 and the least of its score from the shortest to the longest well-filled bucket, and whether every
@@ -276,7 +277,16 @@ def report_markdown(results: dict) -> str:
 
 
 def write_report(results: dict, out: Path) -> None:
-    """Write ``results.json``, ``report.md`` and the plots into ``out``."""
+    """Write ``results.json``, ``report.md`` and the plots into ``out``: the Multi30k study's
+    (``results["study"] == "multi30k"``, ``multi30k_report``: bleu_by_k.png) or this module's."""
+    if results.get("study") == "multi30k":
+        from seq2seq.study import multi30k_report
+
+        text, results["findings"] = multi30k_report.report_markdown(results)
+        multi30k_report.plot_by_k(results, out)
+        atomic_write_text(out / "results.json", json.dumps(results, indent=2))
+        atomic_write_text(out / "report.md", text)
+        return
     results["findings"] = {"bleu": length_finding(results, "bleu")}
     if results["exact_match"]:
         results["findings"]["exact"] = length_finding(results, "exact")

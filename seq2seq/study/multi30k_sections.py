@@ -1,0 +1,262 @@
+"""The later sections of the Multi30k report (``multi30k_report``): seeds, NLL by k, the zero-shot
+length-generalisation control, the synthetic reversal and BLEU by length in words."""
+
+from __future__ import annotations
+
+import statistics
+
+from seq2seq.study.multi30k_cells import (
+    by_name,
+    cell,
+    ci_text,
+    diff_text,
+    ks,
+    name_cell,
+    runs,
+    verdict,
+)
+from seq2seq.study.report import _num, _row
+
+MIN_BUCKET = 100  # by-length buckets with fewer lines are merged into the previous one
+
+
+def seed_groups(results: dict) -> dict[str, list[dict]]:
+    """Main run name -> [the main run, its seed runs by seed], for main runs with seed runs."""
+    groups: dict[str, list[dict]] = {}
+    for s in runs(results, "seed"):
+        groups.setdefault(s["base"], []).append(s)
+    return {
+        base: [m for m in [by_name(results, base)] if m] + sorted(ss, key=lambda s: s["seed"])
+        for base, ss in groups.items()
+    }
+
+
+def seed_stats(results: dict, group: list[dict]) -> dict[str, tuple[float, float | None]]:
+    """(mean, sample std or None for one run) of k = 1 BLEU, k = K BLEU (greedy) and the greedy
+    retention (a fraction) over the runs of ``group``."""
+    k1, kk = ks(results)[0], ks(results)[-1]
+    values = {
+        "k1": [cell(m, "greedy", k1)["bleu"] for m in group],
+        "kk": [cell(m, "greedy", kk)["bleu"] for m in group],
+        "retention": [m["retention"]["greedy"] for m in group],
+    }
+    return {
+        key: (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else None)
+        for key, xs in values.items()
+    }
+
+
+def _ms(pair: tuple[float, float | None], scale: float = 1.0) -> str:
+    mean, std = pair
+    return f"{scale * mean:.2f} ± {_num(None if std is None else scale * std, 2)}"
+
+
+def seeds_section(results: dict) -> tuple[list[str], str]:
+    """Mean and std over seeds per model, then each attention seed against the reference run of
+    the same seed; returns the lines and a one-line finding."""
+    lines = ["## Seeds", ""]
+    groups = seed_groups(results)
+    if not groups:
+        return lines + ["Not run (make study-seeds).", ""], "seeds not run"
+    k1, kk = ks(results)[0], ks(results)[-1]
+    head = ["model", "seeds", f"k={k1} BLEU mean ± std", f"k={kk} BLEU mean ± std"]
+    head.append("kept (greedy) % mean ± std")
+    lines += [
+        "The main run counts as one seed; std is the sample standard deviation (n - 1).",
+        "",
+        _row(head),
+        _row(["---"] * len(head)),
+    ]
+    for base, group in groups.items():
+        st = seed_stats(results, group)
+        seeds = ", ".join(str(m["seed"]) for m in group)
+        row = [base, seeds, _ms(st["k1"]), _ms(st["kk"]), _ms(st["retention"], 100)]
+        lines.append(_row(row))
+    ref = results["reference"]
+    refs = {m["seed"]: m for m in groups.get(ref) or [m for m in [by_name(results, ref)] if m]}
+    attend = [b for b, g in groups.items() if b != ref and g[0]["attention"] and g[0]["learned"]]
+    main_ref = by_name(results, ref)
+    if main_ref is None or not main_ref["learned"]:
+        text = f"No verdict by seed: the reference {ref} is not rated or not run."
+        return lines + ["", text, ""], text
+    if not attend:
+        text = "No rated attention model has seed runs."
+        return lines + ["", text, ""], text
+    head = ["model", "seed", "run", "reference run", "difference greedy [95%]", "holds"]
+    lines += ["", _row(head), _row(["---"] * len(head))]
+    sentences = []
+    for base in attend:
+        failed = []
+        for m in groups[base]:
+            r = refs.get(m["seed"])
+            if r is None:
+                failed.append(f"{m['seed']} (no reference run with that seed)")
+                lines.append(_row([base, str(m["seed"]), m["name"], "-", "-", "not tested"]))
+                continue
+            kind, words = verdict(results, m, r)
+            if kind != "reproduces":
+                failed.append(f"{m['seed']} ({words})")
+            v = (m.get("vs_reference") or {}).get("greedy")
+            cells = [base, str(m["seed"]), m["name"], r["name"], diff_text(v)]
+            lines.append(_row(cells + ["yes" if kind == "reproduces" else "no"]))
+        if failed:
+            sentences.append(f"{base}: the verdict fails for seed " + "; seed ".join(failed) + ".")
+        else:
+            sentences.append(f"{base}: the verdict holds for every seed.")
+    lines += ["", "Each attention seed against the reference's run with the same seed:", ""]
+    lines += [f"- {s}" for s in sentences]
+    return lines + [""], " ".join(sentences)
+
+
+def nll_section(results: dict) -> list[str]:
+    """Teacher-forced NLL per target token by k (no search, so no length penalty or early end),
+    and which model's rises most from k = 1 to k = K."""
+    ms = [m for m in runs(results, "main") if m.get("nll_by_k")]
+    k1, kk = ks(results)[0], ks(results)[-1]
+    head = ["model"] + [f"k={k}" for k in ks(results)] + [f"rise k={k1} to k={kk}"]
+    lines = [
+        "## Search-free evidence: NLL per target token by k",
+        "",
+        "Teacher-forced negative log-likelihood of the references, in nats per target token: no "
+        "search, so neither the beam nor an early end can move it.",
+        "",
+        _row(head),
+        _row(["---"] * len(head)),
+    ]
+    rise = {}
+    for m in ms:
+        nll = {r["k"]: r["nll"] for r in m["nll_by_k"]}
+        if m["learned"]:
+            rise[m["name"]] = (nll[k1], nll[kk])
+        lines.append(
+            _row(
+                [name_cell(m)]
+                + [_num(nll.get(k), 3) for k in ks(results)]
+                + [f"{nll[kk] - nll[k1]:+.3f}"]
+            )
+        )
+    if not rise:
+        return lines + ["", "No rated model has its NLL recorded.", ""]
+    order = sorted(rise, key=lambda n: rise[n][1] - rise[n][0])
+    top, low = order[-1], order[0]
+    text = (
+        f"Of the rated models, {top}'s NLL rises the most from k = {k1} to k = {kk} "
+        f"({rise[top][0]:.3f} -> {rise[top][1]:.3f} nats, {rise[top][1] - rise[top][0]:+.3f})"
+    )
+    if low != top:
+        text += (
+            f", {low}'s the least ({rise[low][0]:.3f} -> {rise[low][1]:.3f}, "
+            f"{rise[low][1] - rise[low][0]:+.3f})"
+        )
+    return lines + ["", text + ".", ""]
+
+
+def control_section(results: dict) -> list[str]:
+    """Models trained on single pairs only, decoded on joined inputs: a zero-shot control."""
+    lines = ["## Length generalisation (a separate, zero-shot control)", ""]
+    controls = runs(results, "control")
+    if not controls:
+        return lines + ["Not run.", ""]
+    kk = ks(results)[-1]
+    head = ["model", "family"] + [f"k={k} greedy BLEU" for k in ks(results)]
+    head += [f"ratio k={kk}", f"early % k={kk}"]
+    lines += [_row(head), _row(["---"] * len(head))]
+    for m in controls:
+        row = [m["name"], m["family"]] + [ci_text(cell(m, "greedy", k)) for k in ks(results)]
+        c = cell(m, "greedy", kk)
+        lines.append(_row(row + [f"{c['ratio']:.2f}", _num(c["early"])]))
+    at_k = "; ".join(
+        f"{m['name']} {cell(m, 'greedy', kk)['ratio']:.2f} of the reference length, "
+        f"{_num(cell(m, 'greedy', kk)['early'])}% ended early"
+        for m in controls
+    )
+    return lines + [
+        "",
+        f"These models were trained on single pairs only (train_concat_k = "
+        f"{controls[0].get('train_concat_k', 1)}) and are not part of the bottleneck verdict: a "
+        "model never trained on long inputs tends to end early, a length-generalisation failure, "
+        f"not the bottleneck. At k = {kk}: {at_k}.",
+        "",
+    ]
+
+
+def reverse_section(results: dict) -> list[str]:
+    """The synthetic reversal (``make study-quick``), rendered by ``reverse_report``, or not run."""
+    lines = ["## Synthetic reversal", ""]
+    rev = results.get("reverse")
+    if not rev:
+        return lines + ["Not run (make study-quick).", ""]
+    from seq2seq.study import reverse_report
+
+    rev = {**rev, "findings": {**(rev.get("findings") or {})}}
+    rev["findings"].setdefault("plateau", reverse_report.plateau_finding(rev))
+    body = reverse_report.reverse_section(rev)
+    return lines + ["#" + x if x.startswith("## ") else x for x in body] + [""]
+
+
+def merge_tails(rows: list[dict], min_n: int = MIN_BUCKET) -> list[dict]:
+    """Merge each by-length bucket with fewer than ``min_n`` lines into the previous one (the first
+    into the next), so every bucket holds at least ``min_n`` unless all of them together do not.
+
+    A merged bucket's label spans its parts (``21-30`` + ``31-40`` + ``41+`` -> ``21+``), its
+    lines are summed and its ``bleu`` is the line-weighted mean of its parts' (corpus BLEU does not
+    add up, so this is an approximation); ``merged`` says how many buckets it holds.
+    """
+    out: list[dict] = []
+    for r in (dict(r, merged=1) for r in rows if r["sentences"]):
+        if out and (r["sentences"] < min_n or out[-1]["sentences"] < min_n):
+            out[-1] = _join(out[-1], r)
+        else:
+            out.append(r)
+    return out
+
+
+def _join(a: dict, b: dict) -> dict:
+    n = a["sentences"] + b["sentences"]
+    scores = [(x["bleu"], x["sentences"]) for x in (a, b) if x.get("bleu") is not None]
+    end = b["bucket"] if b["bucket"].endswith("+") else "-" + b["bucket"].split("-")[-1]
+    start = a["bucket"].split("-")[0].rstrip("+")
+    return {
+        "bucket": start + ("+" if end.endswith("+") else end),
+        "sentences": n,
+        "bleu": sum(y * w for y, w in scores) / sum(w for _, w in scores) if scores else None,
+        "merged": a["merged"] + b["merged"],
+    }
+
+
+def by_length_section(results: dict) -> list[str]:
+    """Greedy BLEU per source-length bucket (words) over every line, buckets of fewer than
+    MIN_BUCKET lines merged into the previous one."""
+    lines = ["## By length in words (greedy, all lines)", ""]
+    table = {
+        m["name"]: merge_tails(m["decodes"]["greedy"]["by_length"]) for m in runs(results, "main")
+    }
+    first = next(iter(table.values()), [])
+    keep = [i for i, r in enumerate(first) if r["sentences"] >= MIN_BUCKET]
+    if not keep:
+        return lines + [f"No bucket holds {MIN_BUCKET} lines.", ""]
+    head = ["model"] + [
+        f"{first[i]['bucket']} (n={first[i]['sentences']}){'*' if first[i]['merged'] > 1 else ''}"
+        for i in keep
+    ]
+    lines += [_row(head), _row(["---"] * len(head))]
+    lines += [_row([n] + [_num(rows[i]["bleu"]) for i in keep]) for n, rows in table.items()]
+    if any(first[i]["merged"] > 1 for i in keep):
+        lines += [
+            "",
+            f"\\* merged from buckets of fewer than {MIN_BUCKET} lines: the line-weighted mean of "
+            "their BLEU, not a corpus BLEU.",
+        ]
+    return lines + [""]
+
+
+__all__ = [
+    "by_length_section",
+    "control_section",
+    "merge_tails",
+    "nll_section",
+    "reverse_section",
+    "seed_groups",
+    "seed_stats",
+    "seeds_section",
+]
