@@ -16,8 +16,10 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ConfigError, load_config
 from seq2seq.data.text import ParallelText, drop_long_sources
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.study.cells import retention_difference_ci
 from seq2seq.study.compare import Budget, StudyOptions, compare, load_study_configs
 from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
+from seq2seq.study.multi30k import Multi30kPlan
 from seq2seq.study.report import length_finding
 
 TINY = {
@@ -124,31 +126,44 @@ def multi30k_study(tmp_path_factory, study_data):
 
 
 @pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
-def test_compare_writes_report_results_plot_and_maps(multi30k_study):
+def test_compare_writes_report_results_and_plot(multi30k_study):
     _, out, r = multi30k_study
     results = json.loads((out / "results.json").read_text())
+    assert results["study"] == "multi30k"
     names = [m["name"] for m in results["models"]]
     assert names == ["rnn-k2", "bahdanau-k2", "transformer-1"]
     # 40 test lines, then the first 30 joined 2 at a time (15) and 3 at a time (10)
-    assert results["eval_set"]["sentences"] == 65
+    assert results["eval_set"]["sentences_per_k"] == {"1": 40, "2": 15, "3": 10}
+    roles = {m["name"]: m["role"] for m in results["models"]}
+    assert roles == {"rnn-k2": "main", "bahdanau-k2": "main", "transformer-1": "control"}
+    assert results["reference"] == "rnn-k2"  # the only fixed-vector rnn
     for m in results["models"]:
         assert m["steps"] == 3 and m["parameters"] > 0 and not m["reused"]
-        assert set(m["decodes"]) == {"greedy", "beam2"}
+        assert set(m["decodes"]) == {"greedy", "beam"}
         for d in m["decodes"].values():
-            assert d["sentences"] == 40
+            assert [c["k"] for c in d["by_k"]] == [1, 2, 3]
+            assert [c["sentences"] for c in d["by_k"]] == [40, 15, 10]
             assert sum(row["sentences"] for row in d["by_length"]) == 65
-            assert [row["k"] for row in d["by_k"]] == [1, 2, 3]
-            assert [row["sentences"] for row in d["by_k"]] == [40, 15, 10]
+            for c in d["by_k"]:  # every cell is refused here: fewer than 100 lines
+                assert c["low"] <= c["bleu"] + 1e-9 and "fewer than 100" in c["refusal"]
+        sweep = m["alpha_sweep"]
+        assert [row["alpha"] for row in sweep] == [0.6, 1.0, 1.4]
+        assert m["decodes"]["beam"]["alpha"] == max(sweep, key=lambda x: x["bleu"])["alpha"]
+        assert [row["k"] for row in m["nll_by_k"]] == [1, 2, 3]
+        assert all(row["tokens"] > 0 and row["nll"] > 0 for row in m["nll_by_k"])
+    by = {m["name"]: m for m in results["models"]}
+    vs = by["bahdanau-k2"]["vs_reference"]["greedy"]
+    assert vs["units"] == 10  # the k = 3 lines, each with the 3 test lines it joins
+    if vs["difference"] is not None:  # None: a k = 1 BLEU of 0 leaves no retention
+        assert vs["low"] <= vs["difference"] <= vs["high"]
+    assert "NaN" not in (out / "results.json").read_text()
+    assert by["rnn-k2"]["vs_reference"] is None and by["transformer-1"]["vs_reference"] is None
     report = (out / "report.md").read_text()
     for name in names:
-        assert f"| {name} |" in report
-    assert results["findings"]["bleu"] in report
-    assert results["findings"]["bleu"] in r.stdout
-    assert (out / "bleu_by_length.png").stat().st_size > 0
-    # two lines, each drawn once with both attention models side by side; rnn has no attention
-    assert len(results["attention_maps"]) == 2
-    for rel in results["attention_maps"]:
-        assert (out / rel).is_file() and rel in report
+        assert name in report
+    assert results["findings"]["verdict"] in report
+    assert results["findings"]["verdict"] in r.stdout
+    assert (out / "bleu_by_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
@@ -162,19 +177,42 @@ def test_every_run_gets_the_one_shared_tokenizer(multi30k_study):
 
 
 @pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
-def test_finished_runs_are_reused_and_a_new_budget_retrains(multi30k_study):
+def test_finished_runs_are_reused_seeds_added_and_a_new_budget_retrains(multi30k_study):
     paths, out, _ = multi30k_study
-    opts = StudyOptions(beams=(1, 2), concat_k=3, concat_n=30, n_attention=0, device="cpu")
+    opts = StudyOptions(concat_k=3, concat_n=30, n_attention=0, device="cpu")
     before = json.loads((out / "results.json").read_text())
     decoded = sorted((out / "runs").glob("*/decode/*"))
     stamps = [p.stat().st_mtime_ns for p in decoded]
-    assert len(decoded) == 3 * 2 * 2  # 3 runs x (greedy, beam2) x (hypotheses, key)
+    # 3 runs x (test greedy, test tuned beam, 3 validation alphas) x (hypotheses, key)
+    assert len(decoded) == 3 * 5 * 2
     again = compare(paths[:2], out, Budget(steps=3), opts)
     assert [m["reused"] for m in again["models"]] == [True, True]
     assert [p.stat().st_mtime_ns for p in decoded] == stamps  # nothing decoded again
     for old, new in zip(before["models"], again["models"], strict=False):
-        assert new["decodes"]["beam2"]["bleu"] == old["decodes"]["beam2"]["bleu"]
+        assert new["decodes"]["beam"]["by_k"] == old["decodes"]["beam"]["by_k"]
         assert new["train_seconds"] == old["train_seconds"]
+    # a second seed of both: seed 1 is the main run itself, seed 2 trains anew
+    plan = Multi30kPlan(seeds=(1, 2), seed_models="rnn-k2,bahdanau-k2")
+    seeded = compare(paths[:2], out, Budget(steps=3), opts, plan)
+    by = {m["name"]: m for m in seeded["models"]}
+    assert set(by) == {"rnn-k2", "bahdanau-k2", "rnn-k2-seed2", "bahdanau-k2-seed2"}
+    assert by["bahdanau-k2-seed2"]["role"] == "seed" and by["bahdanau-k2-seed2"]["seed"] == 2
+    assert by["bahdanau-k2-seed2"]["base"] == "bahdanau-k2"
+    ckpt = load_checkpoint(out / "runs" / "rnn-k2-seed2" / "best.pt")
+    assert ckpt["config"]["train"]["seed"] == 2
+    # the seed-2 attention model is paired with the seed-2 reference
+    cfg = load_study_configs(paths[:1], Budget(steps=3), "cpu")[0]
+    testset = build_eval_set(cfg, 3, 30)
+
+    def hyps(name):
+        return (out / "runs" / name / "decode" / "test.greedy.txt").read_text().split("\n")[:-1]
+
+    want = retention_difference_ci(hyps("bahdanau-k2-seed2"), hyps("rnn-k2-seed2"), testset, 3)
+    got = by["bahdanau-k2-seed2"]["vs_reference"]["greedy"]
+    assert got["difference"] == pytest.approx(want["difference"], nan_ok=True)
+    assert got["b"] == pytest.approx(want["b"], nan_ok=True)
+    seeds = (out / "report.md").read_text().split("## Seeds")[1].split("## ")[0]
+    assert "| rnn-k2 | 1, 2 |" in seeds and "| bahdanau-k2 | 1, 2 |" in seeds
     other = compare(paths[:1], out, Budget(steps=4), opts)
     assert other["models"][0]["reused"] is False and other["models"][0]["steps"] == 4
 

@@ -41,7 +41,12 @@ def compare(
         "[default: each config's own stop rule]. Configs with a cosine schedule need "
         "--budget-steps.",
     ),
-    beams: str = typer.Option("1,5", "--beams", help="Beam sizes to decode with; 1 = greedy."),
+    beams: str = typer.Option(
+        "1,5",
+        "--beams",
+        help="Synthetic tasks (--exact-match, --alignment): beam sizes to decode with; 1 = "
+        "greedy. Real text is decoded greedily and with beam 5 at the best of --alphas.",
+    ),
     concat_k: int = typer.Option(
         4,
         "--concat-k",
@@ -61,7 +66,7 @@ def compare(
         3,
         "--attention-n",
         min=0,
-        help="Lines whose attention maps are drawn for every attention model.",
+        help="Synthetic tasks: lines whose attention maps are drawn for every attention model.",
     ),
     exact_match: bool = typer.Option(
         False,
@@ -155,7 +160,7 @@ def compare(
         )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
-    for key in ("bleu", "exact", "plateau"):
+    for key in ("verdict", "bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
 

@@ -424,13 +424,16 @@ def compare(
         results = run_multi30k(paths, cfgs, out, tok, budget, opts, plan or Multi30kPlan())
         write_report(results, out)
         return results
-    from seq2seq.study.reverse import SyntheticChecks
+    checks = None
+    if opts.alignment:  # the test and validation sets are checked before any training
+        from seq2seq.study.reverse import SyntheticChecks
 
-    checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
+        checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
     runs = train_all(paths, cfgs, out, tok, opts.jobs)
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
-    checks.run(runs)
+    if checks is not None:
+        checks.run(runs)
     results = {
         "budget": budget.describe(),
         "machine": describe_machine(),

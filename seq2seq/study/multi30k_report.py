@@ -51,14 +51,18 @@ def setup(results: dict) -> list[str]:
     per_k = "; ".join(f"k = {k}: {n[str(k)]:,} lines" for k in ks(results))
     k1 = ks(results)[0]
     tk = results.get("tokenizer") or {}
-    text = (
-        f"Budget: {results['budget_tokens']:,} target tokens, the same for every model "
-        f"({results['budget']}). Machine: {results['machine']}. {results['design']}"
-    )
+    if results.get("budget_tokens"):
+        budget = f"{results['budget_tokens']:,} target tokens, the same for every model"
+    else:
+        budget = f"{results['budget']} (not an equal number of target tokens)"
+    text = f"Budget: {budget}. Machine: {results['machine']}. {results['design']}"
     if tk.get("type"):
         text += f" Tokenizer: {tk['type']}, vocabulary {tk.get('vocab_size')}, shared by all."
     if results.get("wall_seconds") is not None:
-        text += f" Wall time of the whole study: {results['wall_seconds'] / 60:.0f} minutes."
+        text += (
+            f" This compare run (training whatever was not reused, then scoring) took "
+            f"{results['wall_seconds'] / 60:.0f} minutes."
+        )
     text += (
         f" Test set: {ev['origin']}; long inputs are its captions joined k = "
         f"{k1}..{ks(results)[-1]} at a time ({per_k}), each k over the same "

@@ -33,21 +33,28 @@ def seed_groups(results: dict) -> dict[str, list[dict]]:
 
 def seed_stats(results: dict, group: list[dict]) -> dict[str, tuple[float, float | None]]:
     """(mean, sample std or None for one run) of k = 1 BLEU, k = K BLEU (greedy) and the greedy
-    retention (a fraction) over the runs of ``group``."""
+    retention (a fraction) over the runs of ``group``; a run without a value (a retention over
+    a k = 1 BLEU of 0) is left out, and (None, None) when none has one."""
     k1, kk = ks(results)[0], ks(results)[-1]
     values = {
         "k1": [cell(m, "greedy", k1)["bleu"] for m in group],
         "kk": [cell(m, "greedy", kk)["bleu"] for m in group],
         "retention": [m["retention"]["greedy"] for m in group],
     }
-    return {
-        key: (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else None)
-        for key, xs in values.items()
-    }
+    out = {}
+    for key, xs in values.items():
+        xs = [x for x in xs if x is not None]
+        out[key] = (
+            statistics.mean(xs) if xs else None,
+            statistics.stdev(xs) if len(xs) > 1 else None,
+        )
+    return out
 
 
 def _ms(pair: tuple[float, float | None], scale: float = 1.0) -> str:
     mean, std = pair
+    if mean is None:
+        return "-"
     return f"{scale * mean:.2f} ± {_num(None if std is None else scale * std, 2)}"
 
 
