@@ -127,7 +127,8 @@ study-quick: install
 # a rerun. study-seeds adds seeds 2 and 3 of the decisive pair (rnn_context and the rated attention
 # model whose retention is closest to it) and rewrites the report with the seed table. On a GPU
 # (its reverse configs in configs/study/gpu/reverse/ are larger and not parameter-matched):
-#   make study STUDY_CONFIGS=configs/study/gpu STUDY_DIR=runs/study-gpu STUDY_JOBS=1
+#   make study STUDY_CONFIGS=configs/study/gpu STUDY_DIR=runs/study-gpu STUDY_JOBS=1 \
+#        STUDY_TOKENS=4000000
 # Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, bleu_by_k.png.
 STUDY_TOKENS ?= 700000
 STUDY_JOBS   ?= 2

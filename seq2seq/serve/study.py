@@ -16,8 +16,8 @@ def load_study(folder: str | Path) -> dict[str, Any]:
     Returns:
         ``{"budget", "machine", "exact_match", "buckets", "modes", "findings", "models"}``; each
         model has ``name``, ``family``, ``attention``, ``steps``, ``parameters`` and, per decode
-        mode (``greedy``, ``beam5``, ...), ``bleu``, ``chrf`` and ``by_length`` rows
-        ``{"bucket", "sentences", "bleu", "exact"}``.
+        mode (``greedy``, ``beam5``, ... or the Multi30k study's ``beam``), ``bleu``, ``chrf``
+        and ``by_length`` rows ``{"bucket", "sentences", "bleu", "exact"}``.
 
     Raises:
         ServeError: no results.json there, or one that is not a compare study's.
@@ -43,7 +43,7 @@ def load_study(folder: str | Path) -> dict[str, Any]:
         "exact_match": bool(raw.get("exact_match")),
         "buckets": buckets,
         "modes": modes,
-        "findings": findings.get("bleu") if isinstance(findings, dict) else None,
+        "findings": _finding(findings),
         "models": models,
     }
 
@@ -75,7 +75,15 @@ def _model(m: dict) -> dict[str, Any]:
     }
 
 
+def _finding(findings: Any) -> str | None:
+    """The sentence under the plot: the Multi30k study's verdict, or a synthetic study's BLEU
+    finding."""
+    if not isinstance(findings, dict):
+        return None
+    return findings.get("verdict") or findings.get("bleu")
+
+
 def _mode_order(mode: str) -> tuple[int, str]:
-    """greedy first, then beams by size."""
+    """greedy first, then beams by size (the Multi30k study's one tuned ``beam`` after greedy)."""
     digits = "".join(c for c in mode if c.isdigit())
-    return (0 if mode == "greedy" else int(digits or 0), mode)
+    return (0 if mode == "greedy" else 1 + int(digits or 0), mode)

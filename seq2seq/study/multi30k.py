@@ -297,6 +297,7 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
             "sentences_per_k": {str(k): testset.k.count(k) for k in sorted(set(testset.k))},
             "valid_lines": len(validset.src),
         },
+        "buckets": list(opts.edges),
         "reference": ref,
         "beam": {"size": plan.beam, "alphas": list(plan.alphas)},
         "models": models,

@@ -89,6 +89,8 @@ def verdict(results: dict, m: dict, ref: dict) -> tuple[str, str]:
     v = (m.get("vs_reference") or {}).get("greedy")
     if not v:
         return "missing", "no paired comparison with the reference was recorded"
+    if v.get("low") is None:  # a k = 1 BLEU of 0 leaves no retention to compare
+        return "missing", "no retention to compare (a k = 1 BLEU of 0)"
     why = blockers(results, m, ref)
     if v["low"] > 0 and not why:
         return "reproduces", "Reproduces Figure 2"
@@ -105,13 +107,13 @@ def verdict(results: dict, m: dict, ref: dict) -> tuple[str, str]:
 
 def diff_text(v: dict | None) -> str:
     """``+43.0 [+30.0, +55.0]``: a retention difference in percentage points with its interval."""
-    if not v:
+    if not v or v.get("low") is None:
         return "-"
     return f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}]"
 
 
 def side(v: dict | None) -> str:
-    if not v:
+    if not v or v.get("low") is None:
         return "not recorded"
     if v["low"] > 0:
         return "the interval lies above 0"
