@@ -385,3 +385,15 @@ def test_write_report_draws_the_png_and_leaves_the_reverse_report_as_it_was(tmp_
     assert (tmp_path / "rev" / "exact_by_length.png").exists()
     assert not (tmp_path / "rev" / "bleu_by_k.png").exists()
     assert json.loads((tmp_path / "rev" / "results.json").read_text())["alignment"] == "reverse"
+
+
+def test_the_spread_of_target_tokens_over_the_runs_is_stated():
+    res = study()
+    counts = [700_000 + 2_000 * i for i in range(len(res["models"]))]
+    for m, n in zip(res["models"], counts, strict=True):
+        m["target_tokens"] = n
+    lo, hi = min(counts), max(counts)
+    spread = f"{100 * (hi - lo) / lo:.1f}% apart"
+    assert f"Target tokens trained on: {lo:,} to {hi:,} over {len(counts)} runs ({spread}" in (
+        report(res)
+    )

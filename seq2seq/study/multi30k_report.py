@@ -92,9 +92,22 @@ def rated_section(results: dict) -> list[str]:
         lines.append(_row(cells))
     rated = [m["name"] for m in runs(results, "main") if m["learned"]]
     unrated = [m for m in runs(results, "main") if not m["learned"]]
-    lines += ["", f"Rated: {', '.join(rated) or 'none'}."]
+    lines += ["", tokens_line(results), "", f"Rated: {', '.join(rated) or 'none'}."]
     lines += [f"- {m['name']}: {unrated_reason(results, m)}." for m in unrated]
     return lines + ([] if unrated else ["Every main model is rated."]) + [""]
+
+
+def tokens_line(results: dict) -> str:
+    """How far apart the runs' target-token counts are (every run, controls and seeds too)."""
+    counts = [m["target_tokens"] for m in results["models"] if m.get("target_tokens")]
+    if not counts:
+        return "No run recorded the target tokens it trained on."
+    lo, hi = min(counts), max(counts)
+    return (
+        f"Target tokens trained on: {lo:,} to {hi:,} over {len(counts)} runs "
+        f"({100 * (hi - lo) / lo:.1f}% apart; a run stops at the first update that reaches "
+        "the budget)."
+    )
 
 
 def by_k_table(results: dict, label: str, models: list[dict]) -> list[str]:
