@@ -297,7 +297,8 @@ def evaluate(
         None,
         "--output",
         "-o",
-        help="Also write the hypotheses here (- for stdout; the scores then go to stderr).",
+        help="Also write the hypotheses here (- for stdout; the scores then go to stderr); "
+        "with --checkpoint only.",
     ),
     json_out: Path | None = typer.Option(
         None,
@@ -321,6 +322,11 @@ def evaluate(
         raise UserError("--by-length needs --src: buckets are counted in source words")
     if hyp is not None and checkpoint is not None:
         raise UserError("give --hyp (score a file) or --checkpoint (translate --src), not both")
+    if hyp is not None and output is not None:
+        raise UserError(
+            f"--output {output}: with --hyp nothing is translated, so there are no new "
+            "hypotheses to write; drop --output (the scores go to stdout, --json for a file)"
+        )
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
     with user_errors():

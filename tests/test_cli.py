@@ -168,6 +168,11 @@ def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_pa
         "give --hyp (score a file) or --checkpoint (translate --src), not both",
     )
     _one_line_exit_2(
+        run("eval", "--hyp", "a.en", "--ref", "a.en", "-o", "out.en", cwd=tmp_path),
+        "with --hyp nothing is translated",
+    )
+    assert not (tmp_path / "out.en").exists()
+    _one_line_exit_2(
         run("eval", "--hyp", "empty.en", "--ref", "empty.en", cwd=tmp_path),
         "empty.en: no lines to score",
     )
@@ -200,12 +205,13 @@ def test_dash_means_stdout_and_is_refused_where_stdout_cannot_hold_the_output(
 def test_average_refuses_to_overwrite_the_runs_own_checkpoints(trained_run):
     run_dir, _ = trained_run
     before = (run_dir / "last.pt").read_bytes()
-    for name in ("last.pt", "best.pt"):
+    for name in ("last.pt", "best.pt", "step99.pt", "best-step99.pt"):
         _one_line_exit_2(
             run("average", "-c", run_dir, "--last", "1", "-o", run_dir / name),
             f"would overwrite the run's own {name}",
         )
     assert (run_dir / "last.pt").read_bytes() == before
+    assert not (run_dir / "step99.pt").exists() and not (run_dir / "best-step99.pt").exists()
     _one_line_exit_2(
         run("average", "-c", run_dir, "--last", "0", "-o", "x.pt"),
         "give exactly one of --last K or --best K, with K >= 1",
@@ -419,6 +425,11 @@ def test_tune_decode_writes_the_best_search_that_translate_then_uses(trained_run
         stdin=src,
     )
     assert r1.stdout == r2.stdout
+    # --no-write leaves the run folder as it was: decode.yaml and tune_decode.json alike
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    r4 = run("tune-decode", "-c", run_dir, "--beams", "2", "--alphas", "0.5", "--no-write")
+    assert r4.returncode == 0, r4.stderr
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
     (run_dir / "decode.yaml").write_text("method: beam\nbeam_size: 0\n")
     r3 = run("translate", "-c", run_dir, stdin=src)
     assert r3.returncode == 2 and r3.stderr.count("\n") == 1 and "beam_size" in r3.stderr

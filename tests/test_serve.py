@@ -280,3 +280,14 @@ def test_serve_command_errors_are_one_line_exit_2(tiny_runs, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
     r = serve(tiny_runs["rnn"], "--study", tmp_path, "--port", 0)
     assert r.returncode == 2 and "results.json: not found" in r.stderr
+
+
+def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_runs[MODELS[0]], run)
+    (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
+    (tuned,) = load_runs([run])
+    assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
+    assert tuned.info["decode"]["length_penalty"] == 0.7

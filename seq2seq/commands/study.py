@@ -128,8 +128,12 @@ def compare(
     ),
 ):
     """Train each config under the same budget with one shared tokenizer (finished runs in
-    OUT/runs are reused), decode the test set and its joined long inputs greedily and with beam
-    search, and write report.md, results.json, bleu_by_length.png and attention/ into OUT."""
+    OUT/runs are reused), decode the test set and its lines joined k = 2..--concat-k at a time,
+    and write report.md and results.json into OUT. Real text: greedy and beam 5 at the length
+    penalty best on validation (joined the same way), BLEU with 95% intervals per k, length
+    diagnostics, NLL by k, each attention model's retention against the fixed-vector reference,
+    bleu_by_k.png. Synthetic tasks (--exact-match, --alignment): the --beams decodings, exact
+    match by length, bleu_by_length.png, attention/ maps."""
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.study.compare import Budget, StudyOptions
     from seq2seq.study.compare import compare as run_compare

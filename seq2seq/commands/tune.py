@@ -39,13 +39,14 @@ def tune_decode(
         True,
         "--write/--no-write",
         help="Write the best settings to RUN_DIR/decode.yaml, which translate, eval and serve "
-        "then use (their options override it).",
+        "then use (their options override it), and the sweep to RUN_DIR/tune_decode.json. "
+        "--no-write leaves the run folder untouched (only --json, if given, is written).",
     ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
         help="Also write the sweep (BLEU, brevity penalty, length ratio, seconds per setting) "
-        "as JSON [default: RUN_DIR/tune_decode.json].",
+        "as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
     ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
@@ -116,7 +117,8 @@ def tune_decode(
     }
     from seq2seq.atomic import write_output
 
-    write_output(json_out or run_dir / "tune_decode.json", json.dumps(result, indent=2))
+    if json_out is not None or write:  # --no-write: nothing in the run folder changes
+        write_output(json_out or run_dir / "tune_decode.json", json.dumps(result, indent=2))
     line = f"best: {best.label}: BLEU {best.bleu:.2f} (greedy {greedy.bleu:.2f}) on {src}"
     if write:
         path = write_decode_file(run_dir, best, rows, str(src))

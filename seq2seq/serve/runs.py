@@ -14,7 +14,12 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import load_checkpoint, model_from_checkpoint, resolve_checkpoint
+from seq2seq.checkpoint import (
+    load_checkpoint,
+    model_from_checkpoint,
+    resolve_checkpoint,
+    with_tuned_decode,
+)
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
 from seq2seq.decoding.translate import source_limit
@@ -81,6 +86,7 @@ def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
     """
     ckpt = load_checkpoint(ckpt_path)
     model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
+    cfg = with_tuned_decode(cfg, ckpt_path.parent)  # the run's decode.yaml (tune-decode), if any
     dev = inference_device(device or cfg.train.device)
     model = model.to(dev).eval()
     source_limit(model, cfg.decode)  # fails now, not on the first request

@@ -101,12 +101,16 @@ def average_run(
 
     Raises:
         CheckpointError: as ``select_checkpoints``, or ``output`` is the run's own ``last.pt``,
-            ``best.pt`` or one of the inputs (the average cannot resume, so that would lose work).
+            ``best.pt``, one of the inputs, or named like the checkpoints training keeps there
+            (``step<N>.pt``, ``best-step<N>.pt``): the average cannot resume, and a later
+            ``--last`` / ``--best`` would take it for a training checkpoint.
     """
     paths = select_checkpoints(run_dir, last, best)
     run = Path(run_dir)
     own = {p.resolve() for p in [run / "last.pt", run / "best.pt", *paths]}
-    if Path(output).resolve() in own:
+    out = Path(output).resolve()
+    kept_name = re.fullmatch(r"(best-)?step\d+\.pt", out.name) is not None
+    if out in own or (kept_name and out.parent == run.resolve()):
         raise CheckpointError(
             f"-o {output}: would overwrite the run's own {Path(output).name}; "
             f"write the average to another file, e.g. {run / 'averaged.pt'}"
