@@ -169,7 +169,13 @@ def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
         raise CheckpointError(
             f"{path}: not valid decode settings ({first}); delete it and rerun seq2seq tune-decode"
         ) from None
-    logging.getLogger("seq2seq").info("decode settings from %s (seq2seq tune-decode)", path)
+    said = ", ".join(f"{k} {v}" for k, v in {"method": decode.method, **tuned}.items())
+    logging.getLogger("seq2seq").info(
+        "decode settings from %s (seq2seq tune-decode): %s; options given on the command line "
+        "override each of them",
+        path,
+        said,
+    )
     return cfg.model_copy(update={"decode": decode})
 
 
