@@ -149,13 +149,18 @@ def translate(
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
-    A summary line on stderr counts sources with uncovered characters, sources cut to the length
-    limit, and translations that stopped at the maximum length without EOS."""
+    When any source has uncovered characters or is cut to the length limit, or any translation
+    stops at the maximum length without EOS, a summary line on stderr counts them."""
     from seq2seq.decoding.search import check_n_best
     from seq2seq.decoding.stream import LineTranslator, translate_io
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
+    if input != "-" and output != "-" and Path(input).resolve() == Path(output).resolve():
+        raise UserError(
+            f"--output {output} is the --input file: the translations would replace the "
+            "sources; write them to another file"
+        )
     model, tok, cfg, dev = load_model(checkpoint, device)
     dcfg = _decode_cfg(
         cfg.decode,

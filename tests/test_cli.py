@@ -163,6 +163,12 @@ def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_pa
         run("translate", "-c", run_dir, "-o", tmp_path, stdin="Ein Hund.\n"),
         f"{tmp_path}: is a folder",
     )
+    (tmp_path / "same.de").write_text("Ein Hund.\n")
+    _one_line_exit_2(
+        run("translate", "-c", run_dir, "-i", "same.de", "-o", "./same.de", cwd=tmp_path),
+        "is the --input file",
+    )
+    assert (tmp_path / "same.de").read_text() == "Ein Hund.\n"
     _one_line_exit_2(
         run("eval", "--hyp", "a.en", "--ref", "a.en", "-c", run_dir, cwd=tmp_path),
         "give --hyp (score a file) or --checkpoint (translate --src), not both",
