@@ -436,8 +436,10 @@ class Config(_Section):
         return self
 
 
-def _one_line(err: ValidationError, source: str) -> str:
-    """Turn pydantic's multi-line report into one line per problem, joined by '; '."""
+def _one_line(err: ValidationError, source: str, origin=None) -> str:
+    """Turn pydantic's multi-line report into one line per problem, joined by '; '. ``origin``
+    (dotted key -> where it was said) names another file or --set for a problem when that is
+    not ``source``."""
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
@@ -448,7 +450,9 @@ def _one_line(err: ValidationError, source: str) -> str:
             msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
         else:
             msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
+        said = origin(loc) if origin is not None and loc else source
+        where = "" if said == source else f" (given in {said})"
+        parts.append(f"{loc}: {msg}{where}" if loc else msg)
     return f"{source}: " + "; ".join(parts)
 
 
@@ -487,12 +491,39 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
         ConfigError: missing/unreadable file, bad YAML, unknown key or invalid value (one line).
     """
     source = str(path) if path else "config"
-    raw: dict = _read_yaml(Path(path)) if path is not None else {}
+    layers: list[tuple[str, dict]] = []  # each file of the base chain, the derived one first
+    raw: dict = _read_yaml(Path(path), layers=layers) if path is not None else {}
     raw = apply_overrides(raw, overrides or [])
-    return validate_config(raw, source)
+    set_keys = {".".join(parse_override(item)[0]) for item in overrides or []}
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+
+        def origin(loc: str) -> str:
+            """Where a key was said: --set, else the most derived file that holds it."""
+            if loc in set_keys:
+                return "--set"
+            for name, layer in layers:
+                node: Any = layer
+                for part in loc.split("."):
+                    node = node.get(part) if isinstance(node, dict) else None
+                if node is not None or _has_key(layer, loc):
+                    return name
+            return source
+
+        raise ConfigError(_one_line(e, source, origin)) from None
 
 
-def _read_yaml(p: Path, chain: tuple[Path, ...] = ()) -> dict:
+def _has_key(d: dict, dotted: str) -> bool:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        d = d.get(part) if isinstance(d, dict) else None
+    return isinstance(d, dict) and last in d
+
+
+def _read_yaml(
+    p: Path, chain: tuple[Path, ...] = (), layers: list[tuple[str, dict]] | None = None
+) -> dict:
     """One config file's mapping, its ``base:`` (a config path relative to this file) merged under
     it section by section: the file says only what differs from its base.
 
@@ -512,11 +543,18 @@ def _read_yaml(p: Path, chain: tuple[Path, ...] = ()) -> dict:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
     base = raw.pop("base", None)
+    if layers is not None:
+        layers.append((str(p), raw))
     if base is None:
         return raw
     if not isinstance(base, str):
         raise ConfigError(f"{p}: base must be the path of another config, e.g. ../transformer.yaml")
-    return _merge(_read_yaml(p.parent / base, (*chain, p.resolve())), raw)
+    if not (p.parent / base).is_file():
+        raise ConfigError(
+            f"{p}: base {base}: config file not found ({p.parent / base}); the path is relative "
+            "to this file"
+        )
+    return _merge(_read_yaml(p.parent / base, (*chain, p.resolve()), layers), raw)
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -137,7 +137,7 @@ def test_a_config_derives_from_its_base_key_by_key(tmp_path):
     [
         ({"a.yaml": "base: a.yaml\n"}, "leads back to itself"),
         ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"}, "leads back to itself"),
-        ({"a.yaml": "base: missing.yaml\n"}, "missing.yaml: config file not found"),
+        ({"a.yaml": "base: missing.yaml\n"}, "a.yaml: base missing.yaml: config file not found"),
         ({"a.yaml": "base: [x]\n"}, "base must be the path of another config"),
     ],
 )
@@ -149,6 +149,25 @@ def test_a_bad_base_is_refused_in_one_line(tmp_path, files, needle):
     with pytest.raises(ConfigError, match=needle) as e:
         load_config(tmp_path / "a.yaml")
     assert "\n" not in str(e.value)
+
+
+def test_a_bad_key_is_blamed_on_the_file_or_set_that_gave_it(tmp_path):
+    from seq2seq.config import ConfigError
+
+    (tmp_path / "base.yaml").write_text("train:\n  valid_evry: 3\n  max_steps: 5\n")
+    (tmp_path / "a.yaml").write_text("base: base.yaml\nname: a\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(tmp_path / "a.yaml")
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'a.yaml'}: train.valid_evry: unknown key")
+    assert msg.endswith(f"(given in {tmp_path / 'base.yaml'})") and "\n" not in msg
+    (tmp_path / "b.yaml").write_text("name: b\ntrain:\n  max_steps: 5\n")
+    with pytest.raises(ConfigError, match=r"train.lrr: unknown key \(given in --set\)$"):
+        load_config(tmp_path / "b.yaml", ["train.lrr=1"])
+    (tmp_path / "c.yaml").write_text("name: c\ntrain:\n  max_steps: 5\n  lrr: 1\n")
+    with pytest.raises(ConfigError) as e:  # said in the file named first: nothing added
+        load_config(tmp_path / "c.yaml")
+    assert str(e.value) == f"{tmp_path / 'c.yaml'}: train.lrr: unknown key"
 
 
 def test_the_best_configs_differ_from_the_zoo_only_in_training():
