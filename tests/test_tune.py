@@ -150,3 +150,19 @@ def test_the_length_penalty_arithmetic_of_the_oracle():
     s2_ref, s2_long = math.log(0.56), math.log(0.44)
     assert not wins(s1_ref, 6, s1_short, 3, 0.4) and wins(s1_ref, 6, s1_short, 3, 0.6)
     assert not wins(s2_long, 10, s2_ref, 6, 1.1) and wins(s2_long, 10, s2_ref, 6, 1.2)
+
+
+def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
+    from seq2seq.commands.tune import _warn_if_test_split
+    from seq2seq.config import load_config
+
+    for name in ("test.de", "test.en", "val.de"):
+        (tmp_path / name).write_text("ein hund .\n")
+    cfg = load_config(None, [f"data.test={tmp_path / 'test'}", "train.max_steps=1"])
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        _warn_if_test_split(tmp_path / "val.de", cfg)
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        _warn_if_test_split(tmp_path / "test.de", cfg)
+    (record,) = caplog.records
+    assert "is the run's test split (data.test)" in record.getMessage()

@@ -82,6 +82,7 @@ def tune_decode(
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
             src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
             ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
+        _warn_if_test_split(src, cfg)
         texts = read_eval_texts([ref], src, None)  # as eval reads them: aligned, not blank
         sources, refs = texts.sources, texts.refs[0]
         base = (
@@ -124,3 +125,24 @@ def tune_decode(
         path = write_decode_file(run_dir, best, rows, str(src))
         line += f" -> {path}; translate, eval and serve use it"
     typer.echo(line)
+
+
+def _warn_if_test_split(src: Path, cfg) -> None:
+    """A warning when --src is the run's own test split: the search would be chosen on the
+    sentences its test scores are reported on."""
+    import logging
+
+    from seq2seq.data.text import DataError, resolve_corpus_file
+
+    if cfg.data.test is None:
+        return
+    try:
+        test = resolve_corpus_file(cfg.data.test, cfg.data.src_lang)
+    except DataError:
+        return
+    if Path(src).resolve() == test.resolve():
+        logging.getLogger("seq2seq").warning(
+            "--src %s is the run's test split (data.test): its test scores will no longer be "
+            "unseen; tune on validation lines instead",
+            src,
+        )
