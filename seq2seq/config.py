@@ -436,6 +436,22 @@ class Config(_Section):
         return self
 
 
+def _did_you_mean(loc: str) -> str:
+    """``"; did you mean train.valid_every?"`` for an unknown key close to a real one, else ""."""
+    import difflib
+
+    *parents, last = loc.split(".")
+    if len(parents) != 1 or parents[0] not in Config.model_fields:
+        known = list(Config.model_fields) if not parents else []
+    elif parents[0] == "model":
+        known = sorted({f for c in MODEL_CONFIGS for f in c.model_fields})
+    else:
+        section = Config.model_fields[parents[0]].annotation
+        known = list(getattr(section, "model_fields", {}))
+    close = difflib.get_close_matches(last, known, n=1, cutoff=0.75)
+    return f"; did you mean {'.'.join([*parents, close[0]])}?" if close else ""
+
+
 def _one_line(err: ValidationError, source: str, origin=None) -> str:
     """Turn pydantic's multi-line report into one line per problem, joined by '; '. ``origin``
     (dotted key -> where it was said) names another file or --set for a problem when that is
@@ -445,7 +461,7 @@ def _one_line(err: ValidationError, source: str, origin=None) -> str:
         loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
         loc = ".".join(p for p in loc.split(".") if p not in MODEL_NAMES)
         if e["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + _did_you_mean(loc)
         elif e["type"] == "union_tag_invalid":
             msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
         else:
@@ -501,7 +517,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
 
         def origin(loc: str) -> str:
             """Where a key was said: --set, else the most derived file that holds it."""
-            if loc in set_keys:
+            if any(k == loc or k.startswith(loc + ".") for k in set_keys):
                 return "--set"
             for name, layer in layers:
                 node: Any = layer
