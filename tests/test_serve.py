@@ -286,7 +286,7 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     import shutil
 
     run = tmp_path / "run"
-    shutil.copytree(tiny_runs[MODELS[0]], run)
+    shutil.copytree(tiny_runs["bahdanau"], run)
     (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
     (tuned,) = load_runs([run])
     assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
