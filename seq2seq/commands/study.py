@@ -134,11 +134,12 @@ def compare(
     diagnostics, NLL by k, each attention model's retention against the fixed-vector reference,
     bleu_by_k.png. Synthetic tasks (--exact-match, --alignment): the --beams decodings, exact
     match by length, bleu_by_length.png, attention/ maps."""
+    from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.study.compare import Budget, StudyOptions
     from seq2seq.study.compare import compare as run_compare
     from seq2seq.study.evalsets import parse_beams
-    from seq2seq.study.multi30k import Multi30kPlan, parse_alphas, parse_seeds
+    from seq2seq.study.multi30k import Multi30kPlan, parse_seeds
     from seq2seq.study.reverse import TASKS
 
     setup_logging()
@@ -155,7 +156,7 @@ def compare(
     )
     with user_errors():
         plan = Multi30kPlan(
-            alphas=parse_alphas(alphas),
+            alphas=parse_floats(alphas, "--alphas"),
             n_bootstrap=n_bootstrap,
             reference=reference,
             seeds=parse_seeds(seeds) if seeds else (),

@@ -61,21 +61,6 @@ class Multi30kPlan:
     hyps: dict = field(default_factory=dict)  # run name -> label -> test hypotheses
 
 
-def parse_alphas(spec: str) -> tuple[float, ...]:
-    """``"0.6,1,1.4"`` -> (0.6, 1.0, 1.4).
-
-    Raises:
-        ValueError: not a comma-separated list of numbers >= 0.
-    """
-    try:
-        alphas = tuple(float(a) for a in spec.split(","))
-    except ValueError:
-        alphas = ()
-    if not alphas or min(alphas) < 0:
-        raise ValueError(f"--alphas {spec!r}: give length penalties such as 0.6,1.0,1.4")
-    return alphas
-
-
 def parse_seeds(spec: str) -> tuple[int, ...]:
     """``"1,2,3"`` -> (1, 2, 3).
 
