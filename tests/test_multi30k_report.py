@@ -214,7 +214,10 @@ def test_a_refused_k4_cell_withholds_the_claim():
     res = study()
     c = model(res, "study-bahdanau")["decodes"]["greedy"]["by_k"][3]
     c["ratio"], c["refusal"] = 0.85, None
-    assert "- study-bahdanau: Reproduces Figure 2" not in report(res)
+    text = report(res)
+    assert "- study-bahdanau: Reproduces Figure 2" not in text
+    assert "For study-bahdanau no claim can be made either way" in text
+    assert "study-bahdanau the verdict does not come out" not in text
 
 
 def test_the_opposite_when_the_interval_lies_below_zero_and_the_overall_sentence():

@@ -253,9 +253,17 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
             f"{len(yes)} of {len(rated)} rated attention models reproduce Figure 2 against "
             f"{ref['name']}" + (f" ({', '.join(yes)})" if yes else "") + "."
         )
-        if len(yes) < len(rated):
-            others = ", ".join(n for n in kinds if n not in yes)
-            overall += f" For {others} the verdict does not come out as Bahdanau et al. found."
+        against = [n for n, k in kinds.items() if k in ("none", "opposite")]
+        unclaimed = [n for n, k in kinds.items() if k in ("refused", "missing")]
+        if against:
+            overall += (
+                f" For {', '.join(against)} the verdict does not come out as Bahdanau et al. found."
+            )
+        if unclaimed:
+            overall += (
+                f" For {', '.join(unclaimed)} no claim can be made either way: a cell the "
+                "comparison rests on is refused or the comparison is missing."
+            )
     return lines + ["", overall, ""], overall
 
 
