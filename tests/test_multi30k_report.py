@@ -199,21 +199,39 @@ def test_reproduces_only_when_the_interval_lies_above_zero():
     assert "- study-transformer: Reproduces Figure 2" in text  # the others are untouched
 
 
-def test_a_refused_k4_cell_withholds_the_claim():
+def test_a_refused_greedy_cell_hands_the_verdict_to_the_tuned_beam_or_withholds_it():
     for name in ("study-bahdanau", REF):
         res = study()
-        c = model(res, name)["decodes"]["greedy"]["by_k"][3]
-        c["ratio"], c["refusal"] = 0.85, claim_refusal(250, 0.85)
+        greedy4 = model(res, name)["decodes"]["greedy"]["by_k"][3]
+        greedy4["ratio"], greedy4["refusal"] = 0.85, claim_refusal(250, 0.85)
         text = report(res)
-        assert "- study-bahdanau: Reproduces Figure 2" not in text
-        assert f"no claim: the interval excludes 0, but a cell it rests on is refused: {name}" in (
-            text
+        assert "- study-bahdanau: Reproduces Figure 2; greedy" not in text
+        assert (
+            "- study-bahdanau: Reproduces Figure 2 with the tuned beam (a greedy cell is "
+            f"refused: {name} k = 4 (outputs too short (hyp/ref length ratio 0.85" in text
         )
         assert f"- {name}, k = 4: outputs too short (hyp/ref length ratio 0.85" in text
+        assert "| reproduces (beam) |" in text
+        # the beam's interval decides: through 0, no difference is shown
+        model(res, "study-bahdanau")["vs_reference"]["beam"].update(low=-0.1, high=0.2)
+        text = report(res)
+        assert "- study-bahdanau: no difference shown with the tuned beam (a greedy cell" in text
+        assert "For study-bahdanau, study-luong-general the verdict does not come out as" in text
+        # both decodings refused: the interval excluding 0 makes no claim
+        beam4 = model(res, name)["decodes"]["beam"]["by_k"][3]
+        beam4["ratio"], beam4["refusal"] = 0.8, claim_refusal(250, 0.8)
+        text = report(res)
+        assert "- study-bahdanau: no claim: the greedy interval excludes 0, but a cell it " in text
+        assert f"and so is one of the tuned beam's (greedy: {name} k = 4 (outputs too short" in (
+            text
+        )
+        assert f"beam: {name} k = 4 (outputs too short (hyp/ref length ratio 0.80" in text
+        assert "| no claim (refused cell) |" in text
     # a ratio under 0.9 is refused even when compare recorded no reason
     res = study()
-    c = model(res, "study-bahdanau")["decodes"]["greedy"]["by_k"][3]
-    c["ratio"], c["refusal"] = 0.85, None
+    for label in ("greedy", "beam"):
+        c = model(res, "study-bahdanau")["decodes"][label]["by_k"][3]
+        c["ratio"], c["refusal"] = 0.85, None
     text = report(res)
     assert "- study-bahdanau: Reproduces Figure 2" not in text
     assert "For study-bahdanau no claim can be made either way" in text

@@ -4,6 +4,7 @@ inputs joined from real lines, scores by length, a report whose findings follow 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -127,7 +128,7 @@ def multi30k_study(tmp_path_factory, study_data):
 
 @pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
 def test_compare_writes_report_results_and_plot(multi30k_study):
-    _, out, r = multi30k_study
+    paths, out, r = multi30k_study
     results = json.loads((out / "results.json").read_text())
     assert results["study"] == "multi30k"
     names = [m["name"] for m in results["models"]]
@@ -147,13 +148,24 @@ def test_compare_writes_report_results_and_plot(multi30k_study):
             for c in d["by_k"]:  # every cell is refused here: fewer than 100 lines
                 assert c["low"] <= c["bleu"] + 1e-9 and "fewer than 100" in c["refusal"]
         sweep = m["alpha_sweep"]
-        assert [row["alpha"] for row in sweep] == [0.6, 1.0, 1.4]
+        assert [row["alpha"] for row in sweep] == [0.6, 0.8, 1.0, 1.2, 1.4]
         assert m["decodes"]["beam"]["alpha"] == max(sweep, key=lambda x: x["bleu"])["alpha"]
         assert [row["k"] for row in m["nll_by_k"]] == [1, 2, 3]
         assert all(row["tokens"] > 0 and row["nll"] > 0 for row in m["nll_by_k"])
     by = {m["name"]: m for m in results["models"]}
     vs = by["bahdanau-k2"]["vs_reference"]["greedy"]
     assert vs["units"] == 10  # the k = 3 lines, each with the 3 test lines it joins
+    # scored in worker processes (--jobs 2): the interval rests on the hypotheses they wrote
+    cfg = load_study_configs(paths[:1], Budget(steps=3), "cpu")[0]
+
+    def hyps(name):
+        return (out / "runs" / name / "decode" / "test.greedy.txt").read_text().split("\n")[:-1]
+
+    want = retention_difference_ci(
+        hyps("bahdanau-k2"), hyps("rnn-k2"), build_eval_set(cfg, 3, 30), 3
+    )
+    for key in ("a", "b", "difference", "low", "high"):  # NaN is stored as None
+        assert vs[key] == (None if math.isnan(want[key]) else pytest.approx(want[key])), key
     if vs["difference"] is not None:  # None: a k = 1 BLEU of 0 leaves no retention
         assert vs["low"] <= vs["difference"] <= vs["high"]
     assert "NaN" not in (out / "results.json").read_text()
@@ -183,8 +195,8 @@ def test_finished_runs_are_reused_seeds_added_and_a_new_budget_retrains(multi30k
     before = json.loads((out / "results.json").read_text())
     decoded = sorted((out / "runs").glob("*/decode/*"))
     stamps = [p.stat().st_mtime_ns for p in decoded]
-    # 3 runs x (test greedy, test tuned beam, 3 validation alphas) x (hypotheses, key)
-    assert len(decoded) == 3 * 5 * 2
+    # 3 runs x (test greedy, test tuned beam, 5 validation alphas) x (hypotheses, key)
+    assert len(decoded) == 3 * 7 * 2
     again = compare(paths[:2], out, Budget(steps=3), opts)
     assert [m["reused"] for m in again["models"]] == [True, True]
     assert [p.stat().st_mtime_ns for p in decoded] == stamps  # nothing decoded again

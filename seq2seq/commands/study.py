@@ -82,7 +82,7 @@ def compare(
         "first bucket at every kept step<N>.pt); implies --exact-match.",
     ),
     alphas: str = typer.Option(
-        "0.6,1.0,1.4",
+        "0.6,0.8,1.0,1.2,1.4",
         "--alphas",
         help="Real text: length penalties for beam 5 tried on the validation lines (joined like "
         "the test lines); the best decodes the test lines.",

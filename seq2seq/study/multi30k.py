@@ -17,6 +17,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config, ConfigError, validate_config
@@ -52,7 +53,7 @@ class Multi30kPlan:
     validation (the chosen one decodes the test lines), bootstrap resamples, the reference."""
 
     beam: int = 5
-    alphas: tuple[float, ...] = (0.6, 1.0, 1.4)
+    alphas: tuple[float, ...] = (0.6, 0.8, 1.0, 1.2, 1.4)
     n_bootstrap: int = 1000
     reference: str | None = None  # a run name; None: the main rnn with feed_context
     seeds: tuple[int, ...] = ()
@@ -251,7 +252,8 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
     testset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     validset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n, split="valid")
     runs = train_all(paths, cfgs, out, tok, opts.jobs)
-    models = _evaluate(runs, [None] * len(runs), tok, testset, validset, plan, opts, max_k)
+    tok_dir = Path(out) / "tokenizer"
+    models = _evaluate(runs, [None] * len(runs), tok, testset, validset, plan, opts, max_k, tok_dir)
     runs_cfg = {r.cfg.name: r.cfg for r in runs}
     ref = rate(models, runs_cfg, testset, plan)
     if plan.seeds:
@@ -264,7 +266,7 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
         log.info("compare: seeds %s for %s: %d more runs", plan.seeds, ", ".join(names), len(extra))
         seed_runs = train_all([f"{c.name} (seed copy)" for c in extra], extra, out, tok, opts.jobs)
         seed_of = [c.name.rsplit("-seed", 1)[0] for c in extra]
-        models += _evaluate(seed_runs, seed_of, tok, testset, validset, plan, opts, max_k)
+        models += _evaluate(seed_runs, seed_of, tok, testset, validset, plan, opts, max_k, tok_dir)
         runs_cfg.update({r.cfg.name: r.cfg for r in seed_runs})
         ref = rate(models, runs_cfg, testset, plan)
     for m in models:
@@ -290,13 +292,38 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
     }
 
 
-def _evaluate(runs, seed_of, tok, testset, validset, plan, opts, max_k) -> list[dict]:
+def _evaluate(runs, seed_of, tok, testset, validset, plan, opts, max_k, tok_dir) -> list[dict]:
+    """Score every run (``evaluate_model``), ``opts.jobs`` at a time in worker processes with one
+    torch thread each (the shared tokenizer loaded from ``tok_dir``), as training runs; the test
+    hypotheses land in ``plan.hyps``."""
     from seq2seq.study.compare import _run_result
 
+    n = len(runs)
+    if opts.jobs <= 1 or n <= 1:
+        scored = []
+        for i, run in enumerate(runs, start=1):
+            log.info("compare: [%d/%d] scoring %s", i, n, run.cfg.name)
+            args = (tok, testset, validset, plan, opts.device, opts.edges)
+            scored.append(evaluate_model(run, *args))
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        log.info("compare: scoring %d runs, %d at a time (one thread each)", n, opts.jobs)
+        bare = Multi30kPlan(**{**plan.__dict__, "hyps": {}})  # the workers fill their own
+        ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
+        with ProcessPoolExecutor(max_workers=opts.jobs, mp_context=ctx) as pool:
+            futures = [
+                pool.submit(_score_job, run, tok_dir, testset, validset, bare, opts, i, n)
+                for i, run in enumerate(runs, start=1)
+            ]
+            scored = []
+            for run, f in zip(runs, futures, strict=True):
+                scores, hyps, run.parameters = f.result()  # evaluate_model counted them there
+                plan.hyps[run.cfg.name] = hyps
+                scored.append(scores)
     models = []
-    for i, (run, base) in enumerate(zip(runs, seed_of, strict=True), start=1):
-        log.info("compare: [%d/%d] scoring %s", i, len(runs), run.cfg.name)
-        scores = evaluate_model(run, tok, testset, validset, plan, opts.device, opts.edges)
+    for run, base, scores in zip(runs, seed_of, scored, strict=True):
         entry = _run_result(run)
         entry.update(scores)
         entry.update(
@@ -307,3 +334,26 @@ def _evaluate(runs, seed_of, tok, testset, validset, plan, opts, max_k) -> list[
         )
         models.append(entry)
     return models
+
+
+def _score_job(run, tok_dir, testset, validset, plan, opts, i: int, n: int):
+    """One ``evaluate_model`` in a worker process of ``_evaluate``: one torch thread, the shared
+    tokenizer loaded from ``tok_dir``, log lines prefixed with the run's name. Returns the
+    scores, the run's test hypotheses and its parameter count."""
+    import torch
+
+    from seq2seq.console import setup_logging
+    from seq2seq.data.tokenizer import Tokenizer
+
+    torch.set_num_threads(1)
+    setup_logging()
+    prefix = logging.Formatter(
+        f"%(asctime)s %(levelname)s [{run.cfg.name}] %(message)s", "%H:%M:%S"
+    )
+    for handler in log.handlers:
+        handler.setFormatter(prefix)
+    log.info("compare: [%d/%d] scoring %s", i, n, run.cfg.name)
+    scores = evaluate_model(
+        run, Tokenizer.load(tok_dir), testset, validset, plan, opts.device, opts.edges
+    )
+    return scores, plan.hyps[run.cfg.name], run.parameters

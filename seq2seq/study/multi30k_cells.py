@@ -3,10 +3,12 @@ cell at k, a cell's refusal, and the verdict's wording rule for an attention run
 reference run.
 
 A cell is refused when compare recorded a reason, or when ``stats.claim_refusal`` gives one for its
-lines and length ratio. The verdict is "Reproduces Figure 2" only when the greedy interval of the
-retention difference lies above 0 and none of the k = 1 and k = K greedy cells of either run is
-refused; "the opposite of Figure 2" only when it lies below 0 with no cell refused; an interval
-that excludes 0 over a refused cell makes no claim; otherwise no difference is shown.
+lines and length ratio. The verdict rests on one decoding: greedy (the headline), or, where one of
+the k = 1 and k = K greedy cells of either run is refused, the beam whose length penalty was
+chosen on validation, provided none of its k = 1 and k = K cells is refused. It is "Reproduces
+Figure 2" only when that decoding's interval of the retention difference lies above 0; "the
+opposite of Figure 2" only when it lies below 0; no difference is shown when it includes 0. When
+both decodings have a refused cell, an interval that excludes 0 makes no claim.
 """
 
 from __future__ import annotations
@@ -72,37 +74,71 @@ def name_cell(m: dict) -> str:
     return m["name"] if m["learned"] else f"{m['name']} (not rated)"
 
 
-def blockers(results: dict, a: dict, b: dict) -> list[str]:
-    """The refused k = 1 and k = K greedy cells of runs ``a`` and ``b``."""
+DECODINGS = ("greedy", "beam")  # the order the verdict tries them in
+
+
+def blockers(results: dict, a: dict, b: dict, label: str = "greedy") -> list[str]:
+    """The refused k = 1 and k = K cells of decoding ``label`` of runs ``a`` and ``b``."""
     ends = (ks(results)[0], ks(results)[-1])
     return [
         f"{m['name']} k = {k} ({why})"
         for m in (a, b)
         for k in ends
-        if (why := refusal(cell(m, "greedy", k)))
+        if (why := refusal(cell(m, label, k)))
     ]
 
 
+def deciding(results: dict, m: dict, ref: dict) -> str | None:
+    """The decoding the verdict of run ``m`` against ``ref`` rests on: greedy, else the tuned
+    beam, the first whose interval was recorded and whose k = 1 and k = K cells of both runs
+    are not refused; None when there is none."""
+    vs = m.get("vs_reference") or {}
+    for label in DECODINGS:
+        v = vs.get(label)
+        if v and v.get("low") is not None and not blockers(results, m, ref, label):
+            return label
+    return None
+
+
 def verdict(results: dict, m: dict, ref: dict) -> tuple[str, str]:
-    """(kind, words) for attention run ``m`` against reference run ``ref`` from the greedy
-    interval: kind is reproduces, opposite, none, refused or missing."""
-    v = (m.get("vs_reference") or {}).get("greedy")
+    """(kind, words) for attention run ``m`` against reference run ``ref``, from the interval of
+    the decoding ``deciding`` names: kind is reproduces, opposite, none, refused or missing."""
+    vs = m.get("vs_reference") or {}
+    v = vs.get("greedy")
     if not v:
         return "missing", "no paired comparison with the reference was recorded"
     if v.get("low") is None:  # a k = 1 BLEU of 0 leaves no retention to compare
         return "missing", "no retention to compare (a k = 1 BLEU of 0)"
-    why = blockers(results, m, ref)
-    if v["low"] > 0 and not why:
-        return "reproduces", "Reproduces Figure 2"
-    if v["high"] < 0 and not why:
-        return "opposite", f"the opposite of Figure 2: {m['name']} keeps less than {ref['name']}"
-    if v["low"] > 0 or v["high"] < 0:
-        return (
-            "refused",
-            "no claim: the interval excludes 0, but a cell it rests on is refused: "
-            + ("; ".join(why)),
+    label = deciding(results, m, ref)
+    if label is None:
+        why = "; ".join(
+            f"{lab}: " + "; ".join(blockers(results, m, ref, lab))
+            for lab in DECODINGS
+            if vs.get(lab)
         )
-    return "none", "no difference shown (the interval includes 0)"
+        if v["low"] > 0 or v["high"] < 0:
+            return (
+                "refused",
+                "no claim: the greedy interval excludes 0, but a cell it rests on is refused, "
+                f"and so is one of the tuned beam's ({why})",
+            )
+        return "none", "no difference shown (the greedy interval includes 0)"
+    v = vs[label]
+    via = (
+        ""
+        if label == "greedy"
+        else " with the tuned beam (a greedy cell is refused: "
+        + "; ".join(blockers(results, m, ref))
+        + ")"
+    )
+    if v["low"] > 0:
+        return "reproduces", "Reproduces Figure 2" + via
+    if v["high"] < 0:
+        return (
+            "opposite",
+            f"the opposite of Figure 2{via}: {m['name']} keeps less than {ref['name']}",
+        )
+    return "none", f"no difference shown{via} (the interval includes 0)"
 
 
 def diff_text(v: dict | None) -> str:

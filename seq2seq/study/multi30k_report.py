@@ -25,6 +25,7 @@ from seq2seq.study.multi30k_cells import (
     by_name,
     cell,
     ci_text,
+    deciding,
     diff_text,
     ks,
     name_cell,
@@ -218,9 +219,12 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
         f"rated attention model: its retention (BLEU at k = {kk} over BLEU at k = {k1}) minus the "
         f"reference's, in percentage points, with the 95% paired-bootstrap interval"
         + (f" over {units} joined k = {kk} lines" if units else "")
-        + f" (each resample takes the same lines for both). Figure 2 is reproduced when the "
-        f"greedy interval lies above 0 and no k = {k1} or k = {kk} greedy cell of either model "
-        "is refused.",
+        + f" (each resample takes the same lines for both). The verdict rests on greedy "
+        f"decoding unless one of the k = {k1} and k = {kk} greedy cells of either model is "
+        "refused; then on the beam whose length penalty was chosen on validation, if none of its "
+        f"k = {k1} and k = {kk} cells is refused (a length penalty is the lever beam search has "
+        "on length; greedy has none). Figure 2 is reproduced when that decoding's interval lies "
+        "above 0; when both decodings have a refused cell no claim is made.",
         "",
     ]
     head = ["model", "kept greedy (model / ref)", "difference greedy [95%]"]
@@ -234,7 +238,8 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
         for label in ("greedy", "beam"):
             x = v.get(label)
             row += [f"{pct(x and x['a'])} / {pct(x and x['b'])}" if x else "-", diff_text(x)]
-        lines.append(_row(row + [SHORT[kinds[m["name"]]]]))
+        on = deciding(results, m, ref)
+        lines.append(_row(row + [SHORT[kinds[m["name"]]] + (f" ({on})" if on else "")]))
     lines.append("")
     for m in rated:
         v = m.get("vs_reference") or {}
