@@ -250,7 +250,7 @@ def evaluate(
         "--by-length buckets.",
     ),
     ref: list[Path] = typer.Option(
-        ..., "--ref", help="Reference file(s) (repeat for several references)."
+        ..., "--ref", metavar="FILE", help="Reference file(s) (repeat for several references)."
     ),
     hyp: Path | None = typer.Option(
         None, "--hyp", help="Score this hypothesis file instead of translating."
@@ -332,6 +332,21 @@ def evaluate(
             f"--output {output}: with --hyp nothing is translated, so there are no new "
             "hypotheses to write; drop --output (the scores go to stdout, --json for a file)"
         )
+    if hyp is not None:
+        decoding = {
+            "--beam": beam,
+            "--method": method,
+            "--temperature": temperature,
+            "--top-k": top_k,
+            "--top-p": top_p,
+            "--seed": seed,
+            "--batch-size": batch_size,
+        }
+        if given := [name for name, value in decoding.items() if value is not None]:
+            raise UserError(
+                f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
+                "do not apply; drop them, or translate with --checkpoint and --src"
+            )
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
     with user_errors():

@@ -179,6 +179,10 @@ def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_pa
     )
     assert not (tmp_path / "out.en").exists()
     _one_line_exit_2(
+        run("eval", "--hyp", "a.en", "--ref", "a.en", "--beam", "5", "--seed", "3", cwd=tmp_path),
+        "--beam, --seed: with --hyp nothing is translated, so decoding options do not apply",
+    )
+    _one_line_exit_2(
         run("eval", "--hyp", "empty.en", "--ref", "empty.en", cwd=tmp_path),
         "empty.en: no lines to score",
     )

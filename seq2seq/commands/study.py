@@ -12,7 +12,7 @@ from seq2seq.console import setup_logging
 
 def compare(
     configs: list[Path] = typer.Argument(
-        ..., help="YAML configs, one per model (each with its own name)."
+        ..., metavar="CONFIG", help="YAML configs, one per model (each with its own name)."
     ),
     out: Path = typer.Option(
         ...,

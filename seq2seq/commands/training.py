@@ -18,7 +18,10 @@ def train(
         None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."
     ),
     set_: list[str] = typer.Option(
-        [], "--set", help="Override a config key, e.g. --set train.lr=5e-4 (repeatable)."
+        [],
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a config key, e.g. --set train.lr=5e-4 (repeatable).",
     ),
     resume: Path | None = typer.Option(
         None,

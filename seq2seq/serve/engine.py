@@ -6,8 +6,9 @@ Shape notation: L decoder layers, H heads, T output tokens (EOS included), S sou
 Text follows the README's data hygiene rules, as ``seq2seq translate`` reads it: a line ends at
 ``\\n`` only (the ``\\r`` of ``\\r\\n`` is dropped, a final newline adds no empty line), each line
 is cleaned by ``data.text.clean_line``, and a blank line gets no translation (``null``) in its
-place. Unlike ``translate``, which cuts an over-long source and warns, the server refuses it with a
-4xx message: a page or script gets told, not a silently shortened answer.
+place; an empty text holds no line, so its answer lists are empty (as ``translate`` writes
+nothing for an empty input). Unlike ``translate``, which cuts an over-long source and warns, the
+server refuses it with a 4xx message: a page or script gets told, not a silently shortened answer.
 """
 
 from __future__ import annotations

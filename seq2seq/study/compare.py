@@ -264,14 +264,20 @@ def train_or_reuse(path: str, cfg: Config, run_dir: Path, tok: Tokenizer) -> Mod
 def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun:
     """One ``train_or_reuse`` in a worker process of ``train_all``: one torch thread, the shared
     tokenizer loaded from ``tok_dir``, log lines prefixed with the run's name."""
+    worker_setup(cfg.name)
+    return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir))
+
+
+def worker_setup(name: str) -> None:
+    """Set up a worker process of compare: one torch thread (two one-thread workers share the
+    CPU's cores), logging to stderr with every line prefixed by the run's ``name``."""
     from seq2seq.console import setup_logging
 
     torch.set_num_threads(1)
     setup_logging()
-    prefix = logging.Formatter(f"%(asctime)s %(levelname)s [{cfg.name}] %(message)s", "%H:%M:%S")
+    prefix = logging.Formatter(f"%(asctime)s %(levelname)s [{name}] %(message)s", "%H:%M:%S")
     for handler in log.handlers:
         handler.setFormatter(prefix)
-    return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir))
 
 
 def train_all(

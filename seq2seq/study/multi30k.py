@@ -340,18 +340,10 @@ def _score_job(run, tok_dir, testset, validset, plan, opts, i: int, n: int):
     """One ``evaluate_model`` in a worker process of ``_evaluate``: one torch thread, the shared
     tokenizer loaded from ``tok_dir``, log lines prefixed with the run's name. Returns the
     scores, the run's test hypotheses and its parameter count."""
-    import torch
-
-    from seq2seq.console import setup_logging
     from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.study.compare import worker_setup
 
-    torch.set_num_threads(1)
-    setup_logging()
-    prefix = logging.Formatter(
-        f"%(asctime)s %(levelname)s [{run.cfg.name}] %(message)s", "%H:%M:%S"
-    )
-    for handler in log.handlers:
-        handler.setFormatter(prefix)
+    worker_setup(run.cfg.name)
     log.info("compare: [%d/%d] scoring %s", i, n, run.cfg.name)
     scores = evaluate_model(
         run, Tokenizer.load(tok_dir), testset, validset, plan, opts.device, opts.edges
