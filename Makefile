@@ -94,8 +94,9 @@ bench-train: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_train.py $(CONFIGS) $(BENCH_TRAIN_ARGS) \
 		--json $(BENCH_TRAIN_JSON)
 
-# The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13-14 minutes on an
-# otherwise idle 2-core CPU, estimated from timed probes): reversal of 1-30 symbols (20 of them) by
+# The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13 minutes from a clean
+# clone on a 2-core CPU, install included, measured; its four trainings run STUDY_JOBS at a time,
+# one torch thread each): reversal of 1-30 symbols (20 of them) by
 # four models of matched size (parameters within 10% of one another): the fixed-vector rnn,
 # bahdanau, luong and a pre-norm transformer (configs/study/reverse/, from
 # configs/study/reverse_task.yaml). Each trains until its validation loss stops improving (early

@@ -131,6 +131,7 @@ def test_compare_writes_report_results_and_plot(multi30k_study):
     paths, out, r = multi30k_study
     results = json.loads((out / "results.json").read_text())
     assert results["study"] == "multi30k"
+    assert results["machine"].endswith("; 2 runs at a time, one torch thread each")  # --jobs 2
     names = [m["name"] for m in results["models"]]
     assert names == ["rnn-k2", "bahdanau-k2", "transformer-1"]
     # 40 test lines, then the first 30 joined 2 at a time (15) and 3 at a time (10)

@@ -268,6 +268,14 @@ def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun
     return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir))
 
 
+def machine_line(jobs: int) -> str:
+    """The machine, and how the runs shared it: ``jobs`` > 1 worker processes of one torch
+    thread each (the main process's own thread count says nothing about them then)."""
+    if jobs <= 1:
+        return describe_machine()
+    return f"{describe_machine()}; {jobs} runs at a time, one torch thread each"
+
+
 def worker_setup(name: str) -> None:
     """Set up a worker process of compare: one torch thread (two one-thread workers share the
     CPU's cores), logging to stderr with every line prefixed by the run's ``name``."""
@@ -442,7 +450,7 @@ def compare(
         checks.run(runs)
     results = {
         "budget": budget.describe(),
-        "machine": describe_machine(),
+        "machine": machine_line(opts.jobs),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
         "eval_set": {
             "origin": evalset.origin,

@@ -243,8 +243,7 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
     score and rate them all; returns the results (``study.multi30k_report`` renders them)."""
     import time
 
-    from seq2seq.runtime import describe_machine
-    from seq2seq.study.compare import tokenizer_digest, train_all
+    from seq2seq.study.compare import machine_line, tokenizer_digest, train_all
     from seq2seq.study.evalsets import build_eval_set
 
     tick = time.perf_counter()
@@ -275,7 +274,7 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
         "study": "multi30k",
         "budget": budget.describe(),
         "budget_tokens": budget.tokens,
-        "machine": describe_machine(),
+        "machine": machine_line(opts.jobs),
         "wall_seconds": round(time.perf_counter() - tick, 1),
         "design": DESIGN if budget.tokens else DESIGN_OTHER,
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
