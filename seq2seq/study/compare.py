@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -262,8 +262,8 @@ def train_or_reuse(path: str, cfg: Config, run_dir: Path, tok: Tokenizer) -> Mod
 
 
 def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun:
-    """One ``train_or_reuse`` in a worker process of ``train_all``: one torch thread, the shared
-    tokenizer loaded from ``tok_dir``, log lines prefixed with the run's name."""
+    """One ``train_or_reuse`` as a ``run_pool`` job, the shared tokenizer loaded from
+    ``tok_dir`` (in a worker process: one torch thread, log lines prefixed with the run's name)."""
     worker_setup(cfg.name)
     return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir))
 
@@ -277,10 +277,15 @@ def machine_line(jobs: int) -> str:
 
 
 def worker_setup(name: str) -> None:
-    """Set up a worker process of compare: one torch thread (two one-thread workers share the
-    CPU's cores), logging to stderr with every line prefixed by the run's ``name``."""
+    """Set up a worker process of ``run_pool``: one torch thread (two one-thread workers share
+    the CPU's cores), logging to stderr with every line prefixed by the run's ``name``. Does
+    nothing in the main process (``jobs`` = 1 runs the jobs there, as configured)."""
+    import multiprocessing
+
     from seq2seq.console import setup_logging
 
+    if multiprocessing.parent_process() is None:
+        return
     torch.set_num_threads(1)
     setup_logging()
     prefix = logging.Formatter(f"%(asctime)s %(levelname)s [{name}] %(message)s", "%H:%M:%S")
@@ -288,30 +293,42 @@ def worker_setup(name: str) -> None:
         handler.setFormatter(prefix)
 
 
+def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list:
+    """``fn(*args)`` for every ``args`` in ``calls``, results in order: in this process one
+    after the other when ``jobs`` <= 1, else ``jobs`` at a time in spawned worker processes (no
+    forked torch thread pools; ``fn`` must be a module-level function that calls
+    ``worker_setup``). On a CPU two one-thread jobs side by side finish sooner than the two one
+    after the other with two threads.
+
+    Raises:
+        Whatever a job raises (KeyboardInterrupt: finished jobs' runs stay reusable).
+    """
+    if jobs <= 1 or len(calls) <= 1:
+        return [fn(*args) for args in calls]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    log.info("compare: %s %d runs, %d at a time (one thread each)", what, len(calls), jobs)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(fn, *args) for args in calls]
+        return [f.result() for f in futures]
+
+
 def train_all(
-    paths: Sequence[str | Path], cfgs: list[Config], out: Path, tok: Tokenizer, jobs: int = 1
+    paths: Sequence[str | Path], cfgs: list[Config], out: Path, jobs: int = 1
 ) -> list[ModelRun]:
-    """Train (or reuse) every config into ``out/runs/<name>``, in order; with ``jobs`` > 1 that
-    many at a time in worker processes with one torch thread each (on a CPU two one-thread
-    trainings side by side finish sooner than the two one after the other with two threads).
+    """Train (or reuse) every config into ``out/runs/<name>`` with the shared tokenizer in
+    ``out/tokenizer``, ``jobs`` at a time (``run_pool``).
 
     Raises:
         KeyboardInterrupt: a training was interrupted (finished runs stay reusable).
     """
-    pairs = list(zip((str(p) for p in paths), cfgs, strict=True))
-    if jobs <= 1 or len(pairs) <= 1:
-        return [train_or_reuse(p, cfg, out / "runs" / cfg.name, tok) for p, cfg in pairs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    log.info("compare: training %d configs, %d at a time (one thread each)", len(pairs), jobs)
-    ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = [
-            pool.submit(_train_job, p, cfg, out / "runs" / cfg.name, out / "tokenizer")
-            for p, cfg in pairs
-        ]
-        return [f.result() for f in futures]
+    calls = [
+        (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer")
+        for p, cfg in zip(paths, cfgs, strict=True)
+    ]
+    return run_pool(_train_job, calls, jobs, "training")
 
 
 def decode_cached(
@@ -443,7 +460,7 @@ def compare(
         from seq2seq.study.reverse import SyntheticChecks
 
         checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
-    runs = train_all(paths, cfgs, out, tok, opts.jobs)
+    runs = train_all(paths, cfgs, out, opts.jobs)
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     if checks is not None:

@@ -22,7 +22,13 @@ from pathlib import Path
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config, ConfigError, validate_config
 from seq2seq.decoding.tune import corpus_bleu
-from seq2seq.study.cells import cell_scores, nll_by_k, retention_difference_ci
+from seq2seq.study.cells import (
+    cell_scores,
+    nll_lines_by_k,
+    nll_rise_difference_ci,
+    nll_rows,
+    retention_difference_ci,
+)
 from seq2seq.study.evalsets import EvalSet, score_decode
 
 log = logging.getLogger("seq2seq")
@@ -60,6 +66,7 @@ class Multi30kPlan:
     seed_models: str = "decisive"  # or comma-separated run names
     reverse: dict | None = None  # the synthetic half's results, shown in the report
     hyps: dict = field(default_factory=dict)  # run name -> label -> test hypotheses
+    nll: dict = field(default_factory=dict)  # run name -> k -> (nats, tokens) per test line
 
 
 def parse_seeds(spec: str) -> tuple[int, ...]:
@@ -132,7 +139,7 @@ def evaluate_model(
 ):
     """Decode and score one run: greedy and tuned beam on ``testset`` (cells by k), the length
     penalty sweep on ``validset``, NLL by k. Returns the run's entry fields; keeps the test
-    hypotheses in ``plan.hyps[name]``."""
+    hypotheses in ``plan.hyps[name]`` and the per-line NLL in ``plan.nll[name]``."""
     from seq2seq.study.compare import decode_with
 
     lang = run.cfg.data.tgt_lang
@@ -168,10 +175,11 @@ def evaluate_model(
     best = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=alpha)
     scored(best, f"beam{plan.beam}-a{alpha:g}", {"beam": plan.beam, "alpha": alpha})
     plan.hyps[run.cfg.name] = hyps
+    plan.nll[run.cfg.name] = nll_lines_by_k(model, tok, testset, device, run.cfg.train.batch_tokens)
     return {
         "decodes": decodes,
         "alpha_sweep": sweep,
-        "nll_by_k": nll_by_k(model, tok, testset, device, run.cfg.train.batch_tokens),
+        "nll_by_k": nll_rows(plan.nll[run.cfg.name]),
         "retention": {key: _retention(d["by_k"]) for key, d in decodes.items()},
     }
 
@@ -185,7 +193,8 @@ def _retention(cells: Sequence[dict]) -> float | None:
 
 def rate(models: list[dict], runs_cfg: dict[str, Config], testset: EvalSet, plan: Multi30kPlan):
     """Fill ``learned`` for every model and ``vs_reference`` (retention difference against the
-    reference run of the same seed, paired bootstrap) for every attention model that is not a
+    reference run of the same seed, paired bootstrap) and ``nll_vs_reference`` (the same for the
+    rise of teacher-forced NLL from k = 1 to K) for every attention model that is not a
     control. Returns the reference's name."""
     ref = reference_name(models, runs_cfg, plan.reference)
     best = max(m["decodes"]["greedy"]["by_k"][0]["bleu"] for m in models if m["role"] == "main")
@@ -193,7 +202,7 @@ def rate(models: list[dict], runs_cfg: dict[str, Config], testset: EvalSet, plan
     k_hi = max(testset.k)
     for m in models:
         m["learned"] = m["decodes"]["greedy"]["by_k"][0]["bleu"] >= LEARNED_SHARE * best
-        m["vs_reference"] = None
+        m["vs_reference"] = m["nll_vs_reference"] = None
         if not m["attention"] or m["role"] == "control" or k_hi < 2:
             continue
         partner = ref if m["role"] == "main" else f"{ref}-seed{m['seed']}"
@@ -212,6 +221,12 @@ def rate(models: list[dict], runs_cfg: dict[str, Config], testset: EvalSet, plan
             )
             for key in ("greedy", "beam")
         }
+        if m["name"] in plan.nll and partner in plan.nll:
+            m["nll_vs_reference"] = _no_nan(
+                nll_rise_difference_ci(
+                    plan.nll[m["name"]], plan.nll[partner], testset, k_hi, plan.n_bootstrap
+                )
+            )
     return ref
 
 
@@ -243,16 +258,15 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
     score and rate them all; returns the results (``study.multi30k_report`` renders them)."""
     import time
 
-    from seq2seq.study.compare import machine_line, tokenizer_digest, train_all
+    from seq2seq.study.compare import machine_line, tokenizer_digest
     from seq2seq.study.evalsets import build_eval_set
 
     tick = time.perf_counter()
     max_k = max(c.data.concat_k for c in cfgs)
     testset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     validset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n, split="valid")
-    runs = train_all(paths, cfgs, out, tok, opts.jobs)
-    tok_dir = Path(out) / "tokenizer"
-    models = _evaluate(runs, [None] * len(runs), tok, testset, validset, plan, opts, max_k, tok_dir)
+    todo = (testset, validset, plan, opts, max_k, Path(out))
+    runs, models = _train_and_score(paths, cfgs, [None] * len(cfgs), *todo)
     runs_cfg = {r.cfg.name: r.cfg for r in runs}
     ref = rate(models, runs_cfg, testset, plan)
     if plan.seeds:
@@ -263,9 +277,10 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
         )
         extra = seed_configs(cfgs, names, plan.seeds)
         log.info("compare: seeds %s for %s: %d more runs", plan.seeds, ", ".join(names), len(extra))
-        seed_runs = train_all([f"{c.name} (seed copy)" for c in extra], extra, out, tok, opts.jobs)
         seed_of = [c.name.rsplit("-seed", 1)[0] for c in extra]
-        models += _evaluate(seed_runs, seed_of, tok, testset, validset, plan, opts, max_k, tok_dir)
+        paths = [f"{c.name} (seed copy)" for c in extra]
+        seed_runs, seed_models = _train_and_score(paths, extra, seed_of, *todo)
+        models += seed_models
         runs_cfg.update({r.cfg.name: r.cfg for r in seed_runs})
         ref = rate(models, runs_cfg, testset, plan)
     for m in models:
@@ -291,38 +306,26 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, budget, opts, plan: Multi3
     }
 
 
-def _evaluate(runs, seed_of, tok, testset, validset, plan, opts, max_k, tok_dir) -> list[dict]:
-    """Score every run (``evaluate_model``), ``opts.jobs`` at a time in worker processes with one
-    torch thread each (the shared tokenizer loaded from ``tok_dir``), as training runs; the test
-    hypotheses land in ``plan.hyps``."""
-    from seq2seq.study.compare import _run_result
+def _train_and_score(
+    paths, cfgs, seed_of, testset, validset, plan, opts, max_k: int, out: Path
+) -> tuple[list, list[dict]]:
+    """Train (or reuse) every config into ``out/runs/<name>`` and score it (``evaluate_model``)
+    as soon as it is trained, ``opts.jobs`` at a time (``compare.run_pool``: one torch thread per
+    worker, the shared tokenizer from ``out/tokenizer``), so no core waits for the slowest
+    training before scoring starts. Returns the runs and their result entries, in order; the test
+    hypotheses land in ``plan.hyps``, the per-line NLL in ``plan.nll``."""
+    from seq2seq.study.compare import _run_result, run_pool
 
-    n = len(runs)
-    if opts.jobs <= 1 or n <= 1:
-        scored = []
-        for i, run in enumerate(runs, start=1):
-            log.info("compare: [%d/%d] scoring %s", i, n, run.cfg.name)
-            args = (tok, testset, validset, plan, opts.device, opts.edges)
-            scored.append(evaluate_model(run, *args))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        log.info("compare: scoring %d runs, %d at a time (one thread each)", n, opts.jobs)
-        bare = Multi30kPlan(**{**plan.__dict__, "hyps": {}})  # the workers fill their own
-        ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
-        with ProcessPoolExecutor(max_workers=opts.jobs, mp_context=ctx) as pool:
-            futures = [
-                pool.submit(_score_job, run, tok_dir, testset, validset, bare, opts, i, n)
-                for i, run in enumerate(runs, start=1)
-            ]
-            scored = []
-            for run, f in zip(runs, futures, strict=True):
-                scores, hyps, run.parameters = f.result()  # evaluate_model counted them there
-                plan.hyps[run.cfg.name] = hyps
-                scored.append(scores)
-    models = []
-    for run, base, scores in zip(runs, seed_of, scored, strict=True):
+    bare = Multi30kPlan(**{**plan.__dict__, "hyps": {}, "nll": {}})  # each job fills its own
+    n, tok_dir = len(cfgs), out / "tokenizer"
+    calls = [
+        (str(p), cfg, out / "runs" / cfg.name, tok_dir, testset, validset, bare, opts, i, n)
+        for i, (p, cfg) in enumerate(zip(paths, cfgs, strict=True), start=1)
+    ]
+    done = run_pool(_study_job, calls, opts.jobs, "training and scoring")
+    runs, models = [], []
+    for (run, scores, hyps, nll), base in zip(done, seed_of, strict=True):
+        plan.hyps[run.cfg.name], plan.nll[run.cfg.name] = hyps, nll
         entry = _run_result(run)
         entry.update(scores)
         entry.update(
@@ -331,20 +334,21 @@ def _evaluate(runs, seed_of, tok, testset, validset, plan, opts, max_k, tok_dir)
             seed=run.cfg.train.seed,
             train_concat_k=run.cfg.data.concat_k,
         )
+        runs.append(run)
         models.append(entry)
-    return models
+    return runs, models
 
 
-def _score_job(run, tok_dir, testset, validset, plan, opts, i: int, n: int):
-    """One ``evaluate_model`` in a worker process of ``_evaluate``: one torch thread, the shared
-    tokenizer loaded from ``tok_dir``, log lines prefixed with the run's name. Returns the
-    scores, the run's test hypotheses and its parameter count."""
+def _study_job(path, cfg, run_dir, tok_dir, testset, validset, plan, opts, i: int, n: int):
+    """One job of ``_train_and_score``: ``train_or_reuse`` then ``evaluate_model``, in a worker
+    process (one torch thread, log lines prefixed with the run's name) or in this one. Returns
+    the run (its parameter count filled in), its scores, its test hypotheses and per-line NLL."""
     from seq2seq.data.tokenizer import Tokenizer
-    from seq2seq.study.compare import worker_setup
+    from seq2seq.study.compare import train_or_reuse, worker_setup
 
-    worker_setup(run.cfg.name)
-    log.info("compare: [%d/%d] scoring %s", i, n, run.cfg.name)
-    scores = evaluate_model(
-        run, Tokenizer.load(tok_dir), testset, validset, plan, opts.device, opts.edges
-    )
-    return scores, plan.hyps[run.cfg.name], run.parameters
+    worker_setup(cfg.name)
+    tok = Tokenizer.load(tok_dir)
+    run = train_or_reuse(path, cfg, run_dir, tok)
+    log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
+    scores = evaluate_model(run, tok, testset, validset, plan, opts.device, opts.edges)
+    return run, scores, plan.hyps[cfg.name], plan.nll[cfg.name]
