@@ -13,7 +13,14 @@ import torch
 
 from seq2seq.data.batch import Batch
 from seq2seq.models import build_model
-from seq2seq.study.cells import cell_scores, nll_by_k, retention, retention_difference_ci
+from seq2seq.study.cells import (
+    cell_scores,
+    nll_by_k,
+    nll_lines_by_k,
+    nll_rise_difference_ci,
+    retention,
+    retention_difference_ci,
+)
 from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.stats import BleuStats
 from seq2seq.training.loss import token_loss_sum
@@ -187,6 +194,65 @@ def test_nll_by_k_is_the_mean_token_loss_whatever_the_batches(name, synth_tokeni
         assert a["tokens"] == b["tokens"] == tokens
         assert a["sentences"] == len(idx)
         assert 0 < a["nll"] < 2 * math.log(tok.tgt_vocab_size)
+
+
+@pytest.mark.parametrize("name", ["rnn", "transformer"])
+def test_each_lines_nll_is_its_own_loss_whatever_its_batch(name, synth_tokenizer):
+    tok = synth_tokenizer
+    ev = joined_evalset(12, 3, seed=8)
+    model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).eval()
+    small = nll_lines_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=50)
+    large = nll_lines_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=5000)
+    assert sorted(small) == [1, 2, 3]
+    for k, (nats, tokens) in small.items():
+        idx = lines(ev, k)
+        assert len(nats) == len(tokens) == len(idx)
+        np.testing.assert_allclose(nats, large[k][0], rtol=1e-5)  # padding does not count
+        for j, i in enumerate(idx):  # the line alone, in order
+            want, n = direct_nll(model, tok, [ev.src[i]], [ev.ref[i]])
+            assert nats[j] == pytest.approx(want * n, rel=1e-5) and tokens[j] == n
+
+
+def scripted_nll(ev: EvalSet, per_token: dict[int, float]) -> dict:
+    """k -> (nats, tokens) per line: every token of a k line costs ``per_token[k]`` nats, each
+    line holding as many tokens as its reference has words plus EOS."""
+    out = {}
+    for k in sorted(set(ev.k)):
+        tokens = np.array([len(ev.ref[i].split()) + 1 for i in lines(ev, k)], dtype=np.int64)
+        out[k] = (tokens * per_token[k], tokens)
+    return out
+
+
+def test_nll_rise_difference_of_a_scripted_oracle():
+    ev = joined_evalset(80, 4)
+    flat = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})  # no rise at all
+    rising = scripted_nll(ev, {1: 2.0, 2: 2.4, 3: 2.7, 4: 3.0})  # +1 nat per token at k = 4
+    d = nll_rise_difference_ci(flat, rising, ev, n_bootstrap=100)
+    assert d["units"] == 20
+    assert d["a"] == pytest.approx(0.0) and d["b"] == pytest.approx(1.0)
+    # every resample gives the same rises: the interval is the point
+    for key in ("difference", "low", "high", "mean"):
+        assert d[key] == pytest.approx(-1.0)
+    same = nll_rise_difference_ci(rising, rising, ev, n_bootstrap=50)
+    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
+
+
+def test_nll_rise_interval_spans_what_the_units_disagree_on():
+    ev = joined_evalset(80, 4)
+    a = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
+    b = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
+    rng = np.random.default_rng(0)
+    b[4] = (b[4][0] + rng.normal(0.5, 2.0, len(b[4][0])) * b[4][1], b[4][1])  # noisy rise
+    d = nll_rise_difference_ci(a, b, ev, n_bootstrap=300)
+    nats, tokens = b[4]
+    assert d["b"] == pytest.approx(nats.sum() / tokens.sum() - 2.0)
+    assert d["difference"] == pytest.approx(-d["b"])
+    assert d["low"] < d["difference"] < d["high"]
+    flipped = nll_rise_difference_ci(b, a, ev, n_bootstrap=300)
+    assert flipped["low"] == pytest.approx(-d["high"])
+    assert flipped["high"] == pytest.approx(-d["low"])
+    with pytest.raises(ValueError, match="model B: NLL of"):
+        nll_rise_difference_ci(a, {1: a[1]}, ev, n_bootstrap=10)
 
 
 def test_nll_by_k_refuses_lines_beyond_max_positions(synth_tokenizer):

@@ -59,13 +59,18 @@ def vs(a, b, low, high):
     return {"a": a, "b": b, "difference": a - b, "low": low, "high": high, "mean": a - b}
 
 
-def run(name, family, bleus, *, role="main", seed=1, base=None, learned=True, low=None, **kw):
+def run(
+    name, family, bleus, *, role="main", seed=1, base=None, learned=True, low=None, nll=None, **kw
+):
     """One run; ``low`` (with high = low + 0.25) sets its paired retention difference against
-    the reference; None for the reference and the fixed-vector models."""
+    the reference; None for the reference and the fixed-vector models. ``nll``: (low, high) of
+    the paired interval on its NLL rise minus the reference's, or None."""
     attention = family not in ("rnn", "rnn_context")
     kept = bleus[3] / bleus[0]
     beam = [b + 1.0 for b in bleus]
-    cmp = None
+    cmp = nll_cmp = None
+    if nll is not None:
+        nll_cmp = {"a": 0.3, "b": 0.9, "difference": sum(nll) / 2, "low": nll[0], "high": nll[1]}
     if low is not None:
         cmp = {
             label: {**vs(kept, 14.0 / 32.0, low, low + 0.25), "units": 250}
@@ -98,6 +103,7 @@ def run(name, family, bleus, *, role="main", seed=1, base=None, learned=True, lo
         ],
         "retention": {"greedy": kept, "beam": beam[3] / beam[0]},
         "vs_reference": cmp,
+        "nll_vs_reference": nll_cmp,
         "learned": learned,
     }
 
@@ -106,11 +112,11 @@ def study(reverse=None):
     models = [
         run("study-rnn", "rnn", [30.0, 24.0, 19.0, 15.0]),
         run(REF, "rnn_context", [32.0, 25.0, 19.5, 14.0]),
-        run("study-bahdanau", "bahdanau", [36.0, 34.0, 32.0, 30.0], low=0.30),
-        run("study-luong-dot", "luong_dot", [34.0, 31.0, 29.0, 27.0], low=0.20),
+        run("study-bahdanau", "bahdanau", [36.0, 34.0, 32.0, 30.0], low=0.30, nll=(-0.7, -0.5)),
+        run("study-luong-dot", "luong_dot", [34.0, 31.0, 29.0, 27.0], low=0.20, nll=(-0.4, 0.1)),
         run("study-luong-general", "luong_general", [33.0, 29.0, 26.0, 20.0], low=-0.05),
         run("study-luong-concat", "luong_concat", [5.0, 3.0, 2.0, 1.5], learned=False, low=0.1),
-        run("study-transformer", "transformer", [38.0, 35.0, 33.0, 31.0], low=0.25),
+        run("study-transformer", "transformer", [38.0, 35.0, 33.0, 31.0], low=0.25, nll=(0.1, 0.3)),
         run(
             "study-bahdanau-single",
             "bahdanau",
@@ -333,6 +339,22 @@ def test_sections_come_in_order_with_nll_and_the_control_sentence():
     assert "1,000,000 target tokens" in text and "90 minutes" in text
     assert "study-rnn-context's NLL rises the most from k = 1 to k = 4 (2.100 -> 3.450 nats" in text
     assert "study-luong-concat (not rated) | 2.100 |" in text  # in the table, not the sentence
+    # the rise against the reference's, with its interval; a model without one shows "-"
+    assert (
+        "study-bahdanau | 2.100 | 2.233 | 2.367 | 2.500 | +0.400 | -0.600 [-0.700, -0.500] |"
+        in text
+    )
+    assert "| -0.150 [-0.400, +0.100] |" in text and "| +0.200 [+0.100, +0.300] |" in text
+    assert "study-luong-general | 2.100 | 2.415 | 2.730 | 3.045 | +0.945 | - |" in text
+    finding = (
+        "Without search: the NLL of 1 of 3 rated attention models rises less than "
+        "study-rnn-context's from k = 1 to k = 4 (interval below 0): study-bahdanau. It rises "
+        "more for study-transformer (interval above 0). No difference is shown for "
+        "study-luong-dot (interval through 0)."
+    )
+    assert finding in text.split("## Search-free evidence")[1]
+    assert finding in text.split("## Verdict")[1].split("## Seeds")[0]  # pointed to there too
+    assert report_markdown(study())[1]["nll"] == finding
     assert "are not part of the bottleneck verdict" in text
     assert "study-bahdanau-single 0.62 of the reference length, 41.0% ended early" in text
     assert "## Synthetic reversal\n\nNot run (make study-quick)." in text

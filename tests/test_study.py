@@ -13,11 +13,11 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import load_checkpoint, load_for_inference
 from seq2seq.config import ConfigError, load_config
 from seq2seq.data.text import ParallelText, drop_long_sources
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.study.cells import retention_difference_ci
+from seq2seq.study.cells import nll_lines_by_k, nll_rise_difference_ci, retention_difference_ci
 from seq2seq.study.compare import Budget, StudyOptions, compare, load_study_configs
 from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
 from seq2seq.study.multi30k import Multi30kPlan
@@ -169,8 +169,22 @@ def test_compare_writes_report_results_and_plot(multi30k_study):
         assert vs[key] == (None if math.isnan(want[key]) else pytest.approx(want[key])), key
     if vs["difference"] is not None:  # None: a k = 1 BLEU of 0 leaves no retention
         assert vs["low"] <= vs["difference"] <= vs["high"]
+    # the search-free interval: the per-line NLL of each checkpoint, paired over the same units
+    testset, tok = build_eval_set(cfg, 3, 30), Tokenizer.load(out / "tokenizer")
+
+    def lines(name):
+        model = load_for_inference(out / "runs" / name, "cpu")[0]
+        return nll_lines_by_k(model, tok, testset, torch.device("cpu"))
+
+    nll = by["bahdanau-k2"]["nll_vs_reference"]
+    want = nll_rise_difference_ci(lines("bahdanau-k2"), lines("rnn-k2"), testset, 3)
+    for key in ("a", "b", "difference", "low", "high"):
+        assert nll[key] == pytest.approx(want[key], abs=1e-6), key
+    assert nll["units"] == 10 and nll["low"] <= nll["difference"] <= nll["high"]
     assert "NaN" not in (out / "results.json").read_text()
     assert by["rnn-k2"]["vs_reference"] is None and by["transformer-1"]["vs_reference"] is None
+    assert by["rnn-k2"]["nll_vs_reference"] is None  # the reference itself, and controls
+    assert by["transformer-1"]["nll_vs_reference"] is None
     report = (out / "report.md").read_text()
     for name in names:
         assert name in report

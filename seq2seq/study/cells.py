@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
+from seq2seq.data.batch import Batch, token_batches
 from seq2seq.data.text import ParallelText, TokenizedPairs, tokenize_pairs
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.stats import (
@@ -27,9 +29,17 @@ from seq2seq.study.stats import (
     claim_refusal,
     paired_difference_ci,
 )
-from seq2seq.training.validate import _loss
 
-__all__ = ["cell_scores", "nll_by_k", "retention", "retention_difference_ci", "retention_units"]
+__all__ = [
+    "cell_scores",
+    "nll_by_k",
+    "nll_lines_by_k",
+    "nll_rise_difference_ci",
+    "nll_rows",
+    "retention",
+    "retention_difference_ci",
+    "retention_units",
+]
 
 
 def _lines_of(evalset: EvalSet, k: int) -> list[int]:
@@ -199,6 +209,57 @@ def retention_difference_ci(
     return {"a": ret_a(everything), "b": ret_b(everything), **d, "units": len(units)}
 
 
+def nll_lines_by_k(
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    evalset: EvalSet,
+    device: torch.device,
+    batch_tokens: int = 3000,
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Teacher-forced negative log-likelihood of every reference given its source, line by line:
+    how well the model itself scores the right answer, with no search involved.
+
+    Every line counts (no length filter); each k's lines are batched by ``batch_tokens`` padded
+    tokens as validation batches them (a budget below the longest line is raised to fit it);
+    padding never counts, so a line's loss does not depend on its batch. The model runs in eval
+    mode without gradients; its training mode is restored afterwards.
+
+    Returns:
+        k -> (nats, tokens): per line of that k, in evalset order, the un-smoothed loss summed over
+        its reference tokens (EOS included), in nats (float64), and their count (int64).
+
+    Raises:
+        ValueError: a line whose source or reference encodes to no token, or, for a model with a
+            position limit (the Transformer's ``max_positions``), lines longer than it (counted).
+    """
+    out = {}
+    was_training = model.training
+    model.eval()
+    try:
+        for k in sorted(set(evalset.k)):
+            pairs = _encoded(tok, evalset, k, model.max_positions)
+            out[k] = _line_losses(model, pairs, batch_tokens, device)
+    finally:
+        model.train(was_training)
+    return out
+
+
+def _line_losses(model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, device):
+    nats = np.zeros(len(pairs), dtype=np.float64)
+    tokens = np.array([len(t) + 1 for t in pairs.tgt], dtype=np.int64)
+    lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
+    budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
+    with torch.no_grad():
+        for idx in token_batches(*lens, budget, shuffle=False):
+            b = Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)
+            logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
+            loss = F.cross_entropy(
+                logits.float().transpose(1, 2), b.tgt_out, ignore_index=PAD, reduction="none"
+            )  # (B, T), 0 at padding
+            nats[idx] = loss.sum(dim=1).double().cpu().numpy()
+    return nats, tokens
+
+
 def nll_by_k(
     model: Seq2SeqModel,
     tok: Tokenizer,
@@ -206,34 +267,73 @@ def nll_by_k(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> list[dict]:
-    """Teacher-forced negative log-likelihood of the references given the sources, per k: how
-    well the model itself scores the right answer, with no search involved.
-
-    Every line counts (no length filter); each k's lines are batched by ``batch_tokens`` padded
-    tokens as validation batches them (a budget below the longest line is raised to fit it).
-    The model runs in eval mode without gradients; its training mode is restored afterwards.
+    """Teacher-forced NLL per reference token by k (``nll_lines_by_k`` summed over each k).
 
     Returns:
         ``{"k", "nll", "tokens", "sentences"}`` per k (ascending): mean un-smoothed loss in nats
         per reference token (EOS included, padding not), the token count, the line count.
 
     Raises:
-        ValueError: a line whose source or reference encodes to no token, or, for a model with a
-            position limit (the Transformer's ``max_positions``), lines longer than it (counted).
+        ValueError: as ``nll_lines_by_k``.
     """
-    rows = []
-    was_training = model.training
-    model.eval()
-    try:
-        for k in sorted(set(evalset.k)):
-            pairs = _encoded(tok, evalset, k, model.max_positions)
-            with torch.no_grad():
-                loss = _loss(model, pairs, batch_tokens, device)["loss"]
-            tokens = sum(len(t) + 1 for t in pairs.tgt)
-            rows.append({"k": k, "nll": loss, "tokens": tokens, "sentences": len(pairs)})
-    finally:
-        model.train(was_training)
-    return rows
+    return nll_rows(nll_lines_by_k(model, tok, evalset, device, batch_tokens))
+
+
+def nll_rows(lines: dict[int, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+    """``nll_by_k``'s rows from ``nll_lines_by_k``'s lines."""
+    return [
+        {
+            "k": k,
+            "nll": float(nats.sum() / tokens.sum()),
+            "tokens": int(tokens.sum()),
+            "sentences": len(nats),
+        }
+        for k, (nats, tokens) in sorted(lines.items())
+    ]
+
+
+def nll_rise_difference_ci(
+    lines_a: dict[int, tuple[np.ndarray, np.ndarray]],
+    lines_b: dict[int, tuple[np.ndarray, np.ndarray]],
+    evalset: EvalSet,
+    k_hi: int = 4,
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+) -> dict:
+    """Paired bootstrap 95% interval of rise(A) - rise(B), where a model's rise is its NLL per
+    reference token on the ``k_hi`` lines minus that on the k = 1 lines they were joined from
+    (nats; ``nll_lines_by_k``). Units as ``retention_difference_ci``: each joined line with its
+    own single lines, for both models. Below 0: A's loss grows less on long inputs than B's.
+
+    Returns:
+        ``{"a", "b", "difference", "low", "high", "mean", "units"}``: the two rises and their
+        difference in nats per token, the interval, the resampled differences' mean, the units.
+
+    Raises:
+        ValueError: lines missing for k = 1 or ``k_hi``, line counts that do not match the
+            evalset, or as ``retention_units`` and ``paired_difference_ci``.
+    """
+    units = retention_units(evalset, k_hi)  # (U, K) positions among the k = 1 lines
+    want = {1: len(_lines_of(evalset, 1)), k_hi: len(_lines_of(evalset, k_hi))}
+    for name, lines in (("A", lines_a), ("B", lines_b)):
+        got = {k: len(lines[k][0]) if k in lines else 0 for k in want}
+        if got != want:
+            raise ValueError(f"model {name}: NLL of {got} lines by k, the evalset has {want}")
+
+    def stat(lines):
+        n1, t1 = lines[1]
+        nh, th = lines[k_hi]
+
+        def rise(idx: np.ndarray) -> float:
+            u = units[idx].ravel()
+            return float(nh[idx].sum() / th[idx].sum() - n1[u].sum() / t1[u].sum())
+
+        return rise
+
+    rise_a, rise_b = stat(lines_a), stat(lines_b)
+    everything = np.arange(len(units))
+    d = paired_difference_ci(rise_a, rise_b, len(units), n_bootstrap, seed)
+    return {"a": rise_a(everything), "b": rise_b(everything), **d, "units": len(units)}
 
 
 def _encoded(tok: Tokenizer, evalset: EvalSet, k: int, n_pos: int | None) -> TokenizedPairs:

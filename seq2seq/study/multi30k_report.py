@@ -269,6 +269,13 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
                 f" For {', '.join(unclaimed)} no claim can be made either way: a cell the "
                 "comparison rests on is refused or the comparison is missing."
             )
+    searchfree = more.nll_finding(results, runs(results, "main"))
+    if searchfree:
+        lines += [
+            "",
+            f"{searchfree} (Teacher-forced, in the search-free section below, where "
+            "output length plays no part.)",
+        ]
     return lines + ["", overall, ""], overall
 
 
@@ -276,6 +283,7 @@ def report_markdown(results: dict) -> tuple[str, dict]:
     """report.md and the findings stored into results.json."""
     verdict_lines, overall = verdict_section(results)
     seeds_lines, seeds_finding = more.seeds_section(results)
+    nll_lines, nll_finding = more.nll_section(results)
     lines = [
         *setup(results),
         "",
@@ -283,14 +291,14 @@ def report_markdown(results: dict) -> tuple[str, dict]:
         *by_k_section(results),
         *verdict_lines,
         *seeds_lines,
-        *more.nll_section(results),
+        *nll_lines,
         *more.control_section(results),
         *more.reverse_section(results),
         *more.by_length_section(results),
         "![greedy and beam BLEU against k, 95% intervals shaded](bleu_by_k.png)",
         "",
     ]
-    return "\n".join(lines), {"verdict": overall, "seeds": seeds_finding}
+    return "\n".join(lines), {"verdict": overall, "seeds": seeds_finding, "nll": nll_finding}
 
 
 def plot_by_k(results: dict, out: Path) -> Path:

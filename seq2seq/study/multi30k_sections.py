@@ -115,17 +115,25 @@ def seeds_section(results: dict) -> tuple[list[str], str]:
     return lines + [""], " ".join(sentences)
 
 
-def nll_section(results: dict) -> list[str]:
+def nll_section(results: dict) -> tuple[list[str], str]:
     """Teacher-forced NLL per target token by k (no search, so no length penalty or early end),
-    and which model's rises most from k = 1 to k = K."""
+    which model's rises most from k = 1 to k = K, and for each rated attention model its rise
+    minus the reference's with the paired interval. Returns the lines and the search-free
+    finding (one sentence, "" when there is nothing to compare)."""
     ms = [m for m in runs(results, "main") if m.get("nll_by_k")]
     k1, kk = ks(results)[0], ks(results)[-1]
+    ref = results.get("reference")
     head = ["model"] + [f"k={k}" for k in ks(results)] + [f"rise k={k1} to k={kk}"]
+    head += [f"rise minus {ref}'s [95%]"]
     lines = [
         "## Search-free evidence: NLL per target token by k",
         "",
         "Teacher-forced negative log-likelihood of the references, in nats per target token: no "
-        "search, so neither the beam nor an early end can move it.",
+        "search, so neither the beam nor an early end can move it, and no cell is refused for "
+        f"short outputs. The last column: an attention model's rise minus {ref}'s, with the 95% "
+        "paired-bootstrap interval over the same units as the retention (each joined line with "
+        "its own sentences); below 0, its loss grows less on long inputs than the fixed-vector "
+        "reference's.",
         "",
         _row(head),
         _row(["---"] * len(head)),
@@ -139,11 +147,11 @@ def nll_section(results: dict) -> list[str]:
             _row(
                 [name_cell(m)]
                 + [_num(nll.get(k), 3) for k in ks(results)]
-                + [f"{nll[kk] - nll[k1]:+.3f}"]
+                + [f"{nll[kk] - nll[k1]:+.3f}", nll_diff_text(m.get("nll_vs_reference"))]
             )
         )
     if not rise:
-        return lines + ["", "No rated model has its NLL recorded.", ""]
+        return lines + ["", "No rated model has its NLL recorded.", ""], ""
     order = sorted(rise, key=lambda n: rise[n][1] - rise[n][0])
     top, low = order[-1], order[0]
     text = (
@@ -155,7 +163,45 @@ def nll_section(results: dict) -> list[str]:
             f", {low}'s the least ({rise[low][0]:.3f} -> {rise[low][1]:.3f}, "
             f"{rise[low][1] - rise[low][0]:+.3f})"
         )
-    return lines + ["", text + ".", ""]
+    finding = nll_finding(results, ms)
+    return lines + ["", text + ".", *(["", finding] if finding else []), ""], finding
+
+
+def nll_diff_text(v: dict | None) -> str:
+    """A rise difference in nats per token with its interval, or "-"."""
+    if not v or v.get("low") is None:
+        return "-"
+    return f"{v['difference']:+.3f} [{v['low']:+.3f}, {v['high']:+.3f}]"
+
+
+def nll_finding(results: dict, ms: list[dict]) -> str:
+    """Which rated attention models' NLL rises less than the reference's (interval below 0),
+    more (above 0), or not distinguishably; "" when no rated attention model has the interval."""
+    ref = results.get("reference")
+    k1, kk = ks(results)[0], ks(results)[-1]
+    compared = [
+        m
+        for m in ms
+        if m["attention"]
+        and m["learned"]
+        and (m.get("nll_vs_reference") or {}).get("low") is not None
+    ]
+    if not compared:
+        return ""
+    less = [m["name"] for m in compared if m["nll_vs_reference"]["high"] < 0]
+    more = [m["name"] for m in compared if m["nll_vs_reference"]["low"] > 0]
+    tied = [m["name"] for m in compared if m["name"] not in less + more]
+    text = (
+        f"Without search: the NLL of {len(less)} of {len(compared)} rated attention models "
+        f"rises less than {ref}'s from k = {k1} to k = {kk} (interval below 0)"
+        + (f": {', '.join(less)}" if less else "")
+        + "."
+    )
+    if more:
+        text += f" It rises more for {', '.join(more)} (interval above 0)."
+    if tied:
+        text += f" No difference is shown for {', '.join(tied)} (interval through 0)."
+    return text
 
 
 def control_section(results: dict) -> list[str]:
