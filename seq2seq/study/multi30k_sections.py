@@ -90,26 +90,42 @@ def seeds_section(results: dict) -> tuple[list[str], str]:
         text = "No rated attention model has seed runs."
         return lines + ["", text, ""], text
     head = ["model", "seed", "run", "reference run", "difference greedy [95%]", "holds"]
+    head.append("NLL rise minus the reference's [95%]")
     lines += ["", _row(head), _row(["---"] * len(head))]
     sentences = []
     for base in attend:
-        failed = []
+        failed, nll_less = [], []
         for m in groups[base]:
             r = refs.get(m["seed"])
             if r is None:
                 failed.append(f"{m['seed']} (no reference run with that seed)")
-                lines.append(_row([base, str(m["seed"]), m["name"], "-", "-", "not tested"]))
+                lines.append(_row([base, str(m["seed"]), m["name"], "-", "-", "not tested", "-"]))
                 continue
+            nv = m.get("nll_vs_reference")
+            if nv and nv.get("high") is not None and nv["high"] < 0:
+                nll_less.append(str(m["seed"]))
             kind, words = verdict(results, m, r)
             if kind != "reproduces":
                 failed.append(f"{m['seed']} ({words})")
             v = (m.get("vs_reference") or {}).get("greedy")
             cells = [base, str(m["seed"]), m["name"], r["name"], diff_text(v)]
-            lines.append(_row(cells + ["yes" if kind == "reproduces" else "no"]))
+            cells += ["yes" if kind == "reproduces" else "no", nll_diff_text(nv)]
+            lines.append(_row(cells))
         if failed:
             sentences.append(f"{base}: the verdict fails for seed " + "; seed ".join(failed) + ".")
         else:
             sentences.append(f"{base}: the verdict holds for every seed.")
+        if len(nll_less) == len(groups[base]):
+            sentences.append(
+                f"{base}: without search, its NLL rises less than the reference's for every "
+                "seed (intervals below 0)."
+            )
+        else:
+            sentences.append(
+                f"{base}: without search, its NLL rises less than the reference's (interval "
+                f"below 0) for seed {', '.join(nll_less) or 'none'} of "
+                f"{', '.join(str(m['seed']) for m in groups[base])}."
+            )
     lines += ["", "Each attention seed against the reference's run with the same seed:", ""]
     lines += [f"- {s}" for s in sentences]
     return lines + [""], " ".join(sentences)
@@ -201,6 +217,32 @@ def nll_finding(results: dict, ms: list[dict]) -> str:
         text += f" It rises more for {', '.join(more)} (interval above 0)."
     if tied:
         text += f" No difference is shown for {', '.join(tied)} (interval through 0)."
+    ref_m = by_name(results, ref) if ref else None
+    fixed = [
+        m
+        for m in ms
+        if not m["attention"]
+        and m["learned"]
+        and ref_m
+        and m["name"] != ref
+        and m.get("nll_by_k")
+        and ref_m.get("nll_by_k")
+    ]
+    for m in fixed:  # a smaller rise is not attention's alone when a fixed-vector model has it
+        nll, rn = ({r["k"]: r["nll"] for r in x["nll_by_k"]} for x in (m, ref_m))
+        if nll[kk] - nll[k1] < rn[kk] - rn[k1]:
+            text += (
+                f" The fixed-vector {m['name']}'s rises less than {ref}'s too "
+                f"({nll[kk] - nll[k1]:+.3f} against {rn[kk] - rn[k1]:+.3f} nats, from a k = "
+                f"{k1} loss of {nll[k1]:.3f} against {rn[k1]:.3f}): a smaller rise alone does "
+                "not single out attention"
+                + (
+                    f"; a model that already scores the references worse at k = {k1} has less "
+                    "to lose."
+                    if nll[k1] > rn[k1]
+                    else "."
+                )
+            )
     return text
 
 
