@@ -121,11 +121,12 @@ study-quick: install
 # bahdanau, luong_dot/general/concat, transformer; configs/study/multi30k/, each the zoo config plus
 # the study's data and budget) and two single-pair controls (the zero-shot length-generalisation
 # experiment), trained from scratch on single and joined pairs (k = 1..4) until each has seen
-# STUDY_TOKENS target tokens, STUDY_JOBS at a time (one torch thread each); then each decoded
-# (STUDY_JOBS at a time too) on test_2016_flickr joined k = 1..4 at a time, greedily and with beam
-# 5 at the length penalty (0.6..1.4) best on validation (joined the same way): BLEU with 95%
-# bootstrap intervals, brevity penalty, length ratio, cut and early shares per cell, NLL by k,
-# each attention model's retention against rnn_context with a paired interval. Finished runs and
+# STUDY_TOKENS target tokens, STUDY_JOBS at a time (one torch thread each), each scored in its
+# worker as soon as it is trained: decoded on test_2016_flickr joined k = 1..4 at a time, greedily
+# and with beam 5 at the length penalty (0.6..1.4) best on validation (joined the same way): BLEU
+# with 95% bootstrap intervals, brevity penalty, length ratio, cut and early shares per cell, NLL
+# by k; then each attention model's retention and NLL rise against rnn_context, each with a
+# paired interval. Finished runs and
 # decodings under $(STUDY_DIR) are reused on a rerun. study-seeds adds seeds 2 and 3 of the
 # decisive pair (rnn_context and the rated attention model whose retention is closest to it) and
 # rewrites the report with the seed table. On a GPU
