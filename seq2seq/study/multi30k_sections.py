@@ -115,6 +115,8 @@ def seeds_section(results: dict) -> tuple[list[str], str]:
             sentences.append(f"{base}: the verdict fails for seed " + "; seed ".join(failed) + ".")
         else:
             sentences.append(f"{base}: the verdict holds for every seed.")
+        if not any((m.get("nll_vs_reference") or {}).get("low") is not None for m in groups[base]):
+            continue  # results from before the NLL interval: nothing to say
         if len(nll_less) == len(groups[base]):
             sentences.append(
                 f"{base}: without search, its NLL rises less than the reference's for every "
