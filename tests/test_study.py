@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -447,3 +448,52 @@ def test_reverse_study_reports_exact_match(tmp_path):
     assert "## Exact match (%) by source length (greedy)" in report
     assert results["findings"]["exact"] in report
     assert (tmp_path / "out" / "exact_by_length.png").is_file()
+
+
+@pytest.mark.e2e  # two trainings in worker processes, stopped by SIGTERM
+def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
+    """``kill`` or ``timeout`` signal compare's own process only: it passes SIGTERM on to its
+    worker processes, which save last.pt (a rerun resumes from it), and no worker outlives it."""
+    import signal
+    import time
+
+    from seq2seq.study.synth import write_corpus
+
+    write_corpus("reverse", 300, 1, 12, 6, tmp_path / "rev", seed=3)
+    data = {
+        "src_lang": "src",
+        "tgt_lang": "tgt",
+        "train": str(tmp_path / "rev" / "train"),
+        "valid": str(tmp_path / "rev" / "val"),
+        "test": str(tmp_path / "rev" / "test"),
+        "max_len": 40,
+        "max_valid_pairs": 20,
+    }
+    tok = {"type": "word", "vocab_size": 16}
+    paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau")]
+    out = tmp_path / "out"
+    args = ["compare", *paths, "--out", out, "--budget-steps", 100000, "--exact-match"]
+    args += ["--beams", 1, "--concat-k", 1, "--jobs", 2, "--device", "cpu"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seq2seq", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    logs = [out / "runs" / n / "train_log.jsonl" for n in ("rnn", "bahdanau")]
+    deadline = time.monotonic() + 240
+    while not all(p.is_file() and p.stat().st_size for p in logs):  # both are training
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.5)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    cmdline = {int(c): Path(f"/proc/{c}/cmdline").read_bytes() for c in children}
+    workers = [pid for pid, cmd in cmdline.items() if b"spawn_main" in cmd]  # not the tracker
+    assert len(workers) == 2, cmdline
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-3000:]
+    for n in ("rnn", "bahdanau"):
+        assert (out / "runs" / n / "last.pt").is_file()
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    assert not alive, f"workers left running: {alive}"

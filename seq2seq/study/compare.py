@@ -249,16 +249,46 @@ def train_or_reuse(path: str, cfg: Config, run_dir: Path, tok: Tokenizer) -> Mod
         if same and old.get("best_pt") == _best_stamp(run_dir):
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True)
-    if (run_dir / "last.pt").exists():
-        log.warning("compare: %s holds an unfinished or different run; training afresh", run_dir)
-    log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
-    summary = train(cfg, run_dir, overwrite=True, tokenizer=tok)
+    resume = _interrupted_same_run(run_dir, cfg, tok)
+    if resume:
+        log.info("compare: resuming the interrupted run in %s from its last.pt", run_dir)
+    else:
+        if (run_dir / "last.pt").exists():
+            log.warning("compare: %s holds a different run; training afresh", run_dir)
+        log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
+    summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
     if summary["stopped"] == "interrupted":
         raise KeyboardInterrupt
     atomic_write_text(
         marker, json.dumps({**want, "best_pt": _best_stamp(run_dir), "summary": summary}, indent=2)
     )
     return ModelRun(path, cfg, run_dir, summary, reused=False)
+
+
+def _interrupted_same_run(run_dir: Path, cfg: Config, tok: Tokenizer) -> bool:
+    """Whether ``run_dir/last.pt`` is an unfinished run of exactly ``cfg`` (budget included) with
+    the tokenizer ``tok``: one a Ctrl-C, ``kill`` or crash stopped, which ``--resume`` continues
+    as if never stopped. Anything else (another config, another tokenizer, an unreadable file)
+    is trained afresh."""
+    from seq2seq.checkpoint import load_checkpoint
+
+    last = run_dir / "last.pt"
+    if not last.is_file():
+        return False
+    try:
+        ckpt = load_checkpoint(last)
+        want, got = cfg.model_dump(mode="json"), ckpt["config"]
+        if want["train"]["precision"] == "auto":  # a run records the precision "auto" became
+            got = {**got, "train": {**got["train"], "precision": "auto"}}
+        same = got == want
+        return same and Tokenizer.from_state_dict(ckpt["tokenizer"]).digest() == tok.digest()
+    except Exception as e:  # any unreadable checkpoint: train afresh, and say why
+        log.warning(
+            "compare: %s cannot be resumed (%s)",
+            last,
+            str(e).splitlines()[0] if str(e) else type(e).__name__,
+        )
+        return False
 
 
 def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun:
@@ -306,13 +336,42 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
     if jobs <= 1 or len(calls) <= 1:
         return [fn(*args) for args in calls]
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    import os
+    import signal
+    from concurrent.futures import CancelledError, ProcessPoolExecutor
 
     log.info("compare: %s %d runs, %d at a time (one thread each)", what, len(calls), jobs)
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(fn, *args) for args in calls]
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    futures = []
+
+    def forward(signum, frame):  # kill / timeout signal this process only: pass it on
+        for f in futures:
+            f.cancel()  # the jobs not started yet
+        workers = list(getattr(pool, "_processes", None) or {})  # the workers' pids
+        log.warning("compare: SIGTERM: the running jobs save their runs and stop")
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    try:
+        previous = signal.signal(signal.SIGTERM, forward)
+    except ValueError:  # not the main thread: signals keep their usual effect
+        previous = None
+    try:
+        futures += [pool.submit(fn, *args) for args in calls]
         return [f.result() for f in futures]
+    except BaseException as e:
+        pool.shutdown(wait=True, cancel_futures=True)  # no worker outlives this process
+        if isinstance(e, CancelledError):  # a job SIGTERM cancelled before it started
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def train_all(
