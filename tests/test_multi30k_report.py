@@ -288,11 +288,11 @@ def test_seed_table_and_whether_the_verdict_holds_for_every_seed():
                 for m in group
             ]
             assert f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f}" in row
-    assert "study-bahdanau: the verdict holds for every seed." in seeds
+    assert "study-bahdanau: Figure 2 is reproduced for every seed." in seeds
     # the search-free interval per seed: seed 3's passes through 0
     assert (
-        "| yes | -0.400 [-0.500, -0.300] |" in seeds
-        and "| yes | -0.050 [-0.200, +0.100] |" in seeds
+        "| reproduces | -0.400 [-0.500, -0.300] |" in seeds
+        and "| reproduces | -0.050 [-0.200, +0.100] |" in seeds
     )
     assert (
         "study-bahdanau: without search, its NLL rises less than the reference's (interval below "
@@ -306,8 +306,8 @@ def test_seed_table_and_whether_the_verdict_holds_for_every_seed():
     assert "without search" not in report(res).split("## Seeds")[1].split("## Search-free")[0]
     model(res, "study-bahdanau-s3")["vs_reference"]["greedy"]["low"] = -0.1
     seeds = report(res).split("## Seeds")[1]
-    assert "holds for every seed" not in seeds
-    assert "study-bahdanau: the verdict fails for seed 3 (no difference shown" in seeds
+    assert "reproduced for every seed" not in seeds
+    assert "study-bahdanau: not reproduced for seed 3 (no difference shown" in seeds
     model(res, REF)["learned"] = False
     assert "No verdict by seed: the reference study-rnn-context is not rated" in report(res)
     res["models"] = [m for m in res["models"] if m["role"] != "seed"]

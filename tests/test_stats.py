@@ -139,6 +139,8 @@ def test_claim_refusal_names_each_reason_in_one_line():
     assert claim_refusal(1000, 1.2) is None
     assert claim_refusal(99, 1.0) == "only 99 sentences (fewer than 100)"
     assert claim_refusal(500, 0.85) == "outputs too short (hyp/ref length ratio 0.85, below 0.9)"
+    # a ratio that rounds up to the threshold shows the digit that puts it below
+    assert "ratio 0.897, below 0.9" in claim_refusal(500, 0.897)
     both = claim_refusal(12, 0.5)
     assert both.startswith("only 12 sentences") and "ratio 0.50" in both and "\n" not in both
     assert claim_refusal(12, 0.5, min_n=10, min_ratio=0.4) is None

@@ -290,6 +290,38 @@ def test_cli_errors_are_one_line(tmp_path, synth_corpus, monkeypatch, capsys):
     assert not out.exists()
 
 
+def test_what_a_study_names_is_checked_before_any_training(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
+    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
+    a = write_config(tmp_path, "a", "rnn", data, tok)
+    b = write_config(tmp_path, "b", "bahdanau", data, tok)
+    clash = write_config(tmp_path, "a-seed2", "bahdanau", data, tok)
+    cosine = yaml.safe_load(b.read_text())
+    cosine["name"], cosine["train"]["schedule"] = "cos", "cosine"
+    (tmp_path / "cos.yaml").write_text(yaml.safe_dump(cosine))
+    for configs, args, msg in (
+        ((a, b), ("--reference", "nosuch"), "--reference 'nosuch' is not a main run (a, b)"),
+        ((a, b), ("--seeds", "2", "--seed-models", "nosuch"), "--seed-models: 'nosuch' is not"),
+        ((a, b), ("--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
+        ((a, clash), ("--seeds", "2", "--seed-models", "a"), "the seed copy 'a-seed2' would"),
+        ((a, tmp_path / "cos.yaml"), ("--budget-tokens", 500), "cosine schedule decays over"),
+    ):
+        out = tmp_path / f"o{len(msg)}"
+        code, err = run_main(monkeypatch, capsys, "compare", *configs, "--out", out, *args)
+        assert code == 2 and msg in err, err
+        assert len(err.strip().splitlines()) == 1
+        assert not (out / "runs").exists()  # refused before any training
+    code, err = run_main(
+        monkeypatch, capsys, "synth", "--task", "reverse", "--n", 0, "--out", tmp_path / "s"
+    )
+    assert (
+        code == 2
+        and "--n must be at least 1" in err
+        and not (tmp_path / "s" / "train.src").exists()
+    )
+
+
 def test_long_inputs_join_consecutive_lines(tmp_path):
     for lang, words in (("de", "a b c d e"), ("en", "A B C D E")):
         (tmp_path / f"t.{lang}").write_text("".join(f"{w}\n" for w in words.split()))

@@ -174,6 +174,12 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
     elif budget.tokens is not None:
         raw["train"].update(stops, max_tokens=budget.tokens)
     raw["train"]["device"] = device
+    kind = "--budget-minutes" if budget.minutes is not None else "--budget-tokens"
+    if raw["train"].get("schedule") == "cosine" and (budget.minutes or budget.tokens) is not None:
+        raise ConfigError(
+            f"{source}: {kind} replaces its max_steps, which its cosine schedule decays over; "
+            "use --budget-steps for it, or a schedule without a fixed length"
+        )
     return validate_config(raw, source)
 
 
@@ -506,12 +512,17 @@ def compare(
 
     out = Path(out)
     cfgs = load_study_configs(paths, budget, opts.device)
+    if not (opts.alignment or opts.exact_match):  # what the plan names, before any training
+        from seq2seq.study.multi30k import Multi30kPlan, check_plan
+
+        plan = plan or Multi30kPlan()
+        check_plan(cfgs, plan)
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
     if not (opts.alignment or opts.exact_match):  # real text: the Multi30k half
-        from seq2seq.study.multi30k import Multi30kPlan, run_multi30k
+        from seq2seq.study.multi30k import run_multi30k
 
-        results = run_multi30k(paths, cfgs, out, tok, budget, opts, plan or Multi30kPlan())
+        results = run_multi30k(paths, cfgs, out, tok, budget, opts, plan)
         write_report(results, out)
         return results
     checks = None

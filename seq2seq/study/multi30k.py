@@ -79,9 +79,37 @@ def parse_seeds(spec: str) -> tuple[int, ...]:
         seeds = tuple(int(s) for s in spec.split(","))
     except ValueError:
         seeds = ()
-    if not seeds or min(seeds) < 0:
-        raise ValueError(f"--seeds {spec!r}: give training seeds such as 1,2,3")
+    if not seeds or min(seeds) < 0 or max(seeds) > 2**32 - 1:
+        raise ValueError(f"--seeds {spec!r}: give training seeds from 0 to 2^32 - 1, such as 1,2,3")
     return seeds
+
+
+def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> None:
+    """What ``plan`` names, checked before any training: ``--reference`` a main run,
+    ``--seed-models`` compared configs, and no seed copy (``<name>-seed<s>``) named like a config.
+
+    Raises:
+        ConfigError: one line naming the option and what to do.
+    """
+    max_k = max(c.data.concat_k for c in cfgs)
+    names = [c.name for c in cfgs]
+    if plan.reference is not None:
+        mains = [c.name for c in cfgs if role_of(c, max_k, None) == "main"]
+        if plan.reference not in mains:
+            raise ConfigError(
+                f"--reference {plan.reference!r} is not a main run ({', '.join(mains)})"
+            )
+    if not plan.seeds:
+        return
+    wanted = names if plan.seed_models == "decisive" else plan.seed_models.split(",")
+    wanted = [n.strip() for n in wanted if n.strip()]
+    copies = {c.name for c in seed_configs(cfgs, wanted, plan.seeds)}  # refuses unknown names
+    clash = sorted(copies & set(names))
+    if clash:
+        raise ConfigError(
+            f"--seeds: the seed copy {clash[0]!r} would share its name and run folder with the "
+            "config of that name; rename that config"
+        )
 
 
 def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[int]) -> list:

@@ -22,6 +22,15 @@ _DEFAULTS = inspect.signature(claim_refusal).parameters
 MIN_N, MIN_RATIO = _DEFAULTS["min_n"].default, _DEFAULTS["min_ratio"].default
 
 
+SHORT = {  # a verdict kind, in a table cell
+    "reproduces": "reproduces",
+    "opposite": "opposite",
+    "none": "no difference",
+    "refused": "no claim (refused cell)",
+    "missing": "not recorded",
+}
+
+
 def ks(results: dict) -> list[int]:
     """The k of the eval set, ascending."""
     return sorted(int(k) for k in results["eval_set"]["sentences_per_k"])

@@ -21,6 +21,7 @@ from seq2seq.study import multi30k_sections as more
 from seq2seq.study.multi30k_cells import (
     MIN_N,
     MIN_RATIO,
+    SHORT,
     best_k1,
     by_name,
     cell,
@@ -37,14 +38,6 @@ from seq2seq.study.multi30k_cells import (
     verdict,
 )
 from seq2seq.study.report import WEAK_FRACTION, _num, _row
-
-SHORT = {
-    "reproduces": "reproduces",
-    "opposite": "opposite",
-    "none": "no difference",
-    "refused": "no claim (refused cell)",
-    "missing": "not recorded",
-}
 
 
 def setup(results: dict) -> list[str]:

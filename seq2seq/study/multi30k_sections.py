@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from seq2seq.study.multi30k_cells import (
+    SHORT,
     by_name,
     cell,
     ci_text,
@@ -89,7 +90,7 @@ def seeds_section(results: dict) -> tuple[list[str], str]:
     if not attend:
         text = "No rated attention model has seed runs."
         return lines + ["", text, ""], text
-    head = ["model", "seed", "run", "reference run", "difference greedy [95%]", "holds"]
+    head = ["model", "seed", "run", "reference run", "difference greedy [95%]", "verdict"]
     head.append("NLL rise minus the reference's [95%]")
     lines += ["", _row(head), _row(["---"] * len(head))]
     sentences = []
@@ -109,12 +110,12 @@ def seeds_section(results: dict) -> tuple[list[str], str]:
                 failed.append(f"{m['seed']} ({words})")
             v = (m.get("vs_reference") or {}).get("greedy")
             cells = [base, str(m["seed"]), m["name"], r["name"], diff_text(v)]
-            cells += ["yes" if kind == "reproduces" else "no", nll_diff_text(nv)]
+            cells += [SHORT[kind], nll_diff_text(nv)]
             lines.append(_row(cells))
         if failed:
-            sentences.append(f"{base}: the verdict fails for seed " + "; seed ".join(failed) + ".")
+            sentences.append(f"{base}: not reproduced for seed " + "; seed ".join(failed) + ".")
         else:
-            sentences.append(f"{base}: the verdict holds for every seed.")
+            sentences.append(f"{base}: Figure 2 is reproduced for every seed.")
         if not any((m.get("nll_vs_reference") or {}).get("low") is not None for m in groups[base]):
             continue  # results from before the NLL interval: nothing to say
         if len(nll_less) == len(groups[base]):

@@ -201,7 +201,9 @@ def claim_refusal(
     if n_sentences < min_n:
         reasons.append(f"only {n_sentences} sentences (fewer than {min_n})")
     if length_ratio < min_ratio:
+        digits = 2 if round(length_ratio, 2) < min_ratio else 3  # never "0.90, below 0.9"
         reasons.append(
-            f"outputs too short (hyp/ref length ratio {length_ratio:.2f}, below {min_ratio:g})"
+            f"outputs too short (hyp/ref length ratio {length_ratio:.{digits}f}, below "
+            f"{min_ratio:g})"
         )
     return "; ".join(reasons) or None

@@ -25,12 +25,14 @@ def make_pairs(
     """n (source, target) lines of whitespace-separated symbols.
 
     Raises:
-        ValueError: an empty length range or a vocabulary under 2 symbols.
+        ValueError: an empty length range, a vocabulary under 2 symbols or n < 1.
     """
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= --min-len ({min_len}) <= --max-len ({max_len})")
     if vocab < 2:
         raise ValueError(f"--vocab must be at least 2, got {vocab}")
+    if n < 1:
+        raise ValueError(f"--n must be at least 1 (training pairs), got {n}")
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
