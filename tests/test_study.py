@@ -24,6 +24,8 @@ from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set,
 from seq2seq.study.multi30k import Multi30kPlan
 from seq2seq.study.report import length_finding
 
+from .toys import reverse_data
+
 TINY = {
     "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
     "bahdanau": {
@@ -447,18 +449,8 @@ def test_max_src_words_drops_long_training_sources():
 
 @pytest.mark.e2e  # two models trained by compare
 def test_reverse_study_reports_exact_match(tmp_path):
-    from seq2seq.study.synth import write_corpus
 
-    write_corpus("reverse", 300, 1, 25, 6, tmp_path / "rev", seed=3)
-    data = {
-        "src_lang": "src",
-        "tgt_lang": "tgt",
-        "train": str(tmp_path / "rev" / "train"),
-        "valid": str(tmp_path / "rev" / "val"),
-        "test": str(tmp_path / "rev" / "test"),
-        "max_len": 40,
-        "max_valid_pairs": 20,
-    }
+    data = reverse_data(tmp_path, 300, 25, 40)
     tok = {"type": "word", "vocab_size": 16}
     paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau")]
     opts = StudyOptions(beams=(1,), concat_k=1, n_attention=1, exact_match=True, device="cpu")
@@ -489,18 +481,7 @@ def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
     import signal
     import time
 
-    from seq2seq.study.synth import write_corpus
-
-    write_corpus("reverse", 300, 1, 12, 6, tmp_path / "rev", seed=3)
-    data = {
-        "src_lang": "src",
-        "tgt_lang": "tgt",
-        "train": str(tmp_path / "rev" / "train"),
-        "valid": str(tmp_path / "rev" / "val"),
-        "test": str(tmp_path / "rev" / "test"),
-        "max_len": 40,
-        "max_valid_pairs": 20,
-    }
+    data = reverse_data(tmp_path, 300, 12, 40)
     tok = {"type": "word", "vocab_size": 16}
     paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau")]
     out = tmp_path / "out"

@@ -22,7 +22,9 @@ from seq2seq.study.reverse import (
     sentence_hits,
 )
 from seq2seq.study.reverse_report import plateau_finding
-from seq2seq.study.synth import make_pairs, write_corpus
+from seq2seq.study.synth import make_pairs
+
+from .toys import reverse_data
 
 ROOT = Path(__file__).resolve().parent.parent
 REVERSE_CONFIGS = sorted((ROOT / "configs" / "study" / "reverse").glob("*.yaml"))
@@ -183,16 +185,7 @@ def test_reverse_configs_have_matched_parameter_counts():
 
 @pytest.mark.e2e  # three tiny models trained by compare
 def test_compare_writes_alignment_for_attention_models_only(tmp_path):
-    write_corpus("reverse", 200, 1, 12, 6, tmp_path / "rev", seed=3)
-    data = {
-        "src_lang": "src",
-        "tgt_lang": "tgt",
-        "train": str(tmp_path / "rev" / "train"),
-        "valid": str(tmp_path / "rev" / "val"),
-        "test": str(tmp_path / "rev" / "test"),
-        "max_len": 20,
-        "max_valid_pairs": 20,
-    }
+    data = reverse_data(tmp_path, 200, 12, 20)
     models = {
         "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
         "bahdanau": {

@@ -196,3 +196,20 @@ def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
         logger.setLevel(saved[1])
         logger.propagate = saved[2]
     return code, capsys.readouterr().err
+
+
+def reverse_data(folder, n: int, max_words: int, max_len: int) -> dict:
+    """A reversal corpus of ``n`` training pairs (1..``max_words`` of 6 symbols, seed 3) written
+    into ``folder/rev``, and the config ``data`` section that reads it."""
+    from seq2seq.study.synth import write_corpus
+
+    write_corpus("reverse", n, 1, max_words, 6, folder / "rev", seed=3)
+    return {
+        "src_lang": "src",
+        "tgt_lang": "tgt",
+        "train": str(folder / "rev" / "train"),
+        "valid": str(folder / "rev" / "val"),
+        "test": str(folder / "rev" / "test"),
+        "max_len": max_len,
+        "max_valid_pairs": 20,
+    }
