@@ -126,8 +126,8 @@ study-quick: install
 # and with beam 5 at the length penalty (0.6..1.4) best on validation (joined the same way): BLEU
 # with 95% bootstrap intervals, brevity penalty, length ratio, cut and early shares per cell, NLL
 # by k; then each attention model's retention and NLL rise against rnn_context, each with a
-# paired interval. Finished runs and
-# decodings under $(STUDY_DIR) are reused on a rerun. study-seeds adds seeds 2 and 3 of the
+# paired interval. Finished runs and decodings under $(STUDY_DIR) are reused on a rerun, and a run
+# stopped by Ctrl-C or kill continues from its last.pt. study-seeds adds seeds 2 and 3 of the
 # decisive pair (rnn_context and the rated attention model whose retention is closest to it) and
 # rewrites the report with the seed table. On a GPU
 # (its reverse configs in configs/study/gpu/reverse/ are larger and not parameter-matched):
