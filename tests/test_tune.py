@@ -92,6 +92,8 @@ def test_ties_go_to_the_cheaper_search_so_tuning_never_loses_to_greedy():
     [
         (lambda s: parse_floats(s, "--alphas"), "0,x", "comma-separated numbers"),
         (lambda s: parse_floats(s, "--alphas"), "-1", ">= 0"),
+        (lambda s: parse_floats(s, "--alphas"), "0.6,nan", "finite numbers"),
+        (lambda s: parse_floats(s, "--alphas"), "inf", "finite numbers"),
         (parse_beams, "1,5", "greedy search is always a candidate"),
         (parse_beams, "five", "comma-separated beam sizes"),
     ],

@@ -13,6 +13,7 @@ applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -49,14 +50,15 @@ def parse_floats(spec: str, option: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
 
     Raises:
-        ValueError: empty, not numbers, or negative (named with ``option``).
+        ValueError: empty, not numbers, not finite (nan, inf) or negative (named with
+            ``option``).
     """
     try:
         values = tuple(float(x) for x in spec.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"{option} {spec!r}: give comma-separated numbers, e.g. 0,0.6,1") from None
-    if not values or min(values) < 0:
-        raise ValueError(f"{option} {spec!r}: give one or more numbers >= 0, e.g. 0,0.6,1")
+    if not values or min(values) < 0 or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{option} {spec!r}: give one or more finite numbers >= 0, e.g. 0,0.6,1")
     return values
 
 
