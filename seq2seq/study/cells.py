@@ -15,11 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from seq2seq.data.batch import Batch, token_batches
 from seq2seq.data.text import ParallelText, TokenizedPairs, tokenize_pairs
-from seq2seq.data.tokenizer import PAD, Tokenizer
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.stats import (
@@ -29,6 +27,8 @@ from seq2seq.study.stats import (
     claim_refusal,
     paired_difference_ci,
 )
+from seq2seq.training.loss import row_loss_sums
+from seq2seq.training.validate import eval_batches
 
 __all__ = [
     "cell_scores",
@@ -247,16 +247,10 @@ def nll_lines_by_k(
 def _line_losses(model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, device):
     nats = np.zeros(len(pairs), dtype=np.float64)
     tokens = np.array([len(t) + 1 for t in pairs.tgt], dtype=np.int64)
-    lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
-    budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
     with torch.no_grad():
-        for idx in token_batches(*lens, budget, shuffle=False):
-            b = Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device)
+        for idx, b in eval_batches(pairs, batch_tokens, device):
             logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
-            loss = F.cross_entropy(
-                logits.float().transpose(1, 2), b.tgt_out, ignore_index=PAD, reduction="none"
-            )  # (B, T), 0 at padding
-            nats[idx] = loss.sum(dim=1).double().cpu().numpy()
+            nats[idx] = row_loss_sums(logits, b.tgt_out).double().cpu().numpy()
     return nats, tokens
 
 

@@ -369,13 +369,10 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
     try:
         futures += [pool.submit(fn, *args) for args in calls]
         return [f.result() for f in futures]
-    except BaseException as e:
-        pool.shutdown(wait=True, cancel_futures=True)  # no worker outlives this process
-        if isinstance(e, CancelledError):  # a job SIGTERM cancelled before it started
-            raise KeyboardInterrupt from None
-        raise
+    except CancelledError:  # a job SIGTERM cancelled before it started
+        raise KeyboardInterrupt from None
     finally:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # no worker outlives this process
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

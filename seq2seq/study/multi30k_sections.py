@@ -221,15 +221,12 @@ def nll_finding(results: dict, ms: list[dict]) -> str:
     if tied:
         text += f" No difference is shown for {', '.join(tied)} (interval through 0)."
     ref_m = by_name(results, ref) if ref else None
+    if not (ref_m and ref_m.get("nll_by_k")):
+        return text
     fixed = [
         m
         for m in ms
-        if not m["attention"]
-        and m["learned"]
-        and ref_m
-        and m["name"] != ref
-        and m.get("nll_by_k")
-        and ref_m.get("nll_by_k")
+        if not m["attention"] and m["learned"] and m["name"] != ref and m.get("nll_by_k")
     ]
     for m in fixed:  # a smaller rise is not attention's alone when a fixed-vector model has it
         nll, rn = ({r["k"]: r["nll"] for r in x["nll_by_k"]} for x in (m, ref_m))

@@ -29,3 +29,18 @@ def token_loss_sum(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0
         label_smoothing=label_smoothing,
         reduction="sum",
     )
+
+
+def row_loss_sums(logits: Tensor, tgt_out: Tensor) -> Tensor:
+    """Un-smoothed loss summed over each row's real target tokens (``token_loss_sum`` row by
+    row, with no label smoothing): a sequence's own loss, whatever else shares its batch.
+
+    Args:
+        logits: (B, T, V) unnormalised scores.  tgt_out: (B, T) gold ids, PAD where absent.
+
+    Returns:
+        (B,) float32: Σ over the row's non-PAD positions of the cross-entropy, in nats.
+    """
+    return F.cross_entropy(
+        logits.float().transpose(1, 2), tgt_out, ignore_index=PAD, reduction="none"
+    ).sum(dim=1)

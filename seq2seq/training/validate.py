@@ -7,6 +7,7 @@ Shape notation: B batch, S source length, T target length, V target vocabulary.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 
@@ -49,13 +50,22 @@ def validate(
         model.train()
 
 
-def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device) -> dict:
-    total, n = 0.0, 0
-    lens = [len(s) for s in valid.src], [len(s) for s in valid.tgt]
-    # a budget that fits the longest pair: validation never drops a pair
+def eval_batches(pairs: TokenizedPairs, batch_tokens: int, device) -> Iterator[tuple[list, Batch]]:
+    """(indices into ``pairs``, their Batch on ``device``) for every pair, in a fixed order, by
+    ``batch_tokens`` padded tokens; a budget below the longest pair is raised to fit it, so no
+    pair is ever dropped (validation, and the study's teacher-forced NLL)."""
+    lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
     budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
     for idx in token_batches(*lens, budget, shuffle=False):
-        b = Batch.from_ids([valid.src[i] for i in idx], [valid.tgt[i] for i in idx]).to(device)
+        yield (
+            idx,
+            Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device),
+        )
+
+
+def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device) -> dict:
+    total, n = 0.0, 0
+    for _, b in eval_batches(valid, batch_tokens, device):
         total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))  # (B, T, V)
         n += b.n_tokens
     if n == 0:  # prepare_data refuses such a set; a loss over zero tokens is never reported
