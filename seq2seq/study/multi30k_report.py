@@ -188,8 +188,9 @@ def alpha_lines(results: dict, mains: list[dict]) -> list[str]:
     return lines
 
 
-def verdict_section(results: dict) -> tuple[list[str], str]:
-    """The verdict lines and the overall sentence (also stored as results' finding)."""
+def verdict_section(results: dict, searchfree: str = "") -> tuple[list[str], str]:
+    """The verdict lines and the overall sentence (also stored as results' finding), with the
+    search-free finding (``multi30k_sections.nll_section``'s) pointed to when there is one."""
     ref = by_name(results, results["reference"])
     lines = ["## Verdict", ""]
     if ref is None or not ref["learned"]:
@@ -262,7 +263,6 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
                 f" For {', '.join(unclaimed)} no claim can be made either way: a cell the "
                 "comparison rests on is refused or the comparison is missing."
             )
-    searchfree = more.nll_finding(results, runs(results, "main"))
     if searchfree:
         lines += [
             "",
@@ -274,9 +274,9 @@ def verdict_section(results: dict) -> tuple[list[str], str]:
 
 def report_markdown(results: dict) -> tuple[str, dict]:
     """report.md and the findings stored into results.json."""
-    verdict_lines, overall = verdict_section(results)
-    seeds_lines, seeds_finding = more.seeds_section(results)
     nll_lines, nll_finding = more.nll_section(results)
+    verdict_lines, overall = verdict_section(results, nll_finding)
+    seeds_lines, seeds_finding = more.seeds_section(results)
     lines = [
         *setup(results),
         "",
