@@ -195,6 +195,15 @@ def test_bottleneck(name):
         assert not torch.allclose(outs[0], outs[1], atol=1e-4)
 
 
+@pytest.mark.parametrize("pair", [("rnnencdec", "bahdanau"), ("rnnencdec_lstm_2l", "bahdanau_lstm_2l")])
+def test_rnnencdec_is_bahdanau_without_attention(pair):
+    """The ablation keeps every weight of RNNsearch at its shape; only the attention's are gone."""
+    ablation, search = (tiny_model(n).state_dict() for n in pair)
+    shapes = {k: v.shape for k, v in search.items() if not k.startswith("attention.")}
+    assert {k: v.shape for k, v in ablation.items()} == shapes
+    assert len(shapes) < len(search)  # bahdanau had attention weights to drop
+
+
 @pytest.mark.parametrize("name", ["bahdanau", "bahdanau_lstm_2l", "luong_general_uni", "luong_dot"])
 def test_attention_query_is_previous_state_for_bahdanau_current_for_luong(name):
     """Bahdanau attends with s_{t-1}: the weights at step t do not depend on y_{t-1}, the token fed

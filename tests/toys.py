@@ -10,7 +10,13 @@ import torch
 from seq2seq.data.tokenizer import BOS, EOS
 from seq2seq.models import MODELS, build_model
 from seq2seq.models.base import Seq2SeqModel
-from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
+from seq2seq.models.configs import (
+    BahdanauConfig,
+    LuongConfig,
+    RNNConfig,
+    RNNEncDecConfig,
+    TransformerConfig,
+)
 
 # Every registered model (and the variants whose wiring differs) at toy size; tests/test_models.py
 # checks that each entry of MODELS has one.
@@ -33,6 +39,18 @@ TINY_MODELS = {
         emb_size=16,
         hidden_size=24,
         attention_size=20,
+        maxout_size=16,
+        dropout=0.0,
+        tie_embeddings=True,
+    ),
+    "rnnencdec": RNNEncDecConfig(
+        emb_size=16, hidden_size=24, encoder_hidden_size=12, maxout_size=10, dropout=0.0
+    ),
+    "rnnencdec_lstm_2l": RNNEncDecConfig(
+        cell="lstm",
+        num_layers=2,
+        emb_size=16,
+        hidden_size=24,
         maxout_size=16,
         dropout=0.0,
         tie_embeddings=True,

@@ -82,6 +82,18 @@ class BahdanauConfig(_RNNBase):
         return "bahdanau (additive)"
 
 
+class RNNEncDecConfig(_RNNBase):
+    """``rnnencdec``: RNNsearch's own ablation (Bahdanau et al. 2015, §4.2): the ``bahdanau``
+    decoder with one fixed context c = [→h_S; ←h_1] in place of attention's c_t."""
+
+    name: Literal["rnnencdec"] = "rnnencdec"
+    maxout_size: int = Field(512, ge=1, description="l in appendix A.2.2: the deep output size")
+
+    @property
+    def family(self) -> str:
+        return "rnnencdec (bahdanau, fixed context)"
+
+
 class LuongConfig(_RNNBase):
     """``luong``: multiplicative attention, queried with s_t (Luong et al. 2015)."""
 
@@ -153,6 +165,7 @@ class TransformerConfig(ModelConfigBase):
 MODEL_CONFIGS: tuple[type[ModelConfigBase], ...] = (
     RNNConfig,
     BahdanauConfig,
+    RNNEncDecConfig,
     LuongConfig,
     TransformerConfig,
 )

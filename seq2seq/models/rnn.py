@@ -253,10 +253,11 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     def __init__(self, cfg: BahdanauConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
         super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
         enc, self.he = self.encoder.out_size, cfg.enc_size
-        self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
+        self.static_state_keys = frozenset({"src_mask", "enc_out", "keys", "context"})
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
         self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
-        self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
+        if self.has_attention:  # the fixed-context ablation (models/rnnencdec.py) has none
+            self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
         self.rnn = _rnn(
             cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout, False
         )
@@ -268,18 +269,27 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     def flop_sides(self) -> dict[str, FlopSide]:
         return {**self._flop_sides("W_s", "W_s_c"), **self._attention_flop_sides()}
 
-    def init_state(self, enc: State) -> State:
-        # ←h_1 is the backward half of the final state (the forward half if unidirectional).
+    def _initial_state(self, enc: State) -> State:
+        """s_0 = tanh(W_s ←h_1), with ←h_1 the backward half of the final state (the forward half
+        if unidirectional), and the source mask."""
         back = {"enc_h": enc["enc_h"][..., -self.he :]}
         if self.lstm:
             back["enc_c"] = enc["enc_c"][..., -self.he :]
         state = self._bridge_state(back, self.W_s, self.W_s_c)
-        state.update(
-            src_mask=enc["src_mask"],
-            enc_out=enc["enc_out"],
-            keys=self.attention.project_keys(enc["enc_out"]),
-        )
+        state["src_mask"] = enc["src_mask"]
         return state
+
+    def init_state(self, enc: State) -> State:
+        state = self._initial_state(enc)
+        state.update(enc_out=enc["enc_out"], keys=self.attention.project_keys(enc["enc_out"]))
+        return state
+
+    def _deep_output(self, s: Tensor, emb: Tensor, c: Tensor) -> Tensor:
+        """logits = W_o maxout(U_o s_t + V_o E(y_{t-1}) + C_o c_t), pool size 2 (appendix A.2.2):
+        s (B, T, H), emb (B, T, E), c (B, T, 2He) -> (B, T, V)."""
+        t_pre = self.pre_output(torch.cat([s, emb, c], -1))
+        t_max = t_pre.view(*t_pre.shape[:-1], self.maxout_size, 2).amax(-1)
+        return self.out(t_max)
 
     def _decode(self, tgt_in, state):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
@@ -294,11 +304,9 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
             contexts.append(c)
             weights.append(a)
         s, c = torch.cat(outs, 1), torch.cat(contexts, 1)  # (B, T, H), (B, T, 2He)
-        t_pre = self.pre_output(torch.cat([s, emb, c], -1))  # U_o s + V_o E(y) + C_o c
-        t_max = t_pre.view(*t_pre.shape[:-1], self.maxout_size, 2).amax(-1)  # maxout, pool 2
         rnn_state = self._state(hx)
-        rnn_state.update({k: state[k] for k in self.static_state_keys})
-        return self.out(t_max), torch.cat(weights, 1), rnn_state
+        rnn_state.update({k: state[k] for k in self.static_state_keys if k in state})
+        return self._deep_output(s, emb, c), torch.cat(weights, 1), rnn_state
 
 
 class LuongSeq2Seq(_RNNDecoderModel):
