@@ -195,7 +195,9 @@ def test_bottleneck(name):
         assert not torch.allclose(outs[0], outs[1], atol=1e-4)
 
 
-@pytest.mark.parametrize("pair", [("rnnencdec", "bahdanau"), ("rnnencdec_lstm_2l", "bahdanau_lstm_2l")])
+@pytest.mark.parametrize(
+    "pair", [("rnnencdec", "bahdanau"), ("rnnencdec_lstm_2l", "bahdanau_lstm_2l")]
+)
 def test_rnnencdec_is_bahdanau_without_attention(pair):
     """The ablation keeps every weight of RNNsearch at its shape; only the attention's are gone."""
     ablation, search = (tiny_model(n).state_dict() for n in pair)
