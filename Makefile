@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train bench-decode study study-quick study-seeds clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train bench-decode study study-quick study-seeds study-families clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -115,35 +115,40 @@ study-quick: install
 		--out runs/synth/reverse30 --overwrite
 	$(BIN)/seq2seq compare $(STUDY_CONFIGS)/reverse/*.yaml --out $(STUDY_DIR)/reverse \
 		--concat-k 1 --beams 1 --buckets 10,20,30 --alignment reverse --jobs $(STUDY_JOBS) \
-		$(STUDY_ARGS)
+		--device $(STUDY_DEVICE) $(STUDY_ARGS)
 
-# The whole study: the synthetic half above, then Multi30k: seven model families (rnn, rnn_context,
-# bahdanau, luong_dot/general/concat, transformer; configs/study/multi30k/, each the zoo config plus
-# the study's data and budget) and two single-pair controls (the zero-shot length-generalisation
-# experiment), trained from scratch on single and joined pairs (k = 1..4) until each has seen
-# STUDY_TOKENS target tokens, STUDY_JOBS at a time (one torch thread each), each scored in its
-# worker as soon as it is trained: decoded on test_2016_flickr joined k = 1..4 at a time, greedily
-# and with beam 5 at the length penalty (0.6..1.4) best on validation (joined the same way): BLEU
-# with 95% bootstrap intervals, brevity penalty, length ratio, cut and early shares per cell, NLL
-# by k; then each attention model's retention and NLL rise against rnn_context, each with a
-# paired interval. Finished runs and decodings under $(STUDY_DIR) are reused on a rerun, and a run
-# stopped by Ctrl-C or kill continues from its last.pt. study-seeds adds seeds 2 and 3 of the
-# decisive pair (rnn_context and the rated attention model whose retention is closest to it) and
-# rewrites the report with the seed table. On a GPU
-# (its reverse configs in configs/study/gpu/reverse/ are larger and not parameter-matched):
-#   make study STUDY_CONFIGS=configs/study/gpu STUDY_DIR=runs/study-gpu STUDY_JOBS=1 \
-#        STUDY_TOKENS=4000000
+# The whole study: the synthetic half above, then Multi30k: RNNsearch (bahdanau) against its own
+# ablation with one fixed context (rnnencdec), and the plain fixed-vector rnn as a negative
+# control (configs/study/multi30k/: the zoo configs plus the study's data). Every model trains
+# with one recipe, the same updates for all: STUDY_SINGLE_STEPS on single pairs (its config's
+# learning rate), then STUDY_JOINED_STEPS from that checkpoint on single plus joined pairs
+# (k = 2..4) with the learning rate decaying to 0; STUDY_JOBS at a time, one torch thread each;
+# each scored in its worker as soon as it is trained: test_2016_flickr joined k = 1..4 at a time,
+# greedy and beam 5 at the length penalty best on validation; the single-pair checkpoint is the
+# zero-shot control. One verdict rule rates the pair, the negative control and (with seeds) the
+# null control: competence gate, paired-bootstrap retention interval, the same without the
+# brevity penalty. Finished runs under $(STUDY_DIR) are reused on a rerun; a run stopped by
+# Ctrl-C or kill continues from its last.pt. study-seeds adds seeds 2 and 3 of the pair (the
+# ablation's seed 2 against seed 1 is the null control); study-families rates rnn_context,
+# luong_dot/general/concat and transformer (configs/study/families/) against the same ablation
+# and rewrites the report with them. On a GPU the same recipe and batch sizes:
+#   make study study-seeds STUDY_DIR=runs/study-gpu STUDY_JOBS=1 STUDY_DEVICE=cuda
 # Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, bleu_by_k.png.
-STUDY_TOKENS ?= 700000
-STUDY_JOBS   ?= 2
-STUDY_SEEDS  ?= 1,2,3
+STUDY_SINGLE_STEPS ?= 1800
+STUDY_JOINED_STEPS ?= 500
+STUDY_JOBS         ?= 2
+STUDY_SEEDS        ?= 1,2,3
+STUDY_DEVICE       ?= auto
 STUDY_M30K = SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
-	--out $(STUDY_DIR)/multi30k --budget-tokens $(STUDY_TOKENS) --jobs $(STUDY_JOBS) \
+	--out $(STUDY_DIR)/multi30k --single-steps $(STUDY_SINGLE_STEPS) \
+	--joined-steps $(STUDY_JOINED_STEPS) --jobs $(STUDY_JOBS) --device $(STUDY_DEVICE) \
 	--reverse $(STUDY_DIR)/reverse/results.json
 study: study-quick
 	$(STUDY_M30K) $(STUDY_ARGS)
 study-seeds: install
-	$(STUDY_M30K) --seeds $(STUDY_SEEDS) --seed-models decisive $(STUDY_ARGS)
+	$(STUDY_M30K) --seeds $(STUDY_SEEDS) $(STUDY_ARGS)
+study-families: install
+	$(STUDY_M30K) $(STUDY_CONFIGS)/families/*.yaml --seeds $(STUDY_SEEDS) $(STUDY_ARGS)
 
 # Converged models (issue 16): train each family in BEST to convergence (early stopping, at most
 # 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average

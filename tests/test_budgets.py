@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-from seq2seq.study.compare import Budget, load_study_configs
+from seq2seq.study.plan import Budget, load_study_configs
 from seq2seq.training.loop import train
 
 from .toys import run_main, synth_run_config, synth_run_raw
@@ -137,7 +137,7 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     import contextlib
 
     import seq2seq.training.loop as loop
-    from seq2seq.study.compare import train_or_reuse
+    from seq2seq.study.runs import train_or_reuse
 
     cfg = synth_run_config(synth_corpus, max_steps=6)
     whole = train(cfg, tmp_path / "whole", tokenizer=synth_tokenizer)

@@ -1,381 +1,339 @@
-"""The Multi30k study's report (``write_report`` on ``study: multi30k``): rated models, BLEU by k
-with intervals, the verdict's wording rule, seeds, merged length buckets, the plot, and the
-synthetic reverse report left as it was. A fixture of numbers; nothing is trained."""
+"""The Multi30k study's report (``write_report`` on ``study: multi30k``): the rule stated before
+any table, the overall verdict as ``verdict.overall`` words it, the maturity table, a control that
+passes the rule making it invalid, the figure, byte-identical renders from results.json, and the
+synthetic reverse report left as it was. A fixture of numbers, rated by ``study.verdict``; nothing
+is trained."""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
-import statistics
 
-from seq2seq.study.multi30k_report import report_markdown
-from seq2seq.study.multi30k_sections import merge_tails
+from seq2seq.serve.study import load_study
+from seq2seq.study import verdict
 from seq2seq.study.report import write_report
-from seq2seq.study.stats import claim_refusal
+from seq2seq.study.report.figure import marker_fill, retention_by_k
+from seq2seq.study.report.multi30k import LIMIT, report_markdown
 
 LINES = {1: 1000, 2: 500, 3: 333, 4: 250}
 WORDS = {1: 12.1, 2: 24.3, 3: 36.4, 4: 48.6}
-REF = "study-rnn-context"
+ABLATION, HEADLINE = "study-rnnencdec", "study-bahdanau"
+BAD_WORDS = ("refused", "not reproduced")
 
 
-def by_k(bleus, ratio4=0.98, early4=0.4):
-    cells = []
-    for k, b in zip(LINES, bleus, strict=True):
-        ratio, early = (ratio4, early4) if k == 4 else (0.98, 0.4)
-        cells.append(
-            {
-                "k": k,
-                "sentences": LINES[k],
-                "bleu": b,
-                "low": round(b - 1.3, 1),
-                "high": round(b + 1.3, 1),
-                "bp": round(min(1.0, math.exp(1 - 1 / ratio)), 3),
-                "ratio": ratio,
-                "cut": 0.0,
-                "early": early,
-                "mean_src_words": WORDS[k],
-                "refusal": claim_refusal(LINES[k], ratio),
-            }
-        )
-    return cells
-
-
-def decode(bleus, seconds, **kw):
-    length = [("1-10", 400), ("11-20", 300), ("21-30", 152), ("31-40", 45), ("41+", 2)]
-    return {
-        "seconds": seconds,
-        "bleu": bleus[0],
-        "chrf": 55.0,
-        "by_k": by_k(bleus, **kw),
-        "by_length": [
-            {"bucket": b, "sentences": n, "bleu": bleus[0] - 2 * i}
-            for i, (b, n) in enumerate(length)
-        ],
-    }
-
-
-def vs(a, b, low, high):
-    return {"a": a, "b": b, "difference": a - b, "low": low, "high": high, "mean": a - b}
-
-
-def run(
-    name, family, bleus, *, role="main", seed=1, base=None, learned=True, low=None, nll=None, **kw
-):
-    """One run; ``low`` (with high = low + 0.25) sets its paired retention difference against
-    the reference; None for the reference and the fixed-vector models. ``nll``: (low, high) of
-    the paired interval on its NLL rise minus the reference's, or None."""
-    attention = family not in ("rnn", "rnn_context")
-    kept = bleus[3] / bleus[0]
-    beam = [b + 1.0 for b in bleus]
-    cmp = nll_cmp = None
-    if nll is not None:
-        nll_cmp = {"a": 0.3, "b": 0.9, "difference": sum(nll) / 2, "low": nll[0], "high": nll[1]}
-    if low is not None:
-        cmp = {
-            label: {**vs(kept, 14.0 / 32.0, low, low + 0.25), "units": 250}
-            for label in ("greedy", "beam")
+def cells(bleus, ratio1=1.0, ratio=0.98):
+    return [
+        {
+            "k": k,
+            "sentences": LINES[k],
+            "bleu": b,
+            "low": round(b - 1.3, 1),
+            "high": round(b + 1.3, 1),
+            "bp": round(min(1.0, math.exp(1 - 1 / (ratio1 if k == 1 else ratio))), 3),
+            "bleu_nobp": b + 0.5,
+            "ratio": ratio1 if k == 1 else ratio,
+            "cut": 6.0 if k == 4 and ratio > 1.1 else 0.0,
+            "early": 0.4,
+            "mean_src_words": WORDS[k],
         }
+        for k, b in zip(LINES, bleus, strict=True)
+    ]
+
+
+def curve(gain_last_quarter=0.3, steps=1200, points=12):
+    """[[step, BLEU]]: rises, then gains ``gain_last_quarter`` over the last quarter."""
+    every = steps // points
+    out = []
+    for i in range(1, points + 1):
+        step = i * every
+        bleu = 20.0 + 10.0 * min(1.0, step / (0.75 * steps))
+        if step > 0.75 * steps:
+            bleu += gain_last_quarter * (step - 0.75 * steps) / (0.25 * steps)
+        out.append([step, round(bleu, 2)])
+    return out
+
+
+def entry(name, model, bleus, *, role, seed=1, copy_of=None, ratio1=1.0, gain=0.3, ratio=0.98):
+    stage = {"target_tokens": 600_000, "train_seconds": 900.0, "target_tokens_per_s": 666.7}
+    length = [("1-10", 400), ("11-20", 300), ("21-30", 152), ("31-40", 45), ("41+", 2)]
+    by_length = [
+        {"bucket": b, "sentences": n, "bleu": bleus[0] - 2 * i} for i, (b, n) in enumerate(length)
+    ]
+    greedy = {"bleu": bleus[0], "chrf": 55.0, "by_k": cells(bleus, ratio1, ratio)}
+    beam = {"bleu": bleus[0] + 1, "chrf": 56.0, "by_k": cells([b + 1 for b in bleus], ratio1)}
     return {
         "name": name,
-        "model": family.split("_")[0] if family != "rnn_context" else "rnn",
-        "family": family,
-        "attention": attention,
-        "role": role,
-        "base": base or name,
+        "base": copy_of or name,
         "seed": seed,
-        "train_concat_k": 1 if role == "control" else 4,
+        "copy": copy_of is not None,
+        "role": role,
+        "model": model,
+        "family": model,
+        "attention": model not in ("rnn", "rnnencdec"),
         "parameters": 8_517_184,
-        "train_seconds": 700.1,
-        "target_tokens": 1_000_123,
-        "steps": 420,
-        "best_step": 400,
+        "steps": 1800,
+        "target_tokens": 1_200_000,
+        "train_seconds": 1800.0,
         "decodes": {
-            "greedy": decode(bleus, 20.1, **kw),
-            "beam": {**decode(beam, 60.0, **kw), "beam": 5, "alpha": 1.0},
+            "greedy": {**greedy, "by_length": by_length, "seconds": 20.0},
+            "beam": {**beam, "by_length": by_length, "seconds": 60.0, "beam": 5, "alpha": 1.0},
         },
-        "alpha_sweep": [
-            {"alpha": a, "bleu": bleus[0] - abs(a - 1.0), "ratio": 0.9 + a / 10}
-            for a in (0.6, 1.0, 1.4)
-        ],
+        "alpha_sweep": [{"alpha": a, "bleu": 30.0, "ratio": 0.95} for a in (0.6, 1.0, 1.4)],
         "nll_by_k": [
-            {"k": k, "nll": 2.1 + (k - 1) * 0.8 * (1 - kept), "tokens": 14000} for k in LINES
+            {"k": k, "nll": 2.0 + 0.1 * k, "tokens": 14_000, "sentences": LINES[k]} for k in LINES
         ],
-        "retention": {"greedy": kept, "beam": beam[3] / beam[0]},
-        "vs_reference": cmp,
-        "nll_vs_reference": nll_cmp,
-        "learned": learned,
+        "caption_gap": {
+            str(k): {"gap": 0.02 * k, "low": 0.01 * k, "high": 0.03 * k, "units": LINES[k]}
+            for k in (2, 3, 4)
+        },
+        "stages": {
+            "single": {**stage, "steps": 1200, "lr": 0.001, "schedule": "inverse_sqrt"}
+            | {"reused": False, "valid_curve": curve(gain)},
+            "joined": {**stage, "steps": 600, "lr": 0.0005, "schedule": "cosine"}
+            | {"reused": False, "valid_curve": [[600, 28.0]]},
+        },
+        "zero_shot": {"greedy": {"by_k": cells([b - 1 for b in bleus[:1]] + [5.0, 3.0, 2.0])}},
+        "score_seconds": 120.0,
     }
 
 
-def study(reverse=None):
-    models = [
-        run("study-rnn", "rnn", [30.0, 24.0, 19.0, 15.0]),
-        run(REF, "rnn_context", [32.0, 25.0, 19.5, 14.0]),
-        run("study-bahdanau", "bahdanau", [36.0, 34.0, 32.0, 30.0], low=0.30, nll=(-0.7, -0.5)),
-        run("study-luong-dot", "luong_dot", [34.0, 31.0, 29.0, 27.0], low=0.20, nll=(-0.4, 0.1)),
-        run("study-luong-general", "luong_general", [33.0, 29.0, 26.0, 20.0], low=-0.05),
-        run("study-luong-concat", "luong_concat", [5.0, 3.0, 2.0, 1.5], learned=False, low=0.1),
-        run("study-transformer", "transformer", [38.0, 35.0, 33.0, 31.0], low=0.25, nll=(0.1, 0.3)),
-        run(
-            "study-bahdanau-single",
-            "bahdanau",
-            [35.0, 22.0, 14.0, 9.0],
-            role="control",
-            ratio4=0.62,
-            early4=41.0,
-        ),  # fmt: skip
-        run(
-            "study-transformer-single",
-            "transformer",
-            [37.0, 20.0, 11.0, 6.0],
-            role="control",
-            ratio4=0.55,
-            early4=52.0,
-        ),  # fmt: skip
+def stats(difference, low, high, nobp, a=0.8):
+    return {
+        "retention": {"a": a, "b": a - difference, "difference": difference, "low": low}
+        | {"high": high, "mean": difference, "units": 250},
+        "retention_nobp": {"a": a, "b": a - nobp, "difference": nobp},
+    }
+
+
+REPRODUCES = stats(0.20, 0.12, 0.28, 0.15)
+THROUGH_ZERO = stats(0.01, -0.05, 0.07, 0.0)
+
+
+def study(pair_stats=None, reverse=None, **changes):
+    """The results dict of a study: ablation, headline, negative rnn, one family and seed copies
+    2 and 3 of the pair, rated by ``verdict`` with ``pair_stats`` (role or name -> stats;
+    headline pairs reproduce and the controls do not, by default). ``changes``: model name ->
+    fields of ``entry`` to change."""
+    specs = [
+        (ABLATION, "rnnencdec", [30.0, 24.0, 19.0, 15.0], "ablation", 1, None),
+        (HEADLINE, "bahdanau", [34.0, 32.0, 30.0, 28.0], "headline", 1, None),
+        ("study-rnn", "rnn", [28.0, 22.0, 17.0, 13.0], "negative", 1, None),
+        ("study-transformer", "transformer", [36.0, 34.0, 32.0, 30.0], "family", 1, None),
     ]
-    for s, (a, r) in {2: ([35.0, 33.0, 31.5, 29.0], [31.0, 24.0, 19.0, 13.0]),
-                      3: ([36.5, 34.0, 32.5, 30.5], [32.5, 26.0, 20.0, 15.0])}.items():  # fmt: skip
-        models.append(run(f"{REF}-s{s}", "rnn_context", r, role="seed", seed=s, base=REF))
-        models.append(
-            run(
-                f"study-bahdanau-s{s}",
-                "bahdanau",
-                a,
-                role="seed",
-                seed=s,
-                base="study-bahdanau",
-                low=0.2 + 0.05 * s,
-                nll=(-0.5, -0.3) if s == 2 else (-0.2, 0.1),
-            )  # fmt: skip
-        )
+    for s in (2, 3):
+        specs.append((f"{ABLATION}-seed{s}", "rnnencdec", [29.0, 23.5, 18.5, 14.5], "ablation", s))
+        specs[-1] += (ABLATION,)
+        specs.append((f"{HEADLINE}-seed{s}", "bahdanau", [33.5, 31.0, 29.5, 27.5], "headline", s))
+        specs[-1] += (HEADLINE,)
+    models = [
+        entry(n, mo, b, role=r, seed=s, copy_of=c, **changes.get(n, {}))
+        for n, mo, b, r, s, c in specs
+    ]
+    by = {m["name"]: m for m in models}
+    ablation = {1: ABLATION, 2: f"{ABLATION}-seed2", 3: f"{ABLATION}-seed3"}
+    pairs = [("headline", HEADLINE, ABLATION)]
+    pairs += [("headline", f"{HEADLINE}-seed{s}", ablation[s]) for s in (2, 3)]
+    pairs += [("negative", "study-rnn", ABLATION), ("family", "study-transformer", ABLATION)]
+    pairs += [("null", ablation[2], ABLATION)]
+    given = pair_stats or {}
+    rows = []
+    for role, a, b in pairs:
+        default = REPRODUCES if role in ("headline", "family") else THROUGH_ZERO
+        pair = copy.deepcopy(given.get(a, given.get(role, default)))
+        rows.append(verdict.rate_pair(by[a], by[b], pair, role))
+    diffs = [r["retention"]["difference"] for r in rows if r["role"] == "headline"]
+    seeds = verdict.seed_interval(diffs)
     return {
         "study": "multi30k",
-        "budget": "1000000 target tokens per model",
-        "budget_tokens": 1_000_000,
-        "machine": "x86_64 CPU, 2 cores (torch threads: 2), torch 2.13.0+cpu",
+        "recipe": {"single_steps": 1200, "joined_steps": 600, "concat_k": 4}
+        | {"single_validations": 12, "words": "1200 updates on single pairs, then 600 joined"},
+        "machine": "x86_64 CPU, 2 cores, torch 2.13.0+cpu",
         "wall_seconds": 5400.0,
-        "design": "From scratch at equal target tokens, one shared tokenizer.",
-        "tokenizer": {"type": "sentencepiece", "vocab_size": 8000},
+        "tokenizer": {"type": "sentencepiece", "vocab_size": 8000, "sha256": "ab" * 32},
         "eval_set": {
             "origin": "multi30k test_2016_flickr",
             "sentences_per_k": {str(k): n for k, n in LINES.items()},
+            "valid_lines": 1014,
         },
-        "reference": REF,
+        "buckets": [10, 20, 30, 40, 50, 60],
         "beam": {"size": 5, "alphas": [0.6, 1.0, 1.4]},
+        "seeds": [1, 2, 3],
         "models": models,
+        "verdict": {"rows": rows, "seed_interval": seeds, "overall": verdict.overall(rows, seeds)},
         "reverse": reverse,
     }
 
 
-def model(res, name):
-    return next(m for m in res["models"] if m["name"] == name)
+def section(text: str, head: str) -> str:
+    return text.split(head, 1)[1].split("\n## ", 1)[0]
 
 
-def report(res) -> str:
-    return report_markdown(res)[0]
-
-
-def test_rated_models_show_intervals_and_an_unrated_one_is_named_with_its_reason():
+def test_the_rule_comes_before_any_table_and_the_overall_words_follow_it():
     res = study()
-    text = report(res)
-    table = text.split("## BLEU by k (greedy, the headline)")[1].split("## BLEU by k (beam")[0]
-    for m in res["models"]:
-        if m["role"] == "main" and m["learned"]:
-            c = m["decodes"]["greedy"]["by_k"]
-            row = next(x for x in table.splitlines() if x.startswith(f"| {m['name']} |"))
-            for cell in c:
-                assert f"{cell['bleu']:.1f} [{cell['low']:.1f}, {cell['high']:.1f}]" in row
-            assert f"| {100 * m['retention']['greedy']:.0f}% |" in row
-    assert (
-        "- study-luong-concat: not rated: its k = 1 BLEU 5.0 is below 25% of the best (38.0)."
-        in text
-    )
-    assert "| study-luong-concat (not rated) |" in table
-    assert "study-bahdanau-single" not in table  # controls are not headline rows
-    assert "alpha 0.6: BLEU (ratio)" in text
-
-
-def test_reproduces_only_when_the_interval_lies_above_zero():
-    above, through = study(), study()
-    model(through, "study-bahdanau")["vs_reference"]["greedy"]["low"] = -0.02
-    assert "- study-bahdanau: Reproduces Figure 2" in report(above)
-    text = report(through)
-    assert "- study-bahdanau: Reproduces Figure 2" not in text
-    assert "- study-bahdanau: no difference shown (the interval includes 0)" in text
-    assert "- study-transformer: Reproduces Figure 2" in text  # the others are untouched
-
-
-def test_a_refused_greedy_cell_hands_the_verdict_to_the_tuned_beam_or_withholds_it():
-    for name in ("study-bahdanau", REF):
-        res = study()
-        greedy4 = model(res, name)["decodes"]["greedy"]["by_k"][3]
-        greedy4["ratio"], greedy4["refusal"] = 0.85, claim_refusal(250, 0.85)
-        text = report(res)
-        assert "- study-bahdanau: Reproduces Figure 2; greedy" not in text
-        assert (
-            "- study-bahdanau: Reproduces Figure 2 with the tuned beam (a greedy cell is "
-            f"refused: {name} k = 4 (outputs too short (hyp/ref length ratio 0.85" in text
-        )
-        assert f"- {name}, k = 4: outputs too short (hyp/ref length ratio 0.85" in text
-        assert "| reproduces (beam) |" in text
-        # the beam's interval decides: through 0, no difference is shown
-        model(res, "study-bahdanau")["vs_reference"]["beam"].update(low=-0.1, high=0.2)
-        text = report(res)
-        assert "- study-bahdanau: no difference shown with the tuned beam (a greedy cell" in text
-        assert "For study-bahdanau, study-luong-general the verdict does not come out as" in text
-        # both decodings refused: the interval excluding 0 makes no claim
-        beam4 = model(res, name)["decodes"]["beam"]["by_k"][3]
-        beam4["ratio"], beam4["refusal"] = 0.8, claim_refusal(250, 0.8)
-        text = report(res)
-        assert "- study-bahdanau: no claim: the greedy interval excludes 0, but a cell it " in text
-        assert f"and so is one of the tuned beam's (greedy: {name} k = 4 (outputs too short" in (
-            text
-        )
-        assert f"beam: {name} k = 4 (outputs too short (hyp/ref length ratio 0.80" in text
-        assert "| no claim (refused cell) |" in text
-    # a ratio under 0.9 is refused even when compare recorded no reason
-    res = study()
-    for label in ("greedy", "beam"):
-        c = model(res, "study-bahdanau")["decodes"][label]["by_k"][3]
-        c["ratio"], c["refusal"] = 0.85, None
-    text = report(res)
-    assert "- study-bahdanau: Reproduces Figure 2" not in text
-    assert "For study-bahdanau no claim can be made either way" in text
-    assert "study-bahdanau the verdict does not come out" not in text
-
-
-def test_the_opposite_when_the_interval_lies_below_zero_and_the_overall_sentence():
-    res = study()
-    text = report(res)
-    assert "3 of 4 rated attention models reproduce Figure 2 against study-rnn-context" in text
-    assert "For study-luong-general the verdict does not come out as Bahdanau et al. found" in text
-    assert "opposite of Figure 2" not in text
-    model(res, "study-luong-general")["vs_reference"]["greedy"].update(low=-0.4, high=-0.1)
-    assert (
-        "- study-luong-general: the opposite of Figure 2: study-luong-general keeps less than "
-        "study-rnn-context" in report(res)
-    )
-    for m in res["models"]:
-        if m["vs_reference"]:
-            m["vs_reference"]["greedy"].update(low=0.1, high=0.3)
-    text = report(res)
-    assert "4 of 4 rated attention models" in text and "does not come out" not in text
-    model(res, REF)["learned"] = False
-    text = report(res)
-    assert (
-        "No verdict can be drawn: the reference study-rnn-context is not rated: its k = 1" in text
-    )
-    assert "Reproduces Figure 2" not in text
-
-
-def test_seed_table_and_whether_the_verdict_holds_for_every_seed():
-    res = study()
-    text = report(res)
-    seeds = text.split("## Seeds")[1].split("## Search-free")[0]
-    for base in ("study-bahdanau", REF):
-        group = [m for m in res["models"] if m["base"] == base and m["role"] in ("main", "seed")]
-        assert len(group) == 3
-        row = next(x for x in seeds.splitlines() if x.startswith(f"| {base} |"))
-        for i, scale in ((0, 1), (3, 1), (None, 100)):
-            xs = [
-                scale
-                * (
-                    m["retention"]["greedy"]
-                    if i is None
-                    else m["decodes"]["greedy"]["by_k"][i]["bleu"]
-                )
-                for m in group
-            ]
-            assert f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f}" in row
-    assert "study-bahdanau: Figure 2 is reproduced for every seed." in seeds
-    # the search-free interval per seed: seed 3's passes through 0
-    assert (
-        "| reproduces | -0.400 [-0.500, -0.300] |" in seeds
-        and "| reproduces | -0.050 [-0.200, +0.100] |" in seeds
-    )
-    assert (
-        "study-bahdanau: without search, its NLL rises less than the reference's (interval below "
-        "0) for seed 1, 2 of 1, 2, 3." in seeds
-    )
-    model(res, "study-bahdanau-s3")["nll_vs_reference"]["high"] = -0.01
-    every = "study-bahdanau: without search, its NLL rises less than the reference's for every seed"
-    assert every in report(res)
-    for m in res["models"]:  # results written before the NLL interval existed: no NLL sentence
-        m["nll_vs_reference"] = None
-    assert "without search" not in report(res).split("## Seeds")[1].split("## Search-free")[0]
-    model(res, "study-bahdanau-s3")["vs_reference"]["greedy"]["low"] = -0.1
-    seeds = report(res).split("## Seeds")[1]
-    assert "reproduced for every seed" not in seeds
-    assert "study-bahdanau: not reproduced for seed 3 (no difference shown" in seeds
-    model(res, REF)["learned"] = False
-    assert "No verdict by seed: the reference study-rnn-context is not rated" in report(res)
-    res["models"] = [m for m in res["models"] if m["role"] != "seed"]
-    assert "## Seeds\n\nNot run (make study-seeds)." in report(res)
-
-
-def test_merge_tails_gives_every_bucket_100_lines_and_keeps_the_total():
-    sizes = [400, 300, 152, 45, 2]
-    rows = [
-        {"bucket": b, "sentences": n, "bleu": 30.0 - i}
-        for i, (b, n) in enumerate(
-            zip(["1-10", "11-20", "21-30", "31-40", "41+"], sizes, strict=True)
-        )
-    ]
-    merged = merge_tails(rows)
-    assert [r["sentences"] for r in merged] == [400, 300, 199]
-    assert sum(r["sentences"] for r in merged) == sum(sizes)
-    assert [r["bucket"] for r in merged] == ["1-10", "11-20", "21+"]
-    assert merged[-1]["bleu"] == (28.0 * 152 + 27.0 * 45 + 26.0 * 2) / 199
-    front = merge_tails(
-        [{"bucket": "1-10", "sentences": 30}, {"bucket": "11-20", "sentences": 200}]
-    )
-    assert [(r["bucket"], r["sentences"]) for r in front] == [("1-20", 230)]
-    assert "| 21+ (n=199)* |" in report(study())
-
-
-def test_sections_come_in_order_with_nll_and_the_control_sentence():
-    text = report(study())
+    text, findings = report_markdown(res)
+    words = res["verdict"]["overall"]["words"]
+    assert res["verdict"]["overall"]["kind"] == "reproduces"
+    assert findings["verdict"] == words and findings["kind"] == "reproduces"
+    rule, first_table = text.index("**The rule.**"), text.index("\n| ")
+    assert rule < text.index(words) < first_table
+    paragraph = text[rule:].split("\n", 1)[0]
+    assert "[0.9, 1.1]" in paragraph and "less than 1 BLEU point" in paragraph
+    assert "paired-bootstrap 95% interval above 0" in paragraph
+    assert "without its brevity penalty is at least 0" in paragraph
+    assert "the rule is invalid and no conclusion is drawn" in paragraph
+    assert "over 5% of lines" in paragraph
     heads = [
         "# Bottleneck versus attention on Multi30k",
-        "## Rated models",
-        "## BLEU by k (greedy, the headline)",
-        "## BLEU by k (beam 5, length penalty alpha chosen on validation)",
-        "## Verdict",
-        "## Seeds",
-        "## Search-free evidence: NLL per target token by k",
-        "## Length generalisation (a separate, zero-shot control)",
-        "## Synthetic reversal",
-        "## By length in words",
+        "## Setup",
+        "## Maturity (the competence gate)",
+        "## Verdict by pair",
         "](bleu_by_k.png)",
+        "## Per-cell diagnostics (greedy)",
+        "## Tuned beam by k (beam 5)",
+        "## Per-caption NLL in context",
+        "## NLL by k",
+        "## Zero-shot control",
+        "## Synthetic reversal",
+        LIMIT,
+        "## Against Bahdanau et al. (2015, Figure 2)",
     ]
     at = [text.index(h) for h in heads]
     assert at == sorted(at)
-    assert "each k over the same 1,000 sentences" in text
-    assert "1,000,000 target tokens" in text and "90 minutes" in text
-    assert "study-rnn-context's NLL rises the most from k = 1 to k = 4 (2.100 -> 3.450 nats" in text
-    assert "study-luong-concat (not rated) | 2.100 |" in text  # in the table, not the sentence
-    # the rise against the reference's, with its interval; a model without one shows "-"
-    assert (
-        "study-bahdanau | 2.100 | 2.233 | 2.367 | 2.500 | +0.400 | -0.600 [-0.700, -0.500] |"
-        in text
-    )
-    assert "| -0.150 [-0.400, +0.100] |" in text and "| +0.200 [+0.100, +0.300] |" in text
-    assert "study-luong-general | 2.100 | 2.415 | 2.730 | 3.045 | +0.945 | - |" in text
-    finding = (
-        "Without search: the NLL of 1 of 3 rated attention models rises less than "
-        "study-rnn-context's from k = 1 to k = 4 (interval below 0): study-bahdanau. It rises "
-        "more for study-transformer (interval above 0). No difference is shown for "
-        "study-luong-dot (interval through 0). The fixed-vector study-rnn's rises less than "
-        "study-rnn-context's too (+1.200 against +1.350 nats, from a k = 1 loss of 2.100 against "
-        "2.100): a smaller rise alone does not single out attention."
-    )
-    assert finding in text.split("## Search-free evidence")[1]
-    assert finding in text.split("## Verdict")[1].split("## Seeds")[0]  # pointed to there too
-    assert report_markdown(study())[1]["nll"] == finding
-    assert "are not part of the bottleneck verdict" in text
-    assert "study-bahdanau-single 0.62 of the reference length, 41.0% ended early" in text
+    assert "captions of about 12 source words each" in text and "up to 30 or 50 words" in text
     assert "## Synthetic reversal\n\nNot run (make study-quick)." in text
+    for bad in BAD_WORDS:
+        assert bad not in text.lower()
+
+
+def test_setup_states_the_recipe_and_each_stages_minutes_and_tokens():
+    text = report_markdown(study())[0]
+    setup = section(text, "## Setup")
+    assert "Recipe: 1200 updates on single pairs, then 600 joined." in setup
+    assert "took 90 minutes" in setup and "k = 4: 250 lines, 48.6 source words" in setup
+    row = next(x for x in setup.splitlines() if x.startswith(f"| {HEADLINE} |"))
+    assert (
+        row == f"| {HEADLINE} | headline | 1 | 1200 | 600,000 | 15.0 | 600 | 600,000 | 15.0 | 2.0 |"
+    )
+
+
+def test_the_maturity_table_lists_every_entry_with_its_gate():
+    res = study(**{"study-transformer": {"ratio1": 0.82}, "study-rnn": {"gain": 2.5}})
+    text = report_markdown(res)[0]
+    table = section(text, "## Maturity (the competence gate)")
+    for m in res["models"]:
+        assert f"| {m['name']} | " in table
+    row = next(x for x in table.splitlines() if x.startswith(f"| {HEADLINE}-seed2 |"))
+    assert "| headline (seed 2 copy) |" in row and row.endswith("| 1.000 | yes |")
+    assert "| 30.0 @900, 30.1 @1000, 30.2 @1100, 30.3 @1200 | +0.30 |" in table
+    row = next(x for x in table.splitlines() if x.startswith("| study-transformer |"))
+    assert "| not competent: k = 1 greedy length ratio 0.820 outside [0.9, 1.1] |" in row
+    assert "| 35.0 [33.7, 36.3] | 36.0 [34.7, 37.3] | 0.820 |" in row  # zero-shot, fine-tuned
+    row = next(x for x in table.splitlines() if x.startswith("| study-rnn |"))
+    assert "| +2.50 |" in row and "not competent: validation BLEU still rising" in row
+    family = section(text, "## Verdict by pair")
+    assert "| not competent |" in family and "study-transformer vs study-rnnencdec" in family
+    for bad in BAD_WORDS:
+        assert bad not in text.lower()
+
+
+def test_a_headline_model_that_is_not_competent_gives_no_claim():
+    res = study(**{f"{HEADLINE}-seed3": {"ratio1": 1.2}})
+    text, findings = report_markdown(res)
+    assert res["verdict"]["overall"]["kind"] == "not competent"
+    assert findings["verdict"].startswith("No claim: a headline model is not competent")
+    assert f"**Verdict.** {findings['verdict']}" in text
+    assert "No comparison with Figure 2 is drawn: a headline model is not competent." in text
+    for bad in BAD_WORDS:
+        assert bad not in text.lower()
+
+
+def test_the_verdict_table_has_one_row_per_pair_and_the_seed_line():
+    res = study({f"{HEADLINE}-seed3": stats(0.10, 0.02, 0.18, 0.05)})
+    text = report_markdown(res)[0]
+    table = section(text, "## Verdict by pair")
+    rows = [x for x in table.splitlines() if x.startswith("| ") and "---" not in x][1:]
+    assert len(rows) == len(res["verdict"]["rows"]) == 6
+    assert rows[0] == (
+        f"| headline | {HEADLINE} vs {ABLATION} | 80.0% / 60.0% | +20.0 [+12.0, +28.0] | +15.0 "
+        "| reproduces |"
+    )
+    assert "| null | study-rnnencdec-seed2 vs study-rnnencdec |" in table
+    assert "| no difference shown |" in table
+    s = res["verdict"]["seed_interval"]
+    assert s["n"] == 3 and s["low"] > 0
+    assert (
+        f"Seeds: mean greedy retention difference {100 * s['mean']:+.1f} points, 95% t-interval "
+        f"[{100 * s['low']:+.1f}, {100 * s['high']:+.1f}] over n = 3 seeds." in table
+    )
+
+
+def test_a_control_that_reproduces_makes_the_rule_invalid():
+    for role in ("negative", "null"):
+        res = study({role: REPRODUCES})
+        text, findings = report_markdown(res)
+        assert res["verdict"]["overall"]["kind"] == "rule invalid"
+        assert findings["verdict"].startswith("The rule is invalid, so no conclusion is drawn")
+        table = section(text, "## Verdict by pair")
+        assert "| reproduces (a control: the rule is invalid) |" in table
+        assert f"- The {role} control reproduces: the rule is invalid here" in table
+        assert "No comparison with Figure 2 is drawn: a control passed the rule." in text
+
+
+def test_diagnostics_flag_length_and_never_take_a_cell_out():
+    res = study(**{"study-rnn": {"ratio": 1.2}, "study-transformer": {"ratio": 0.85}})
+    text = report_markdown(res)[0]
+    diag = section(text, "## Per-cell diagnostics (greedy)")
+    assert "| study-rnn | 4 | 250 | 13.0 [11.7, 14.3] | 13.5 | 1.200 | 6.0 | 0.4 | long, cut |" in (
+        diag
+    )
+    assert (
+        "| study-transformer | 2 | 500 | 34.0 [32.7, 35.3] | 34.5 | 0.850 | 0.0 | 0.4 | short |"
+        in (diag)
+    )
+    assert f"| {HEADLINE} | 1 | 1,000 | 34.0 [32.7, 35.3] | 34.5 | 1.000 | 0.0 | 0.4 | - |" in diag
+    beam = section(text, "## Tuned beam by k (beam 5)")
+    assert f"| {HEADLINE} | 1 | 35.0 [33.7, 36.3] | 33.0 [31.7, 34.3] |" in beam
+    nll = section(text, "## Per-caption NLL in context")
+    assert f"| {HEADLINE} | +0.040 [+0.020, +0.060] | +0.060 [+0.030, +0.090] |" in nll
+    assert f"| {HEADLINE} | 2.100 | 2.200 | 2.300 | 2.400 | +0.300 |" in section(
+        text, "## NLL by k"
+    )
+    shot = section(text, "## Zero-shot control")
+    assert (
+        "reported apart from the verdict" in shot and f"| {HEADLINE} | 33.0 [31.7, 34.3] |" in shot
+    )
+
+
+def test_write_report_draws_the_figure_and_renders_twice_the_same(tmp_path):
+    res = study(**{"study-transformer": {"ratio1": 0.82}})
+    res["verdict"]["rows"][3]["retention"]["difference"] = float("nan")  # a k = 1 BLEU of 0
+    write_report(res, tmp_path / "a")
+    png = (tmp_path / "a" / "bleu_by_k.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    assert not list((tmp_path / "a").glob(".*.tmp"))
+    raw = (tmp_path / "a" / "results.json").read_text()
+    assert "NaN" not in raw
+    saved = json.loads(raw)
+    assert saved["findings"]["verdict"] == res["verdict"]["overall"]["words"]
+    assert res["findings"] == saved["findings"]
+    write_report(copy.deepcopy(saved), tmp_path / "b")
+    first = (tmp_path / "a" / "report.md").read_bytes()
+    assert (tmp_path / "b" / "report.md").read_bytes() == first
+    assert report_markdown(saved)[0].encode() == first
+    # the web page still reads the Multi30k schema
+    page = load_study(tmp_path / "a")
+    assert page["modes"] == ["greedy", "beam"] and page["budget"] is None
+    assert page["findings"] == saved["findings"]["verdict"]
+
+
+def test_hollow_markers_for_a_model_that_is_not_competent():
+    res = study(**{"study-transformer": {"ratio1": 0.82}})
+    fills = {m["name"]: marker_fill(m) for m in res["models"]}
+    assert fills["study-transformer"] == "none"
+    assert {n for n, f in fills.items() if f == "full"} == set(fills) - {"study-transformer"}
+    m = next(m for m in res["models"] if m["name"] == HEADLINE)
+    assert retention_by_k(m, [1, 2, 3, 4]) == [100.0, 100 * 32 / 34, 100 * 30 / 34, 100 * 28 / 34]
 
 
 def reverse_results():
@@ -425,36 +383,20 @@ def reverse_results():
     }
 
 
-def test_write_report_draws_the_png_and_leaves_the_reverse_report_as_it_was(tmp_path):
+def test_the_reverse_section_and_the_synthetic_report_are_left_as_they_were(tmp_path):
     res = study(reverse=reverse_results())
     write_report(res, tmp_path / "m30k")
-    png = (tmp_path / "m30k" / "bleu_by_k.png").read_bytes()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
-    saved = json.loads((tmp_path / "m30k" / "results.json").read_text())
-    assert saved["study"] == "multi30k" and "3 of 4" in saved["findings"]["verdict"]
     text = (tmp_path / "m30k" / "report.md").read_text()
     assert "### Reverse table (greedy" in text and "| bahdanau | 100,000 |" in text
     assert not (tmp_path / "m30k" / "bleu_by_length.png").exists()
-    assert not list((tmp_path / "m30k").glob(".*.tmp"))
 
     rev = copy.deepcopy(reverse_results())
     write_report(rev, tmp_path / "rev")
     text = (tmp_path / "rev" / "report.md").read_text()
     assert text.startswith("# Bottleneck versus attention\n")
     assert "## Reverse table (greedy" in text and "## Exact match (%) by source length" in text
+    assert rev["findings"]["plateau"] in text
     assert (tmp_path / "rev" / "bleu_by_length.png").exists()
     assert (tmp_path / "rev" / "exact_by_length.png").exists()
     assert not (tmp_path / "rev" / "bleu_by_k.png").exists()
     assert json.loads((tmp_path / "rev" / "results.json").read_text())["alignment"] == "reverse"
-
-
-def test_the_spread_of_target_tokens_over_the_runs_is_stated():
-    res = study()
-    counts = [700_000 + 2_000 * i for i in range(len(res["models"]))]
-    for m, n in zip(res["models"], counts, strict=True):
-        m["target_tokens"] = n
-    lo, hi = min(counts), max(counts)
-    spread = f"{100 * (hi - lo) / lo:.1f}% apart"
-    assert f"Target tokens trained on: {lo:,} to {hi:,} over {len(counts)} runs ({spread}" in (
-        report(res)
-    )

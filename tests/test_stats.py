@@ -1,5 +1,5 @@
-"""The study's statistics: BLEU intervals equal sacreBLEU's own, paired bootstrap differences and
-the claim guard."""
+"""The study's statistics: BLEU intervals equal sacreBLEU's own, BLEU without its brevity penalty,
+and one-sample and paired bootstrap intervals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from seq2seq.evaluation.metrics import corpus_score
-from seq2seq.study.stats import BleuStats, bleu_ci, claim_refusal, paired_difference_ci
+from seq2seq.study.stats import (
+    BleuStats,
+    bleu_ci,
+    bootstrap_ci,
+    paired_difference_ci,
+)
 
 from .conftest import synth_pairs
 
@@ -77,7 +82,18 @@ def test_bleu_stats_score_equals_corpus_bleu():
     assert s.length_ratio() == whole.sys_len / whole.ref_len
 
 
-# ---- paired_difference_ci ----------------------------------------------------------------------
+def test_bleu_stats_score_without_brevity_penalty():
+    hyps, refs = fixture_pairs()
+    short = [" ".join(h.split()[: len(h.split()) // 2 + 1]) for h in hyps]
+    for h in (hyps, short):
+        s, whole = BleuStats(h, refs), BLEU().corpus_score(h, [refs])
+        assert s.score_nobp() == pytest.approx(whole.score / whole.bp, rel=1e-12)
+        assert s.score_nobp() == pytest.approx(np.exp(np.mean(np.log(whole.precisions))), rel=1e-12)
+    assert BleuStats(short, refs).score() < BleuStats(short, refs).score_nobp()
+    assert BleuStats(["", ""], refs[:2]).score_nobp() == 0.0  # no hypothesis token: bp 0
+
+
+# ---- paired_difference_ci and bootstrap_ci ------------------------------------------------------
 
 
 def test_a_system_against_itself_differs_by_exactly_zero():
@@ -124,23 +140,25 @@ def test_retention_over_joined_lines_as_in_the_docstring():
     assert d["difference"] == pytest.approx(want) and d["low"] > 0
 
 
+def test_one_sample_bootstrap_draws_the_paired_resamples():
+    """bootstrap_ci of one statistic is paired_difference_ci against a constant 0: the same
+    resamples, the same percentile rule."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(1.0, 2.0, 50)
+    d = bootstrap_ci(lambda i: float(x[i].mean()), 50, n_bootstrap=400, seed=9)
+    p = paired_difference_ci(lambda i: float(x[i].mean()), lambda i: 0.0, 50, 400, seed=9)
+    assert d == {"value": p["difference"], "low": p["low"], "high": p["high"], "mean": p["mean"]}
+    assert d["value"] == pytest.approx(x.mean())
+    means = np.sort([x[i].mean() for i in np.random.default_rng(9).choice(50, (400, 50))])
+    assert (d["low"], d["high"]) == (means[10], means[389])  # 400 // 40 = 10
+    with pytest.raises(ValueError, match="at least one unit"):
+        bootstrap_ci(lambda i: 0.0, n=0)
+    with pytest.raises(ValueError, match="at least 2"):
+        bootstrap_ci(lambda i: 0.0, n=3, n_bootstrap=1)
+
+
 def test_paired_difference_refuses_empty_or_single_resamples():
     with pytest.raises(ValueError, match="at least one unit"):
         paired_difference_ci(lambda i: 0.0, lambda i: 0.0, n=0)
     with pytest.raises(ValueError, match="at least 2"):
         paired_difference_ci(lambda i: 0.0, lambda i: 0.0, n=3, n_bootstrap=1)
-
-
-# ---- claim guard -------------------------------------------------------------------------------
-
-
-def test_claim_refusal_names_each_reason_in_one_line():
-    assert claim_refusal(100, 0.9) is None
-    assert claim_refusal(1000, 1.2) is None
-    assert claim_refusal(99, 1.0) == "only 99 sentences (fewer than 100)"
-    assert claim_refusal(500, 0.85) == "outputs too short (hyp/ref length ratio 0.85, below 0.9)"
-    # a ratio that rounds up to the threshold shows the digit that puts it below
-    assert "ratio 0.897, below 0.9" in claim_refusal(500, 0.897)
-    both = claim_refusal(12, 0.5)
-    assert both.startswith("only 12 sentences") and "ratio 0.50" in both and "\n" not in both
-    assert claim_refusal(12, 0.5, min_n=10, min_ratio=0.4) is None

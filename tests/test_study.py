@@ -3,8 +3,6 @@ inputs joined from real lines, scores by length, a report whose findings follow 
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import subprocess
 import sys
@@ -14,20 +12,24 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.checkpoint import load_checkpoint, load_for_inference
 from seq2seq.config import ConfigError, load_config
 from seq2seq.data.text import ParallelText, drop_long_sources
-from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.study.cells import nll_lines_by_k, nll_rise_difference_ci, retention_difference_ci
-from seq2seq.study.compare import Budget, StudyOptions, compare, load_study_configs
+from seq2seq.study.compare import compare
 from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
-from seq2seq.study.multi30k import Multi30kPlan
+from seq2seq.study.plan import Budget, StudyOptions, load_study_configs
 from seq2seq.study.report import length_finding
 
 from .toys import reverse_data
 
 TINY = {
     "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
+    "rnnencdec": {
+        "name": "rnnencdec",
+        "emb_size": 16,
+        "hidden_size": 24,
+        "encoder_hidden_size": 12,
+        "maxout_size": 16,
+    },
     "bahdanau": {
         "name": "bahdanau",
         "emb_size": 16,
@@ -93,160 +95,6 @@ def study_data(tmp_path_factory, multi30k_slice):
     return {**slice_data(multi30k_slice), "test": str(d / "test")}
 
 
-@pytest.fixture(scope="module")
-def multi30k_study(tmp_path_factory, study_data):
-    """Three tiny models (rnn and bahdanau on joined pairs, a single-pair transformer) compared
-    for 3 updates each through the command line, two trained at a time (--jobs 2)."""
-    tmp = tmp_path_factory.mktemp("study")
-    tok = {"vocab_size": 300}
-    paths = [
-        write_config(tmp, "rnn-k2", "rnn", study_data, tok, concat_k=2),
-        write_config(tmp, "bahdanau-k2", "bahdanau", study_data, tok, concat_k=2),
-        write_config(tmp, "transformer-1", "transformer", study_data, tok),
-    ]
-    out = tmp / "out"
-    r = run_cli(
-        "compare",
-        *paths,
-        "--out",
-        out,
-        "--budget-steps",
-        3,
-        "--concat-k",
-        3,
-        "--concat-n",
-        30,
-        "--beams",
-        "1,2",
-        "--attention-n",
-        2,
-        "--jobs",
-        2,  # two trainings at a time in worker processes
-        "--device",
-        "cpu",
-    )
-    assert r.returncode == 0, r.stderr
-    return paths, out, r
-
-
-@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
-def test_compare_writes_report_results_and_plot(multi30k_study):
-    paths, out, r = multi30k_study
-    results = json.loads((out / "results.json").read_text())
-    assert results["study"] == "multi30k"
-    assert results["machine"].endswith("; 2 runs at a time, one torch thread each")  # --jobs 2
-    names = [m["name"] for m in results["models"]]
-    assert names == ["rnn-k2", "bahdanau-k2", "transformer-1"]
-    # 40 test lines, then the first 30 joined 2 at a time (15) and 3 at a time (10)
-    assert results["eval_set"]["sentences_per_k"] == {"1": 40, "2": 15, "3": 10}
-    roles = {m["name"]: m["role"] for m in results["models"]}
-    assert roles == {"rnn-k2": "main", "bahdanau-k2": "main", "transformer-1": "control"}
-    assert results["reference"] == "rnn-k2"  # the only fixed-vector rnn
-    for m in results["models"]:
-        assert m["steps"] == 3 and m["parameters"] > 0 and not m["reused"]
-        assert set(m["decodes"]) == {"greedy", "beam"}
-        for d in m["decodes"].values():
-            assert [c["k"] for c in d["by_k"]] == [1, 2, 3]
-            assert [c["sentences"] for c in d["by_k"]] == [40, 15, 10]
-            assert sum(row["sentences"] for row in d["by_length"]) == 65
-            for c in d["by_k"]:  # every cell is refused here: fewer than 100 lines
-                assert c["low"] <= c["bleu"] + 1e-9 and "fewer than 100" in c["refusal"]
-        sweep = m["alpha_sweep"]
-        assert [row["alpha"] for row in sweep] == [0.6, 0.8, 1.0, 1.2, 1.4]
-        assert m["decodes"]["beam"]["alpha"] == max(sweep, key=lambda x: x["bleu"])["alpha"]
-        assert [row["k"] for row in m["nll_by_k"]] == [1, 2, 3]
-        assert all(row["tokens"] > 0 and row["nll"] > 0 for row in m["nll_by_k"])
-    by = {m["name"]: m for m in results["models"]}
-    vs = by["bahdanau-k2"]["vs_reference"]["greedy"]
-    assert vs["units"] == 10  # the k = 3 lines, each with the 3 test lines it joins
-    # scored in worker processes (--jobs 2): the interval rests on the hypotheses they wrote
-    cfg = load_study_configs(paths[:1], Budget(steps=3), "cpu")[0]
-
-    def hyps(name):
-        return (out / "runs" / name / "decode" / "test.greedy.txt").read_text().split("\n")[:-1]
-
-    want = retention_difference_ci(
-        hyps("bahdanau-k2"), hyps("rnn-k2"), build_eval_set(cfg, 3, 30), 3
-    )
-    for key in ("a", "b", "difference", "low", "high"):  # NaN is stored as None
-        assert vs[key] == (None if math.isnan(want[key]) else pytest.approx(want[key])), key
-    if vs["difference"] is not None:  # None: a k = 1 BLEU of 0 leaves no retention
-        assert vs["low"] <= vs["difference"] <= vs["high"]
-    # the search-free interval: the per-line NLL of each checkpoint, paired over the same units
-    testset, tok = build_eval_set(cfg, 3, 30), Tokenizer.load(out / "tokenizer")
-
-    def lines(name):
-        model = load_for_inference(out / "runs" / name, "cpu")[0]
-        return nll_lines_by_k(model, tok, testset, torch.device("cpu"))
-
-    nll = by["bahdanau-k2"]["nll_vs_reference"]
-    want = nll_rise_difference_ci(lines("bahdanau-k2"), lines("rnn-k2"), testset, 3)
-    for key in ("a", "b", "difference", "low", "high"):
-        assert nll[key] == pytest.approx(want[key], abs=1e-6), key
-    assert nll["units"] == 10 and nll["low"] <= nll["difference"] <= nll["high"]
-    assert "NaN" not in (out / "results.json").read_text()
-    assert by["rnn-k2"]["vs_reference"] is None and by["transformer-1"]["vs_reference"] is None
-    assert by["rnn-k2"]["nll_vs_reference"] is None  # the reference itself, and controls
-    assert by["transformer-1"]["nll_vs_reference"] is None
-    report = (out / "report.md").read_text()
-    for name in names:
-        assert name in report
-    assert results["findings"]["verdict"] in report
-    assert results["findings"]["verdict"] in r.stdout
-    assert (out / "bleu_by_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
-def test_every_run_gets_the_one_shared_tokenizer(multi30k_study):
-    _, out, _ = multi30k_study
-    shared = Tokenizer.load(out / "tokenizer")
-    for name in ("rnn-k2", "bahdanau-k2", "transformer-1"):
-        ckpt = load_checkpoint(out / "runs" / name / "best.pt")
-        assert Tokenizer.from_state_dict(ckpt["tokenizer"]).src_proto == shared.src_proto
-        assert ckpt["config"]["train"]["max_steps"] == 3  # the budget replaced max_steps 50
-
-
-@pytest.mark.e2e  # three models trained by `seq2seq compare` on the Multi30k slice
-def test_finished_runs_are_reused_seeds_added_and_a_new_budget_retrains(multi30k_study):
-    paths, out, _ = multi30k_study
-    opts = StudyOptions(concat_k=3, concat_n=30, n_attention=0, device="cpu")
-    before = json.loads((out / "results.json").read_text())
-    decoded = sorted((out / "runs").glob("*/decode/*"))
-    stamps = [p.stat().st_mtime_ns for p in decoded]
-    # 3 runs x (test greedy, test tuned beam, 5 validation alphas) x (hypotheses, key)
-    assert len(decoded) == 3 * 7 * 2
-    again = compare(paths[:2], out, Budget(steps=3), opts)
-    assert [m["reused"] for m in again["models"]] == [True, True]
-    assert [p.stat().st_mtime_ns for p in decoded] == stamps  # nothing decoded again
-    for old, new in zip(before["models"], again["models"], strict=False):
-        assert new["decodes"]["beam"]["by_k"] == old["decodes"]["beam"]["by_k"]
-        assert new["train_seconds"] == old["train_seconds"]
-    # a second seed of both: seed 1 is the main run itself, seed 2 trains anew
-    plan = Multi30kPlan(seeds=(1, 2), seed_models="rnn-k2,bahdanau-k2")
-    seeded = compare(paths[:2], out, Budget(steps=3), opts, plan)
-    by = {m["name"]: m for m in seeded["models"]}
-    assert set(by) == {"rnn-k2", "bahdanau-k2", "rnn-k2-seed2", "bahdanau-k2-seed2"}
-    assert by["bahdanau-k2-seed2"]["role"] == "seed" and by["bahdanau-k2-seed2"]["seed"] == 2
-    assert by["bahdanau-k2-seed2"]["base"] == "bahdanau-k2"
-    ckpt = load_checkpoint(out / "runs" / "rnn-k2-seed2" / "best.pt")
-    assert ckpt["config"]["train"]["seed"] == 2
-    # the seed-2 attention model is paired with the seed-2 reference
-    cfg = load_study_configs(paths[:1], Budget(steps=3), "cpu")[0]
-    testset = build_eval_set(cfg, 3, 30)
-
-    def hyps(name):
-        return (out / "runs" / name / "decode" / "test.greedy.txt").read_text().split("\n")[:-1]
-
-    want = retention_difference_ci(hyps("bahdanau-k2-seed2"), hyps("rnn-k2-seed2"), testset, 3)
-    got = by["bahdanau-k2-seed2"]["vs_reference"]["greedy"]
-    assert got["difference"] == pytest.approx(want["difference"], nan_ok=True)
-    assert got["b"] == pytest.approx(want["b"], nan_ok=True)
-    seeds = (out / "report.md").read_text().split("## Seeds")[1].split("## ")[0]
-    assert "| rnn-k2 | 1, 2 |" in seeds and "| bahdanau-k2 | 1, 2 |" in seeds
-    other = compare(paths[:1], out, Budget(steps=4), opts)
-    assert other["models"][0]["reused"] is False and other["models"][0]["steps"] == 4
-
-
 def test_compare_refuses_configs_that_cannot_be_compared(tmp_path, synth_corpus):
     data, tok = slice_data(synth_corpus), {"vocab_size": 300}
     a = write_config(tmp_path, "a", "rnn", data, tok)
@@ -296,18 +144,25 @@ def test_what_a_study_names_is_checked_before_any_training(
     tmp_path, synth_corpus, monkeypatch, capsys
 ):
     data, tok = slice_data(synth_corpus), {"vocab_size": 300}
-    a = write_config(tmp_path, "a", "rnn", data, tok)
+    a = write_config(tmp_path, "a", "rnnencdec", data, tok)
     b = write_config(tmp_path, "b", "bahdanau", data, tok)
-    clash = write_config(tmp_path, "a-seed2", "bahdanau", data, tok)
+    clash = write_config(tmp_path, "a-seed2", "rnn", data, tok)
     cosine = yaml.safe_load(b.read_text())
     cosine["name"], cosine["train"]["schedule"] = "cos", "cosine"
     (tmp_path / "cos.yaml").write_text(yaml.safe_dump(cosine))
+    stages = ("--single-steps", 2, "--joined-steps", 2)
     for configs, args, msg in (
-        ((a, b), ("--reference", "nosuch"), "--reference 'nosuch' is not a main run (a, b)"),
-        ((a, b), ("--seeds", "2", "--seed-models", "nosuch"), "--seed-models: 'nosuch' is not"),
-        ((a, b), ("--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
-        ((a, clash), ("--seeds", "2", "--seed-models", "a"), "the seed copy 'a-seed2' would"),
-        ((a, tmp_path / "cos.yaml"), ("--budget-tokens", 500), "cosine schedule decays over"),
+        ((a, b), (*stages, "--reference", "nosuch"), "--reference 'nosuch' is not a compared"),
+        ((a, b), (*stages, "--headline", "nosuch"), "--headline 'nosuch' is not a compared"),
+        ((a, b), (*stages, "--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
+        ((a, b, clash), (*stages, "--seeds", "2"), "the seed copy 'a-seed2' would"),
+        ((a, b), (), "give --single-steps and --joined-steps"),
+        ((b,), stages, "no rnnencdec config to rate the others against"),
+        (
+            (a, tmp_path / "cos.yaml"),
+            ("--budget-tokens", 500, "--exact-match"),
+            "cosine schedule decays over",
+        ),
     ):
         out = tmp_path / f"o{len(msg)}"
         code, err = run_main(monkeypatch, capsys, "compare", *configs, "--out", out, *args)

@@ -14,6 +14,7 @@ from seq2seq.config import load_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import build_model
 from seq2seq.study.compare import Budget, StudyOptions, compare
+from seq2seq.study.report.reverse import plateau_finding
 from seq2seq.study.reverse import (
     alignment_result,
     check_task,
@@ -21,7 +22,6 @@ from seq2seq.study.reverse import (
     plateau_verdict,
     sentence_hits,
 )
-from seq2seq.study.reverse_report import plateau_finding
 from seq2seq.study.synth import make_pairs
 
 from .toys import reverse_data

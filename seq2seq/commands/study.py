@@ -19,27 +19,42 @@ def compare(
         "--out",
         help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
     ),
+    single_steps: int | None = typer.Option(
+        None,
+        "--single-steps",
+        min=1,
+        help="Real text: updates of the single-pair stage, the same for every model (its "
+        "config's own learning rate and schedule).",
+    ),
+    joined_steps: int | None = typer.Option(
+        None,
+        "--joined-steps",
+        min=1,
+        help="Real text: updates of the fine-tuning stage on single plus joined pairs "
+        "(k = 2..--concat-k) from the single stage's last.pt, the learning rate decaying along "
+        "a cosine to 0; the checkpoint at its last update is the one scored.",
+    ),
     budget_minutes: float | None = typer.Option(
         None,
         "--budget-minutes",
         min=0.01,
-        help="Train every model for this many minutes [default: each config's own stop rule]. "
-        "Configs with a cosine schedule need --budget-steps.",
+        help="Synthetic tasks: train every model for this many minutes [default: each "
+        "config's own stop rule]. Configs with a cosine schedule need --budget-steps.",
     ),
     budget_steps: int | None = typer.Option(
         None,
         "--budget-steps",
         min=1,
-        help="Train every model for this many updates [default: each config's own stop rule].",
+        help="Synthetic tasks: train every model for this many updates [default: each "
+        "config's own stop rule].",
     ),
     budget_tokens: int | None = typer.Option(
         None,
         "--budget-tokens",
         min=1,
-        help="Train every model until it has trained on this many target tokens (EOS included, "
-        "padding not; train.max_tokens), so every model sees the same data whatever its speed "
-        "[default: each config's own stop rule]. Configs with a cosine schedule need "
-        "--budget-steps.",
+        help="Synthetic tasks: train every model until it has trained on this many target "
+        "tokens (EOS included, padding not; train.max_tokens) [default: each config's own stop "
+        "rule]. Configs with a cosine schedule need --budget-steps.",
     ),
     beams: str = typer.Option(
         "1,5",
@@ -93,20 +108,21 @@ def compare(
     reference: str | None = typer.Option(
         None,
         "--reference",
-        help="Real text: the run every attention model's retention is compared with "
-        "[default: the rnn with feed_context, Cho et al. 2014's RNNencdec].",
+        help="Real text: the ablation every other model is rated against [default: the "
+        "rnnencdec config, RNNsearch with one fixed context].",
+    ),
+    headline: str | None = typer.Option(
+        None,
+        "--headline",
+        help="Real text: the attention config paired with the ablation in the verdict "
+        "[default: the bahdanau config, RNNsearch].",
     ),
     seeds: str | None = typer.Option(
         None,
         "--seeds",
-        help="Real text: train --seed-models again with these train.seed values, e.g. 1,2,3 "
-        "(a config's own seed is its main run).",
-    ),
-    seed_models: str = typer.Option(
-        "decisive",
-        "--seed-models",
-        help="Run names for --seeds, comma-separated, or 'decisive': the reference and the "
-        "rated attention model whose retention is closest to it.",
+        help="Real text: train the headline pair again with these train.seed values, e.g. "
+        "1,2,3 (a config's own seed is its main run); the ablation's second seed is the null "
+        "control.",
     ),
     reverse_results: Path | None = typer.Option(
         None,
@@ -127,19 +143,20 @@ def compare(
         help="auto | cpu | cuda, for training and decoding (overrides train.device).",
     ),
 ):
-    """Train each config under the same budget with one shared tokenizer (finished runs in
-    OUT/runs are reused), decode the test set and its lines joined k = 2..--concat-k at a time,
-    and write report.md and results.json into OUT. Real text: greedy and beam 5 at the length
-    penalty best on validation (joined the same way), BLEU with 95% intervals per k, length
-    diagnostics, NLL by k, each attention model's retention against the fixed-vector reference,
-    bleu_by_k.png. Synthetic tasks (--exact-match, --alignment): the --beams decodings, exact
-    match by length, bleu_by_length.png, attention/ maps."""
+    """The bottleneck-versus-attention study. Real text: every config trains with the
+    two-stage recipe (--single-steps on single pairs, then --joined-steps on single plus joined
+    pairs) with one shared tokenizer (finished runs in OUT/runs are reused, interrupted ones
+    resumed); the test set and its lines joined k = 2..--concat-k at a time are decoded greedily
+    and with beam 5 at the length penalty best on validation; every pair (RNNsearch against its
+    fixed-context ablation per seed, the controls, the other families) is rated by one rule;
+    report.md, results.json and bleu_by_k.png go into OUT. Synthetic tasks (--exact-match,
+    --alignment): every config under one --budget-*, the --beams decodings, exact match by
+    length, bleu_by_length.png, attention/ maps."""
     from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
-    from seq2seq.study.compare import Budget, StudyOptions
     from seq2seq.study.compare import compare as run_compare
     from seq2seq.study.evalsets import parse_beams
-    from seq2seq.study.multi30k import Multi30kPlan, parse_seeds
+    from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions, parse_seeds
     from seq2seq.study.reverse import TASKS
 
     setup_logging()
@@ -154,15 +171,23 @@ def compare(
     opts = StudyOptions(
         beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
     )
+    plan = None
     with user_errors():
-        plan = Multi30kPlan(
-            alphas=parse_floats(alphas, "--alphas"),
-            n_bootstrap=n_bootstrap,
-            reference=reference,
-            seeds=parse_seeds(seeds) if seeds else (),
-            seed_models=seed_models,
-            reverse=_read_reverse(reverse_results),
-        )
+        if not exact:
+            if single_steps is None or joined_steps is None:
+                raise ValueError(
+                    "real text trains with the two-stage recipe: give --single-steps and "
+                    "--joined-steps (make study has the measured ones)"
+                )
+            plan = Multi30kPlan(
+                recipe=Recipe(single_steps, joined_steps, concat_k),
+                alphas=parse_floats(alphas, "--alphas"),
+                n_bootstrap=n_bootstrap,
+                reference=reference,
+                headline=headline,
+                seeds=parse_seeds(seeds) if seeds else (),
+                reverse=_read_reverse(reverse_results),
+            )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
     for key in ("verdict", "bleu", "exact", "plateau"):

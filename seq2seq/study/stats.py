@@ -1,5 +1,5 @@
-"""How sure a score is: bootstrap confidence intervals of BLEU, paired intervals of a difference,
-and the guard that refuses a claim a cell of a table cannot support.
+"""How sure a score is: bootstrap confidence intervals of BLEU, of any statistic of resampled
+units, and paired intervals of a difference; BLEU with and without its brevity penalty.
 
 Bootstrap resampling of test sentences (Koehn 2004, "Statistical Significance Tests for Machine
 Translation Evaluation") as sacreBLEU does it (Post 2018; ``sacrebleu/significance.py``): the
@@ -31,7 +31,7 @@ __all__ = [
     "SACREBLEU_SEED",
     "BleuStats",
     "bleu_ci",
-    "claim_refusal",
+    "bootstrap_ci",
     "paired_difference_ci",
 ]
 
@@ -128,6 +128,14 @@ class BleuStats:
         rows = self.stats if idx is None else self.stats[np.asarray(idx)]
         return float(self.metric._compute_score_from_stats(rows.sum(0).tolist()).score)
 
+    def score_nobp(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
+        """BLEU without its brevity penalty (0-100) of the sentences ``idx``: the geometric mean
+        of the four n-gram precisions, sacreBLEU's score over its ``bp`` (0 when the hypotheses
+        hold no token, where ``bp`` is 0)."""
+        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
+        whole = self.metric._compute_score_from_stats(rows.sum(0).tolist())
+        return float(whole.score / whole.bp) if whole.bp > 0 else 0.0
+
     def length_ratio(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Hypothesis over reference length in tokens, as BLEU's brevity penalty sees it (inf
         for an empty reference side)."""
@@ -170,40 +178,44 @@ def paired_difference_ci(
     Raises:
         ValueError: ``n`` < 1 or ``n_bootstrap`` < 2.
     """
+    d = bootstrap_ci(lambda i: stat_a(i) - stat_b(i), n, n_bootstrap, seed)
+    return {"difference": d["value"], "low": d["low"], "high": d["high"], "mean": d["mean"]}
+
+
+def bootstrap_ci(
+    stat: Callable[[np.ndarray], float],
+    n: int,
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+) -> dict[str, float]:
+    """Bootstrap 95% interval of one statistic of ``n`` units, by the rule of
+    ``paired_difference_ci`` (which is this with ``stat = stat_a - stat_b``): resamples are the
+    rows of ``default_rng(seed).choice(n, size=(n_bootstrap, n))``, the bounds the sorted
+    resampled values at ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``.
+
+    Args:
+        stat: maps an (n,) int array of unit indices (with repeats) to a float.
+        n: the number of units.  n_bootstrap: resamples (at least 2).
+        seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
+
+    Returns:
+        ``{"value", "low", "high", "mean"}``: ``stat`` on the units themselves, the interval,
+        and the resampled values' mean.
+
+    Raises:
+        ValueError: ``n`` < 1 or ``n_bootstrap`` < 2.
+    """
     if n < 1:
         raise ValueError(f"n {n}: a bootstrap needs at least one unit")
     if n_bootstrap < 2:
         raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
     rng = np.random.default_rng(seed)
     idxs = rng.choice(n, size=(n_bootstrap, n), replace=True)
-    everything = np.arange(n)
-    diffs = np.sort(np.array([stat_a(i) - stat_b(i) for i in idxs], dtype=np.float64))
+    values = np.sort(np.array([stat(i) for i in idxs], dtype=np.float64))
     cut = n_bootstrap // 40
     return {
-        "difference": float(stat_a(everything) - stat_b(everything)),
-        "low": float(diffs[cut]),
-        "high": float(diffs[n_bootstrap - cut - 1]),
-        "mean": float(diffs.mean()),
+        "value": float(stat(np.arange(n))),
+        "low": float(values[cut]),
+        "high": float(values[n_bootstrap - cut - 1]),
+        "mean": float(values.mean()),
     }
-
-
-def claim_refusal(
-    n_sentences: int, length_ratio: float, min_n: int = 100, min_ratio: float = 0.9
-) -> str | None:
-    """Why a cell of a results table may not support a conclusion, in one line, or None.
-
-    A cell is refused when it holds fewer than ``min_n`` sentences (a corpus score of a handful
-    of sentences swings with each one), or when its outputs are too short: a hypothesis over
-    reference length ratio (``BleuStats.length_ratio``) below ``min_ratio``, where BLEU's brevity
-    penalty, not the translations' quality, drives the score. Both reasons are joined by "; ".
-    """
-    reasons = []
-    if n_sentences < min_n:
-        reasons.append(f"only {n_sentences} sentences (fewer than {min_n})")
-    if length_ratio < min_ratio:
-        digits = 2 if round(length_ratio, 2) < min_ratio else 3  # never "0.90, below 0.9"
-        reasons.append(
-            f"outputs too short (hyp/ref length ratio {length_ratio:.{digits}f}, below "
-            f"{min_ratio:g})"
-        )
-    return "; ".join(reasons) or None

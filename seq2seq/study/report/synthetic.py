@@ -1,5 +1,6 @@
-"""The ``compare`` report: results.json, report.md and the by-length plots, from the numbers only
-(the Multi30k study's report is ``multi30k_report``'s; ``write_report`` picks it).
+"""The synthetic half's report (``compare --exact-match`` / ``--alignment``): report.md and the
+by-length plots, from the numbers only (``report.write_report`` picks it for every results dict that
+is not the Multi30k study's).
 
 The sentence under each by-length table is generated from the scores: which model keeps the most
 and the least of its score from the shortest to the longest well-filled bucket, and whether every
@@ -9,35 +10,14 @@ not, said just as plainly.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from pathlib import Path
 
-from seq2seq.atomic import atomic_write_text
+from seq2seq.evaluation.plots import save_by_length_png
+from seq2seq.study.report.common import filled_buckets, main_label, num, row, series
+from seq2seq.study.report.reverse import reverse_section
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
 WEAK_FRACTION = 0.25  # models under this share of the best short-input score are not rated
-
-
-def main_label(results: dict) -> str:
-    """The decoding the findings are stated for: the widest beam."""
-    labels = list(results["models"][0]["decodes"])
-    return max(labels, key=lambda x: 1 if x == "greedy" else int(x.removeprefix("beam")))
-
-
-def filled_buckets(results: dict) -> list[dict]:
-    """The by-length rows (bucket, sentences) that hold at least one line, shortest first."""
-    rows = results["models"][0]["decodes"][main_label(results)]["by_length"]
-    return [{"bucket": r["bucket"], "sentences": r["sentences"]} for r in rows if r["sentences"]]
-
-
-def series(results: dict, label: str, metric: str) -> dict[str, list[float | None]]:
-    """Model name -> ``metric`` (bleu or exact) per filled bucket, for decoding ``label``."""
-    keep = {b["bucket"] for b in filled_buckets(results)}
-    return {
-        m["name"]: [r[metric] for r in m["decodes"][label]["by_length"] if r["bucket"] in keep]
-        for m in results["models"]
-    }
 
 
 def _ends(results: dict) -> tuple[int, int] | None:
@@ -77,7 +57,7 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
     if weak:
         text += (
             f"; not rated, as they score under a quarter of the best {what} on the shortest "
-            "inputs: " + ", ".join(f"{n} ({_num(kept[n][0])})" for n in weak)
+            "inputs: " + ", ".join(f"{n} ({num(kept[n][0])})" for n in weak)
         )
     return text + "."
 
@@ -131,12 +111,8 @@ def _exact_finding(results: dict, ends_of: dict, span: str, lo: int, hi: int) ->
                 f"{name} stays at or above 90% in every bucket (lowest {min(window):.0f}%)"
             )
         else:
-            parts.append(f"{name} goes from {_num(a, 0)}% to {_num(b, 0)}%")
+            parts.append(f"{name} goes from {num(a, 0)}% to {num(b, 0)}%")
     return f"Exact-match accuracy from {span}: " + "; ".join(parts) + "."
-
-
-def _num(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def _data_label(m: dict) -> str:
@@ -165,19 +141,19 @@ def models_table(results: dict) -> list[str]:
         for mt in metrics
         for lab in labels
     ]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [row(head), row(["---"] * len(head))]
     for m in results["models"]:
         cells = [
             m["name"],
             m["family"],
             _data_label(m),
             f"{m['parameters']:,}",
-            _num((m["train_seconds"] or 0) / 60),
+            num((m["train_seconds"] or 0) / 60),
             f"{m['target_tokens_per_s'] or 0:,.0f}",
             str(m["steps"]),
         ]
-        cells += [_num(m["decodes"][lab][mt]) for mt in metrics for lab in labels]
-        lines.append(_row(cells))
+        cells += [num(m["decodes"][lab][mt]) for mt in metrics for lab in labels]
+        lines.append(row(cells))
     return lines
 
 
@@ -185,9 +161,9 @@ def by_length_table(results: dict, label: str, metric: str) -> list[str]:
     """Rows: models; columns: filled source-length buckets, headed with their line counts."""
     buckets = filled_buckets(results)
     head = ["model"] + [f"{b['bucket']} (n={b['sentences']})" for b in buckets]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [row(head), row(["---"] * len(head))]
     for name, ys in series(results, label, metric).items():
-        lines.append(_row([name] + [_num(y) for y in ys]))
+        lines.append(row([name] + [num(y) for y in ys]))
     return lines
 
 
@@ -197,20 +173,14 @@ def by_k_table(results: dict, label: str) -> list[str]:
     head = ["model"] + [
         f"k={r['k']} (n={r['sentences']}, {r['mean_src_words']:.0f} words)" for r in rows0
     ]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [row(head), row(["---"] * len(head))]
     for m in results["models"]:
-        lines.append(_row([m["name"]] + [_num(r["bleu"]) for r in m["decodes"][label]["by_k"]]))
+        lines.append(row([m["name"]] + [num(r["bleu"]) for r in m["decodes"][label]["by_k"]]))
     return lines
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 def plot(results: dict, out: Path, metric: str) -> Path:
     """``bleu_by_length.png`` (or ``exact_by_length.png``): one panel per decoding."""
-    from seq2seq.evaluation.plots import save_by_length_png
-
     labels = list(results["models"][0]["decodes"])
     panels = {lab: series(results, lab, metric) for lab in labels}
     dashed = [m["name"] for m in results["models"] if not m["attention"]]
@@ -256,8 +226,6 @@ def report_markdown(results: dict) -> str:
             "",
         ]
     if results.get("alignment"):
-        from seq2seq.study.reverse_report import reverse_section
-
         intro += reverse_section(results)
     intro += ["![BLEU against source length](bleu_by_length.png)", ""]
     for other in results["models"][0]["decodes"]:
@@ -276,25 +244,13 @@ def report_markdown(results: dict) -> str:
     return "\n".join(intro)
 
 
-def write_report(results: dict, out: Path) -> None:
-    """Write ``results.json``, ``report.md`` and the plots into ``out``: the Multi30k study's
-    (``results["study"] == "multi30k"``, ``multi30k_report``: bleu_by_k.png) or this module's."""
-    if results.get("study") == "multi30k":
-        from seq2seq.study import multi30k_report
-
-        text, results["findings"] = multi30k_report.report_markdown(results)
-        multi30k_report.plot_by_k(results, out)
-        atomic_write_text(out / "results.json", json.dumps(results, indent=2))
-        atomic_write_text(out / "report.md", text)
-        return
-    results["findings"] = {"bleu": length_finding(results, "bleu")}
-    if results["exact_match"]:
-        results["findings"]["exact"] = length_finding(results, "exact")
-        plot(results, out, "exact")
-    if results.get("alignment"):
-        from seq2seq.study.reverse_report import plateau_finding
-
-        results["findings"]["plateau"] = plateau_finding(results)
-    plot(results, out, "bleu")
-    atomic_write_text(out / "results.json", json.dumps(results, indent=2))
-    atomic_write_text(out / "report.md", report_markdown(results))
+__all__ = [
+    "MIN_SENTENCES",
+    "WEAK_FRACTION",
+    "by_k_table",
+    "by_length_table",
+    "length_finding",
+    "models_table",
+    "plot",
+    "report_markdown",
+]

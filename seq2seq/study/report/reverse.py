@@ -1,10 +1,11 @@
 """The reverse table of ``compare --alignment`` (``make study-quick``): exact match by length,
 alignment accuracy and the plateau check of every model, and the sentence that says whether the
-fixed-vector models' fall with length can be read as the bottleneck."""
+fixed-vector models' fall with length can be read as the bottleneck. The synthetic report and the
+Multi30k report's "Synthetic reversal" section both render it."""
 
 from __future__ import annotations
 
-from seq2seq.study.report import _num, _row, filled_buckets, main_label, series
+from seq2seq.study.report.common import filled_buckets, main_label, num, row, series
 from seq2seq.study.reverse import PLATEAU_POINTS, PLATEAU_SPAN, PLATEAU_TARGET
 
 
@@ -26,7 +27,7 @@ def _offset(a: dict | None) -> str:
 
 
 def _curve(p: dict) -> str:
-    return ", ".join(f"{_num(c['exact'])} @{c['step']}" for c in p["curve"]) or "-"
+    return ", ".join(f"{num(c['exact'])} @{c['step']}" for c in p["curve"]) or "-"
 
 
 def reverse_table(results: dict) -> list[str]:
@@ -36,14 +37,14 @@ def reverse_table(results: dict) -> list[str]:
     head = ["model", "parameters", "updates (stop)"]
     head += [f"exact % {b['bucket']}" for b in buckets]
     head += ["alignment %", "best head", "commonest offset", "valid exact % @step", "training"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [row(head), row(["---"] * len(head))]
     exact = series(results, label, "exact")
     for m in results["models"]:
         a, p = m.get("alignment"), m["plateau"]
         cells = [m["name"], f"{m['parameters']:,}", f"{m['steps']} ({m['stopped']})"]
-        cells += [_num(y) for y in exact[m["name"]]]
-        cells += [_num(a["accuracy"]) if a else "-", _head(m), _offset(a), _curve(p), p["verdict"]]
-        lines.append(_row(cells))
+        cells += [num(y) for y in exact[m["name"]]]
+        cells += [num(a["accuracy"]) if a else "-", _head(m), _offset(a), _curve(p), p["verdict"]]
+        lines.append(row(cells))
     return lines
 
 
@@ -52,10 +53,10 @@ def alignment_by_length_table(results: dict) -> list[str]:
     ms = [m for m in results["models"] if m.get("alignment")]
     rows = [r for r in ms[0]["alignment"]["by_length"] if r["positions"]] if ms else []
     head = ["model"] + [f"{r['bucket']} (n={r['positions']})" for r in rows]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [row(head), row(["---"] * len(head))]
     for m in ms:
         by = {r["bucket"]: r["accuracy"] for r in m["alignment"]["by_length"]}
-        lines.append(_row([m["name"]] + [_num(by[r["bucket"]]) for r in rows]))
+        lines.append(row([m["name"]] + [num(by[r["bucket"]]) for r in rows]))
     return lines
 
 
@@ -67,9 +68,9 @@ def per_head_tables(results: dict) -> list[str]:
         if not a or a["best_head"] is None:
             continue
         head = ["layer"] + [f"head {h}" for h in range(a["heads"])]
-        lines += [f"{m['name']}, per layer and head (test set):", "", _row(head)]
-        lines.append(_row(["---"] * len(head)))
-        lines += [_row([str(i)] + [_num(x) for x in row]) for i, row in enumerate(a["per_head"])]
+        lines += [f"{m['name']}, per layer and head (test set):", "", row(head)]
+        lines.append(row(["---"] * len(head)))
+        lines += [row([str(i)] + [num(x) for x in r]) for i, r in enumerate(a["per_head"])]
         lines.append("")
     return lines
 
@@ -80,7 +81,7 @@ def plateau_finding(results: dict) -> str:
     parts, unrated = [], []
     for m in results["models"]:
         p = m["plateau"]
-        what = f"{m['name']} {_num(p['best_exact'])}% (best.pt, step {p['best_step']})"
+        what = f"{m['name']} {num(p['best_exact'])}% (best.pt, step {p['best_step']})"
         if p["verdict"] == "trained":
             parts.append(what + f", at or above {PLATEAU_TARGET:g}%")
         elif p["verdict"] == "flat":
@@ -134,3 +135,12 @@ def reverse_section(results: dict) -> list[str]:
         "",
         *per_head_tables(results),
     ]
+
+
+__all__ = [
+    "alignment_by_length_table",
+    "per_head_tables",
+    "plateau_finding",
+    "reverse_section",
+    "reverse_table",
+]

@@ -1,0 +1,310 @@
+"""What a study trains, before anything is trained: the configs and their shared data, the budget
+(synthetic half), the two-stage recipe and the roles (Multi30k half), the seed copies.
+
+The Multi30k recipe (``Recipe``): every model first trains on single pairs for the same number of
+updates (its config's own learning rate and schedule), then fine-tunes from that stage's last
+checkpoint (``train.init_from``) on single plus joined pairs (k = 2..K) for the same number of
+updates with a learning rate that decays along a cosine from the one the first stage ended at to 0.
+Every model batches the same data alike (one tokenizer, the same ``batch_tokens`` and seed), so
+equal updates are equal target tokens. The single-pair checkpoint is also the zero-shot
+length-generalisation control, and the fine-tuned checkpoint at the budget step is the one scored.
+
+Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
+with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
+``negative`` (the plain fixed-vector ``rnn``: a control the rule must not pass), ``family`` (every
+other model, rated the same way) and ``seed`` (a copy with another ``train.seed``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.training.schedules import lr_at
+
+# Data keys every compared config must share; concat_k and max_src_words are the study's axes.
+SHARED_DATA_KEYS = (
+    "src_lang",
+    "tgt_lang",
+    "train",
+    "valid",
+    "test",
+    "hf",
+    "max_len",
+    "max_train_pairs",
+    "max_valid_pairs",
+)
+STOPS = {"max_time": None, "max_steps": None, "max_epochs": None, "max_tokens": None}
+
+
+@dataclass
+class Budget:
+    """The one stopping rule every run of the synthetic half gets: minutes of training, updates,
+    or target tokens (EOS included, padding not: ``train.max_tokens``); all None keeps each
+    config's own.
+
+    Raises:
+        ValueError: more than one budget (one line naming the options).
+    """
+
+    minutes: float | None = None
+    steps: int | None = None
+    tokens: int | None = None
+
+    def __post_init__(self):
+        given = [
+            f"--budget-{name}"
+            for name in ("minutes", "steps", "tokens")
+            if getattr(self, name) is not None
+        ]
+        if len(given) == 2:
+            raise ValueError(f"give {given[0]} or {given[1]}, not both")
+        if len(given) > 2:
+            raise ValueError(f"give one of {', '.join(given)}, not all three")
+
+    @property
+    def given(self) -> bool:
+        return any(x is not None for x in (self.minutes, self.steps, self.tokens))
+
+    def describe(self) -> str:
+        if self.minutes is not None:
+            return f"{self.minutes:g} minutes of training per model"
+        if self.steps is not None:
+            return f"{self.steps} updates per model"
+        if self.tokens is not None:
+            return f"{self.tokens} target tokens per model"
+        return "each config's own train.max_time / max_steps / max_epochs / max_tokens"
+
+
+@dataclass
+class StudyOptions:
+    """What ``compare`` decodes and how it buckets the scores."""
+
+    beams: tuple[int, ...] = (1, 5)
+    concat_k: int = 4
+    concat_n: int | None = None
+    edges: tuple[int, ...] = (10, 20, 30, 40, 50, 60)
+    n_attention: int = 3
+    exact_match: bool = False
+    device: str = "cpu"
+    alignment: str | None = None  # a synthetic task ("reverse", "copy"): study/reverse.py checks
+    jobs: int = 1  # trainings at a time (worker processes, one torch thread each)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The Multi30k half's two stages, in updates (the same for every model).
+
+    Raises:
+        ValueError: a stage of fewer than 1 update, or ``concat_k`` < 2.
+    """
+
+    single_steps: int
+    joined_steps: int
+    concat_k: int = 4
+    single_validations: int = 12  # the plateau check reads the last quarter of them
+
+    def __post_init__(self):
+        if self.single_steps < 1 or self.joined_steps < 1:
+            raise ValueError("--single-steps and --joined-steps must be at least 1")
+        if self.concat_k < 2:
+            raise ValueError(f"--concat-k {self.concat_k}: the joined stage needs k >= 2")
+
+    def single(self, cfg: Config) -> Config:
+        """The single-pair stage of ``cfg``: run ``<name>-single``, k = 1 only, validated on the
+        whole validation set every ``single_steps / single_validations`` updates."""
+        raw = cfg.model_dump(mode="json")
+        raw["name"] = f"{cfg.name}-single"
+        raw["data"].update(concat_k=1, valid_concat_k=1, max_valid_pairs=None)
+        every = max(1, math.ceil(self.single_steps / self.single_validations))
+        raw["train"].update(STOPS, max_steps=self.single_steps, valid_every=every, init_from=None)
+        return validate_config(raw, f"{cfg.name}'s single-pair stage")
+
+    def joined(self, cfg: Config, single: Config, init_from: Path) -> Config:
+        """The fine-tuning stage: from ``init_from`` (the single stage's last.pt), on single
+        plus joined pairs k = 2..K, the learning rate the single stage ended at decaying along a
+        cosine to 0 over ``joined_steps``; validated on lines joined the same way."""
+        raw = cfg.model_dump(mode="json")
+        raw["data"].update(concat_k=self.concat_k, valid_concat_k=self.concat_k)
+        lr = lr_at(self.single_steps, single.train)
+        raw["train"].update(
+            STOPS,
+            max_steps=self.joined_steps,
+            init_from=str(init_from),
+            schedule="cosine",
+            lr=lr,
+            min_lr=0.0,
+            warmup_steps=0,
+            valid_every=max(1, math.ceil(self.joined_steps / 4)),
+        )
+        return validate_config(raw, f"{cfg.name}'s joined stage")
+
+    def describe(self) -> str:
+        return (
+            f"{self.single_steps} updates on single pairs, then {self.joined_steps} updates on "
+            f"single plus joined pairs (k = 2..{self.concat_k}) from that checkpoint, the "
+            "learning rate decaying along a cosine to 0"
+        )
+
+
+@dataclass
+class Multi30kPlan:
+    """How the Multi30k half trains, decodes and rates: the recipe, beam size, the length
+    penalties tried on validation (the chosen one decodes the test lines), bootstrap resamples,
+    the roles' run names, the seed copies."""
+
+    recipe: Recipe = field(default_factory=lambda: Recipe(1, 1))
+    beam: int = 5
+    alphas: tuple[float, ...] = (0.6, 0.8, 1.0, 1.2, 1.4)
+    n_bootstrap: int = 1000
+    reference: str | None = None  # the ablation's run name; None: the run of model rnnencdec
+    headline: str | None = None  # the attention run paired with it; None: the bahdanau run
+    seeds: tuple[int, ...] = ()
+    reverse: dict | None = None  # the synthetic half's results, shown in the report
+
+
+def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:
+    """Load each config with the budget applied and check that they can be compared.
+
+    Raises:
+        ConfigError: a bad config, two configs with one ``name``, or configs that differ in data
+            (other than ``concat_k`` / ``max_src_words``) or in the tokenizer section.
+    """
+    if not paths:
+        raise ConfigError("compare: give at least one config")
+    cfgs = [_with_budget(load_config(p), budget, device, str(p)) for p in paths]
+    first, names = cfgs[0], {}
+    for p, cfg in zip(paths, cfgs, strict=True):
+        if cfg.name in names:
+            raise ConfigError(
+                f"{p}: name {cfg.name!r} is also the name of {names[cfg.name]}; "
+                "each compared config needs its own name (it names the run)"
+            )
+        names[cfg.name] = p
+        for key in SHARED_DATA_KEYS:
+            if getattr(cfg.data, key) != getattr(first.data, key):
+                raise ConfigError(
+                    f"{p}: data.{key} differs from {paths[0]}'s; compared models "
+                    "must train and test on the same data"
+                )
+        if cfg.tokenizer != first.tokenizer:
+            raise ConfigError(
+                f"{p}: the tokenizer section differs from {paths[0]}'s; compared "
+                "models share one tokenizer"
+            )
+    return cfgs
+
+
+def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Config:
+    raw = cfg.model_dump(mode="json")
+    if budget.minutes is not None:
+        raw["train"].update(STOPS, max_time=budget.minutes)
+    elif budget.steps is not None:
+        raw["train"].update(STOPS, max_steps=budget.steps)
+    elif budget.tokens is not None:
+        raw["train"].update(STOPS, max_tokens=budget.tokens)
+    raw["train"]["device"] = device
+    kind = "--budget-minutes" if budget.minutes is not None else "--budget-tokens"
+    if raw["train"].get("schedule") == "cosine" and (budget.minutes or budget.tokens) is not None:
+        raise ConfigError(
+            f"{source}: {kind} replaces its max_steps, which its cosine schedule decays over; "
+            "use --budget-steps for it, or a schedule without a fixed length"
+        )
+    return validate_config(raw, source)
+
+
+def parse_seeds(spec: str) -> tuple[int, ...]:
+    """``"1,2,3"`` -> (1, 2, 3).
+
+    Raises:
+        ValueError: not a comma-separated list of integers from 0 to 2^32 - 1.
+    """
+    try:
+        seeds = tuple(int(s) for s in spec.split(","))
+    except ValueError:
+        seeds = ()
+    if not seeds or min(seeds) < 0 or max(seeds) > 2**32 - 1:
+        raise ValueError(f"--seeds {spec!r}: give training seeds from 0 to 2^32 - 1, such as 1,2,3")
+    return seeds
+
+
+def roles(cfgs: Sequence[Config], plan: Multi30kPlan) -> dict[str, str]:
+    """Run name -> role (ablation, headline, negative, family) of every compared config.
+
+    Raises:
+        ConfigError: no ablation (``--reference`` names no config, or no ``rnnencdec`` config),
+            or ``--headline`` names no config (one line naming the option and the choices).
+    """
+    names = [c.name for c in cfgs]
+    by_model = {c.name: c.model.name for c in cfgs}
+    ref = _pick(plan.reference, "--reference", "rnnencdec", names, by_model)
+    head = _pick(plan.headline, "--headline", "bahdanau", names, by_model, required=False)
+    out = {}
+    for c in cfgs:
+        if c.name == ref:
+            out[c.name] = "ablation"
+        elif c.name == head:
+            out[c.name] = "headline"
+        elif c.model.name == "rnn" and not getattr(c.model, "feed_context", False):
+            out[c.name] = "negative"
+        else:
+            out[c.name] = "family"
+    return out
+
+
+def _pick(wanted, option, model, names, by_model, required=True) -> str | None:
+    if wanted is not None:
+        if wanted not in names:
+            raise ConfigError(f"{option} {wanted!r} is not a compared config ({', '.join(names)})")
+        return wanted
+    found = [n for n in names if by_model[n] == model]
+    if not found and required:
+        raise ConfigError(
+            f"compare: no {model} config to rate the others against; add "
+            f"configs/study/multi30k/{model}.yaml or name one with {option}"
+        )
+    return found[0] if found else None
+
+
+def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[int]) -> list:
+    """Copies of the configs named ``names`` with ``train.seed`` = s for each s in ``seeds``
+    (the config's own seed is its main run and is skipped), named ``<name>-seed<s>``.
+
+    Raises:
+        ConfigError: a name that is none of the configs', or a copy named like a config.
+    """
+    by_name = {c.name: c for c in cfgs}
+    out = []
+    for name in names:
+        cfg = by_name[name]
+        for s in seeds:
+            if s == cfg.train.seed:
+                continue
+            raw = cfg.model_dump(mode="json")
+            raw["name"] = f"{name}-seed{s}"
+            raw["train"]["seed"] = s
+            if raw["name"] in by_name:
+                raise ConfigError(
+                    f"--seeds: the seed copy {raw['name']!r} would share its name and run folder "
+                    "with the config of that name; rename that config"
+                )
+            out.append(validate_config(raw, f"{name} with train.seed {s}"))
+    return out
+
+
+def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
+    """What ``plan`` names, checked before any tokenizer or training: the roles
+    (``--reference``, ``--headline``) and the seed copies of the headline pair (``--seeds``).
+
+    Returns:
+        The seed copies to train besides ``cfgs``.
+
+    Raises:
+        ConfigError: one line naming the option and what to do.
+    """
+    role_of = roles(cfgs, plan)
+    pair = [c.name for c in cfgs if role_of[c.name] in ("headline", "ablation")]
+    return seed_configs(cfgs, pair, plan.seeds) if plan.seeds else []

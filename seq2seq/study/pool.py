@@ -1,0 +1,86 @@
+"""Worker processes for the study: ``run_pool`` runs jobs ``jobs`` at a time, one torch thread
+each, and passes SIGTERM on to them; ``machine_line`` says how the runs shared the machine."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import torch
+
+from seq2seq.runtime import describe_machine
+
+log = logging.getLogger("seq2seq")
+
+
+def machine_line(jobs: int) -> str:
+    """The machine, and how the runs shared it: ``jobs`` > 1 worker processes of one torch
+    thread each (the main process's own thread count says nothing about them then)."""
+    if jobs <= 1:
+        return describe_machine()
+    return f"{describe_machine()}; {jobs} runs at a time, one torch thread each"
+
+
+def worker_setup(name: str) -> None:
+    """Set up a worker process of ``run_pool``: one torch thread (two one-thread workers share
+    the CPU's cores), logging to stderr with every line prefixed by the run's ``name``. Does
+    nothing in the main process (``jobs`` = 1 runs the jobs there, as configured)."""
+    import multiprocessing
+
+    from seq2seq.console import setup_logging
+
+    if multiprocessing.parent_process() is None:
+        return
+    torch.set_num_threads(1)
+    setup_logging()
+    prefix = logging.Formatter(f"%(asctime)s %(levelname)s [{name}] %(message)s", "%H:%M:%S")
+    for handler in log.handlers:
+        handler.setFormatter(prefix)
+
+
+def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list:
+    """``fn(*args)`` for every ``args`` in ``calls``, results in order: in this process one
+    after the other when ``jobs`` <= 1, else ``jobs`` at a time in spawned worker processes (no
+    forked torch thread pools; ``fn`` must be a module-level function that calls
+    ``worker_setup``). On a CPU two one-thread jobs side by side finish sooner than the two one
+    after the other with two threads.
+
+    Raises:
+        Whatever a job raises (KeyboardInterrupt: finished jobs' runs stay reusable).
+    """
+    if jobs <= 1 or len(calls) <= 1:
+        return [fn(*args) for args in calls]
+    import multiprocessing
+    import os
+    import signal
+    from concurrent.futures import CancelledError, ProcessPoolExecutor
+
+    log.info("compare: %s %d runs, %d at a time (one thread each)", what, len(calls), jobs)
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    futures = []
+
+    def forward(signum, frame):  # kill / timeout signal this process only: pass it on
+        for f in futures:
+            f.cancel()  # the jobs not started yet
+        workers = list(getattr(pool, "_processes", None) or {})  # the workers' pids
+        log.warning("compare: SIGTERM: the running jobs save their runs and stop")
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    try:
+        previous = signal.signal(signal.SIGTERM, forward)
+    except ValueError:  # not the main thread: signals keep their usual effect
+        previous = None
+    try:
+        futures += [pool.submit(fn, *args) for args in calls]
+        return [f.result() for f in futures]
+    except CancelledError:  # a job SIGTERM cancelled before it started
+        raise KeyboardInterrupt from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # no worker outlives this process
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,47 @@
+"""The ``compare`` report: results.json, report.md and the plots, from the numbers only.
+
+``write_report`` picks the report by the results: the Multi30k study's (``study: multi30k``;
+``report.multi30k`` with ``report.sections``, and ``report.figure``'s bleu_by_k.png) or the
+synthetic half's (``report.synthetic``: the by-length tables and plots, with ``report.reverse``'s
+reverse table under ``--alignment``). No module here imports a runner: they read results dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seq2seq.atomic import atomic_write_text
+from seq2seq.study.report import multi30k
+from seq2seq.study.report.common import finite
+from seq2seq.study.report.figure import plot_by_k
+from seq2seq.study.report.reverse import plateau_finding
+from seq2seq.study.report.synthetic import length_finding, plot, report_markdown
+
+__all__ = ["length_finding", "report_markdown", "write_report"]
+
+
+def write_report(results: dict, out: str | Path) -> None:
+    """Write ``results.json``, ``report.md`` and the plots into ``out`` and store the findings in
+    ``results["findings"]`` (the CLI prints them): the Multi30k study's report and
+    ``bleu_by_k.png`` when ``results["study"] == "multi30k"``, else the synthetic half's with its
+    by-length plots. NaN (a retention over a k = 1 BLEU of 0) is written as null, and the report
+    is rendered from those same values, so rendering results.json again gives the same report."""
+    out = Path(out)
+    if results.get("study") == "multi30k":
+        clean = finite(results)
+        text, results["findings"] = multi30k.report_markdown(clean)
+        plot_by_k(clean, out)
+        clean["findings"] = results["findings"]
+        atomic_write_text(out / "results.json", json.dumps(clean, indent=2))
+        atomic_write_text(out / "report.md", text)
+        return
+    results["findings"] = {"bleu": length_finding(results, "bleu")}
+    if results["exact_match"]:
+        results["findings"]["exact"] = length_finding(results, "exact")
+        plot(results, out, "exact")
+    if results.get("alignment"):
+        results["findings"]["plateau"] = plateau_finding(results)
+    plot(results, out, "bleu")
+    atomic_write_text(out / "results.json", json.dumps(finite(results), indent=2))
+    atomic_write_text(out / "report.md", report_markdown(results))

@@ -1,0 +1,248 @@
+"""A study's runs: the one shared tokenizer, training a config into ``runs/<name>`` or reusing the
+finished run there (or resuming an interrupted one), and decodings cached beside each run.
+
+A run is reused when its ``compare.json`` records the same resolved config (budget included),
+tokenizer and data next to the checkpoint it describes (``ModelRun.checkpoint``: ``best.pt``, or
+``last.pt`` for a run scored at its budget step); its decodings are cached in
+``runs/<name>/decode/`` while the eval set, that checkpoint and the decode settings stay the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seq2seq.atomic import atomic_write_text
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.data.text import load_split, resolve_corpus_file, sha256_file
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.models import MODELS, Seq2SeqModel
+from seq2seq.study.evalsets import EvalSet, beam_label
+from seq2seq.study.plan import SHARED_DATA_KEYS
+
+log = logging.getLogger("seq2seq")
+
+
+@dataclass
+class ModelRun:
+    """One config's run: where it lives, its training summary, and (later) its scores."""
+
+    path: str
+    cfg: Config
+    run_dir: Path
+    summary: dict
+    reused: bool
+    parameters: int = 0
+    decodes: dict[str, dict] = field(default_factory=dict)
+    checkpoint: str = "best.pt"  # the file scored: best.pt, or last.pt (at the budget step)
+    alignment: dict | None = None  # alignment accuracy (attention models, --alignment)
+    plateau: dict | None = None  # exact match on short validation lines per checkpoint
+
+    @property
+    def attention(self) -> bool:
+        """Whether the model returns attention weights (the fixed-vector ``rnn`` does not)."""
+        return MODELS[self.cfg.model.name].has_attention
+
+
+def data_digest(cfg: Config) -> str:
+    """sha256 over the shared data settings and the training and validation files' bytes (a
+    Hugging Face dataset is named, not hashed), so a changed corpus is never mistaken for the
+    one a tokenizer or a run was trained on."""
+    h = hashlib.sha256()
+    shared = {k: cfg.data.model_dump(mode="json")[k] for k in SHARED_DATA_KEYS}
+    h.update(json.dumps(shared, sort_keys=True).encode())
+    if cfg.data.hf is None:
+        prefixes = [p for p in (cfg.data.train, cfg.data.valid) if p]
+        for prefix in prefixes:
+            for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
+                h.update(sha256_file(resolve_corpus_file(prefix, lang)).encode())
+    return h.hexdigest()
+
+
+def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
+    """The tokenizer in ``out/tokenizer`` when it was trained with this tokenizer section and
+    data, else one trained now on the training split (every pair, before any max_src_words)."""
+    folder = out / "tokenizer"
+    spec = json.dumps(
+        {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "data_sha256": data_digest(cfg)},
+        sort_keys=True,
+    )
+    if (folder / "spec.json").is_file() and (folder / "spec.json").read_text() == spec:
+        log.info("compare: reusing the tokenizer in %s", folder)
+        return Tokenizer.load(folder)
+    text = load_split(cfg.data, "train")
+    n = cfg.data.max_train_pairs or len(text)
+    log.info(
+        "compare: training one %s tokenizer (vocab %d) on %d pairs",
+        cfg.tokenizer.type,
+        cfg.tokenizer.vocab_size,
+        min(n, len(text)),
+    )
+    tok = Tokenizer.train(text.src[:n], text.tgt[:n], cfg.tokenizer)
+    tok.save(folder)
+    atomic_write_text(folder / "spec.json", spec)
+    return tok
+
+
+def tokenizer_digest(tok: Tokenizer) -> str:
+    return tok.digest()
+
+
+def _stamp(path: Path) -> list[int] | None:
+    """(size, mtime) of a checkpoint file, or None when it is not there."""
+    if not path.is_file():
+        return None
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def train_or_reuse(
+    path: str, cfg: Config, run_dir: Path, tok: Tokenizer, checkpoint: str = "best.pt"
+) -> ModelRun:
+    """Train ``cfg`` into ``run_dir`` with ``tok``, or reuse the finished run already there;
+    ``checkpoint`` (``best.pt`` or ``last.pt``) is the file the run is scored from.
+
+    Raises:
+        KeyboardInterrupt: training was interrupted (its last.pt is kept, nothing is recorded).
+    """
+    from seq2seq.training.loop import train
+
+    marker = run_dir / "compare.json"
+    want = {
+        "config": cfg.model_dump(mode="json"),
+        "tokenizer_sha256": tokenizer_digest(tok),
+        "data_sha256": data_digest(cfg),
+    }
+    if marker.is_file():
+        old = json.loads(marker.read_text())
+        same = all(old.get(k) == v for k, v in want.items())
+        if same and old.get("checkpoint") == [checkpoint, _stamp(run_dir / checkpoint)]:
+            log.info("compare: reusing the finished run in %s", run_dir)
+            return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
+    resume = _interrupted_same_run(run_dir, cfg, tok)
+    if resume:
+        log.info("compare: resuming the interrupted run in %s from its last.pt", run_dir)
+    else:
+        if (run_dir / "last.pt").exists():
+            log.warning("compare: %s holds a different run; training afresh", run_dir)
+        log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
+    summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
+    if summary["stopped"] == "interrupted":
+        raise KeyboardInterrupt
+    stamp = [checkpoint, _stamp(run_dir / checkpoint)]
+    atomic_write_text(
+        marker, json.dumps({**want, "checkpoint": stamp, "summary": summary}, indent=2)
+    )
+    return ModelRun(path, cfg, run_dir, summary, reused=False, checkpoint=checkpoint)
+
+
+def _interrupted_same_run(run_dir: Path, cfg: Config, tok: Tokenizer) -> bool:
+    """Whether ``run_dir/last.pt`` is an unfinished run of exactly ``cfg`` (budget included) with
+    the tokenizer ``tok``: one a Ctrl-C, ``kill`` or crash stopped, which ``--resume`` continues
+    as if never stopped. Anything else (another config, another tokenizer, an unreadable file)
+    is trained afresh."""
+    from seq2seq.checkpoint import load_checkpoint
+
+    last = run_dir / "last.pt"
+    if not last.is_file():
+        return False
+    try:
+        ckpt = load_checkpoint(last)
+        want, got = cfg.model_dump(mode="json"), ckpt["config"]
+        if want["train"]["precision"] == "auto":  # a run records the precision "auto" became
+            got = {**got, "train": {**got["train"], "precision": "auto"}}
+        same = got == want
+        return same and Tokenizer.from_state_dict(ckpt["tokenizer"]).digest() == tok.digest()
+    except Exception as e:  # any unreadable checkpoint: train afresh, and say why
+        log.warning(
+            "compare: %s cannot be resumed (%s)",
+            last,
+            str(e).splitlines()[0] if str(e) else type(e).__name__,
+        )
+        return False
+
+
+def decode_cached(
+    run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, evalset: EvalSet, beam: int, device: str
+) -> tuple[list[str], float]:
+    """Translate ``evalset`` with the run's decode settings and beam ``beam`` (1 = greedy);
+    returns the hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
+    method = "greedy" if beam == 1 else "beam"  # compare's --beams: 1 means greedy search
+    dcfg = run.cfg.decode.with_method(method, beam_size=beam)
+    hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, beam_label(beam), device)
+    return hyps, seconds
+
+
+def decode_with(
+    run: ModelRun,
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    evalset: EvalSet,
+    dcfg: DecodeConfig,
+    label: str,
+    device: str,
+) -> tuple[list[str], list[bool], float]:
+    """Translate ``evalset`` with ``dcfg``; returns the hypotheses, whether each stopped at the
+    maximum length without EOS (``Translation.cut``), and the decoding seconds, all cached in
+    ``runs/<name>/decode/<set>.<label>.{txt,json}`` (kept while the set, the scored checkpoint
+    and ``dcfg`` are the same)."""
+    key = {
+        "set": evalset.digest(),
+        "checkpoint": [run.checkpoint, _stamp(run.run_dir / run.checkpoint)],
+        "decode": dcfg.model_dump(mode="json"),
+    }
+    stem = f"{evalset.name}.{label}"
+    meta, hyp_file = run.run_dir / "decode" / f"{stem}.json", run.run_dir / "decode" / f"{stem}.txt"
+    if meta.is_file() and hyp_file.is_file():
+        cached = json.loads(meta.read_text())
+        hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
+        if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
+            cut = [False] * len(hyps)
+            for i in cached["cut"]:
+                cut[i] = True
+            return hyps, cut, cached["seconds"]
+    log.info(
+        "compare: decoding %d %s lines with %s (%s)",
+        len(evalset.src),
+        evalset.name,
+        run.cfg.name,
+        label,
+    )
+    tick = time.perf_counter()
+    out = translate_sentences(model, tok, evalset.src, dcfg, device)
+    seconds = time.perf_counter() - tick
+    hyps, cut = [t.text for t in out], [t.cut for t in out]
+    atomic_write_text(hyp_file, "".join(h + "\n" for h in hyps))
+    record = {"key": key, "seconds": seconds, "cut": [i for i, c in enumerate(cut) if c]}
+    atomic_write_text(meta, json.dumps(record, indent=2))
+    return hyps, cut, seconds
+
+
+def run_result(run: ModelRun) -> dict:
+    s, d = run.summary, run.cfg.data
+    return {
+        "name": run.cfg.name,
+        "config": run.path,
+        "model": run.cfg.model.name,
+        "family": run.cfg.model.family,
+        "attention": run.attention,
+        "concat_k": d.concat_k,
+        "max_src_words": d.max_src_words,
+        "parameters": run.parameters,
+        "train_seconds": s.get("train_seconds"),
+        "target_tokens": s.get("target_tokens"),
+        "target_tokens_per_s": s.get("target_tokens_per_s"),
+        "steps": s.get("steps"),
+        "stopped": s.get("stopped"),
+        "best_step": s.get("best_step"),
+        "reused": run.reused,
+        "run_dir": str(run.run_dir),
+        "resolved_config": run.cfg.model_dump(mode="json"),
+        "decodes": run.decodes,
+        **({"alignment": run.alignment, "plateau": run.plateau} if run.plateau else {}),
+    }

@@ -1,0 +1,122 @@
+"""``study.plan``: the two-stage recipe's configs, the roles a study's configs play, the pairs the
+rule rates, and the seed copies -- all decided before anything trains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seq2seq.config import ConfigError, validate_config
+from seq2seq.study.multi30k import pairs
+from seq2seq.study.plan import Multi30kPlan, Recipe, roles, seed_configs
+from seq2seq.training.schedules import lr_at
+
+from .toys import TINY_MODELS, synth_run_raw
+
+
+def study_cfg(name: str, model: str, **train):
+    raw = synth_run_raw(Path("/data"), "rnn", max_steps=7, **train)
+    raw["name"] = name
+    raw["model"] = TINY_MODELS[model].model_dump(mode="json")
+    raw["data"].update(concat_k=4, valid_concat_k=4, max_valid_pairs=10)
+    return validate_config(raw)
+
+
+def test_the_single_stage_trains_on_single_pairs_for_its_updates():
+    cfg = study_cfg("b", "bahdanau")
+    single = Recipe(120, 40).single(cfg)
+    assert single.name == "b-single"
+    d, t = single.data, single.train
+    assert (d.concat_k, d.valid_concat_k, d.max_valid_pairs) == (1, 1, None)
+    assert (t.max_steps, t.max_tokens, t.max_time, t.max_epochs) == (120, None, None, None)
+    assert t.valid_every == 10  # 12 validations: the plateau check reads the last quarter
+    assert (t.lr, t.schedule) == (cfg.train.lr, cfg.train.schedule)  # the config's own
+
+
+@pytest.mark.parametrize("schedule", ["constant", "noam"])
+def test_the_joined_stage_starts_where_the_single_stage_ended(schedule):
+    extra = {"warmup_steps": 30} if schedule == "noam" else {}
+    cfg = study_cfg("t", "transformer", schedule=schedule, lr=0.002, **extra)
+    recipe = Recipe(120, 40)
+    single = recipe.single(cfg)
+    joined = recipe.joined(cfg, single, Path("out/runs/t-single/last.pt"))
+    assert joined.name == "t"
+    assert (joined.data.concat_k, joined.data.valid_concat_k) == (4, 4)
+    t = joined.train
+    assert t.init_from == "out/runs/t-single/last.pt"
+    assert (t.schedule, t.max_steps, t.min_lr, t.warmup_steps) == ("cosine", 40, 0.0, 0)
+    assert t.lr == pytest.approx(lr_at(120, single.train))  # no jump at the hand-over
+    assert lr_at(1, t) == pytest.approx(t.lr, rel=1e-2) and lr_at(40, t) == 0.0
+    if schedule == "noam":
+        assert t.lr < 0.002  # past its warmup, noam has decayed
+
+
+def test_recipe_refuses_empty_stages_and_no_joined_lines():
+    with pytest.raises(ValueError, match="at least 1"):
+        Recipe(0, 5)
+    with pytest.raises(ValueError, match="k >= 2"):
+        Recipe(5, 5, concat_k=1)
+
+
+def test_roles_find_the_ablation_headline_and_negative_control():
+    cfgs = [
+        study_cfg("abl", "rnnencdec"),
+        study_cfg("rnnsearch", "bahdanau"),
+        study_cfg("plain", "rnn"),
+        study_cfg("cho", "rnn_context_lstm"),
+        study_cfg("luong", "luong_dot"),
+    ]
+    got = roles(cfgs, Multi30kPlan())
+    assert got == {
+        "abl": "ablation",
+        "rnnsearch": "headline",
+        "plain": "negative",
+        "cho": "family",  # a fixed vector fed at every step is a family, not the control
+        "luong": "family",
+    }
+    assert roles(cfgs, Multi30kPlan(headline="luong"))["luong"] == "headline"
+    with pytest.raises(ConfigError, match="--reference 'nope' is not a compared config"):
+        roles(cfgs, Multi30kPlan(reference="nope"))
+    with pytest.raises(ConfigError, match="no rnnencdec config"):
+        roles(cfgs[1:], Multi30kPlan())
+
+
+def test_seed_copies_and_the_pairs_the_rule_rates():
+    cfgs = [study_cfg("abl", "rnnencdec"), study_cfg("rs", "bahdanau")]
+    copies = seed_configs(cfgs, ["rs", "abl"], (1, 2, 3))
+    assert [(c.name, c.train.seed) for c in copies] == [
+        ("rs-seed2", 2),
+        ("rs-seed3", 3),
+        ("abl-seed2", 2),
+        ("abl-seed3", 3),
+    ]
+    with pytest.raises(ConfigError, match="would share its name"):
+        seed_configs([*cfgs, study_cfg("rs-seed2", "rnn")], ["rs"], (2,))
+
+    def m(name, role, seed, copy=False):
+        return {"name": name, "role": role, "seed": seed, "copy": copy}
+
+    models = [
+        m("abl", "ablation", 1),
+        m("rs", "headline", 1),
+        m("plain", "negative", 1),
+        m("luong", "family", 1),
+        m("rs-seed2", "headline", 2, True),
+        m("abl-seed2", "ablation", 2, True),
+        m("rs-seed3", "headline", 3, True),
+        m("abl-seed3", "ablation", 3, True),
+    ]
+    assert pairs(models) == [
+        ("headline", "rs", "abl"),
+        ("headline", "rs-seed2", "abl-seed2"),
+        ("headline", "rs-seed3", "abl-seed3"),
+        ("negative", "plain", "abl"),
+        ("family", "luong", "abl"),
+        ("null", "abl-seed2", "abl"),
+    ]
+    assert pairs(models[:4]) == [  # seed 1 alone: no null control
+        ("headline", "rs", "abl"),
+        ("negative", "plain", "abl"),
+        ("family", "luong", "abl"),
+    ]
