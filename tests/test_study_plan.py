@@ -23,33 +23,35 @@ def study_cfg(name: str, model: str, **train):
     return validate_config(raw)
 
 
-def test_the_single_stage_trains_on_single_pairs_for_its_updates():
-    cfg = study_cfg("b", "bahdanau")
+def test_the_single_stage_trains_on_single_pairs_decaying_to_a_tenth():
+    cfg = study_cfg("b", "bahdanau", lr=0.002)
     single = Recipe(120, 40).single(cfg)
     assert single.name == "b-single"
     d, t = single.data, single.train
     assert (d.concat_k, d.valid_concat_k, d.max_valid_pairs) == (1, 1, None)
     assert (t.max_steps, t.max_tokens, t.max_time, t.max_epochs) == (120, None, None, None)
-    assert t.valid_every == 10  # 12 validations: the plateau check reads the last quarter
-    assert (t.lr, t.schedule) == (cfg.train.lr, cfg.train.schedule)  # the config's own
+    assert t.valid_every == 15  # 8 validations: the plateau check reads the last quarter
+    assert (t.schedule, t.lr, t.min_lr, t.init_from) == ("cosine", 0.002, 0.0002, None)
+    assert lr_at(1, t) == pytest.approx(0.002, rel=1e-3) and lr_at(120, t) == pytest.approx(2e-4)
 
 
 @pytest.mark.parametrize("schedule", ["constant", "noam"])
-def test_the_joined_stage_starts_where_the_single_stage_ended(schedule):
+def test_the_joined_stage_fine_tunes_from_half_the_peak_to_zero(schedule):
     extra = {"warmup_steps": 30} if schedule == "noam" else {}
     cfg = study_cfg("t", "transformer", schedule=schedule, lr=0.002, **extra)
     recipe = Recipe(120, 40)
     single = recipe.single(cfg)
-    joined = recipe.joined(cfg, single, Path("out/runs/t-single/last.pt"))
+    assert single.train.warmup_steps == extra.get("warmup_steps", 0)  # the config's warmup
+    peak_at = max(1, single.train.warmup_steps)
+    assert lr_at(peak_at, single.train) == pytest.approx(0.002, rel=1e-3)  # its peak, then decay
+    joined = recipe.joined(cfg, Path("out/runs/t-single/last.pt"))
     assert joined.name == "t"
     assert (joined.data.concat_k, joined.data.valid_concat_k) == (4, 4)
     t = joined.train
     assert t.init_from == "out/runs/t-single/last.pt"
     assert (t.schedule, t.max_steps, t.min_lr, t.warmup_steps) == ("cosine", 40, 0.0, 0)
-    assert t.lr == pytest.approx(lr_at(120, single.train))  # no jump at the hand-over
-    assert lr_at(1, t) == pytest.approx(t.lr, rel=1e-2) and lr_at(40, t) == 0.0
-    if schedule == "noam":
-        assert t.lr < 0.002  # past its warmup, noam has decayed
+    assert t.lr == pytest.approx(0.001)
+    assert lr_at(1, t) == pytest.approx(0.001, rel=1e-2) and lr_at(40, t) == 0.0
 
 
 def test_recipe_refuses_empty_stages_and_no_joined_lines():

@@ -142,7 +142,7 @@ def _study_job(path, cfg: Config, out: Path, testset, validset, plan, opts, i: i
     single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED)
     tick = time.perf_counter()
     shot = zero_shot(single, tok, testset, opts.device, plan.n_bootstrap)
-    joined_cfg = recipe.joined(cfg, single_cfg, single_dir / SCORED)
+    joined_cfg = recipe.joined(cfg, single_dir / SCORED)
     run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED)
     log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
     fields, hyps = evaluate_model(run, tok, testset, validset, plan, opts.device, opts.edges)
