@@ -5,7 +5,6 @@ Shape notation: T output tokens (rows), S source tokens (columns).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -139,51 +138,6 @@ def save_by_length_png(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
-
-
-def save_by_k_png(
-    path: str | Path,
-    xlabels: Sequence[str],
-    panels: dict[str, dict[str, tuple[Sequence, Sequence, Sequence]]],
-    ylabel: str,
-    dashed: Sequence[str] = (),
-) -> Path:
-    """Score against the number of joined sentences k, one line per model with its 95% interval
-    as a shaded band, one panel per decoding; written atomically (a temporary file, then a
-    rename), so a crash never leaves half a PNG.
-
-    Args:
-        xlabels: one label per k, in order (e.g. ``k=1\n12 words``).
-        panels: panel title -> model name -> (scores, lows, highs), one value per k (None: none).
-        ylabel: the score's name.  dashed: models drawn dashed (the ones not rated).
-    """
-    from seq2seq.atomic import atomic_write_bytes
-
-    fig = Figure(figsize=(1.5 + 5.5 * len(panels), 4.5), dpi=100)
-    FigureCanvasAgg(fig)
-    x = np.arange(1, len(xlabels) + 1)
-
-    def arr(vs: Sequence) -> np.ndarray:
-        return np.array([np.nan if v is None else v for v in vs], dtype=float)
-
-    for k, (title, series) in enumerate(panels.items()):
-        ax = fig.add_subplot(1, len(panels), k + 1)
-        for name, (ys, lows, highs) in series.items():
-            (line,) = ax.plot(
-                x, arr(ys), marker="o", linestyle="--" if name in dashed else "-", label=name
-            )
-            ax.fill_between(x, arr(lows), arr(highs), color=line.get_color(), alpha=0.15)
-        ax.set_xticks(x, list(xlabels))
-        ax.set_xlabel("sentences joined (k) and mean source words")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title, fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
-    return Path(path)
 
 
 def save_attention_panels_png(

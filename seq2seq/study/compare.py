@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.config import ConfigError
+from seq2seq.study.multi30k import run_multi30k
 from seq2seq.study.plan import (
     Budget,
     Multi30kPlan,
@@ -26,7 +27,9 @@ from seq2seq.study.plan import (
     check_plan,
     load_study_configs,
 )
+from seq2seq.study.report import write_report
 from seq2seq.study.runs import shared_tokenizer
+from seq2seq.study.synthetic import run_synthetic
 
 
 def compare(
@@ -46,8 +49,6 @@ def compare(
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
-    from seq2seq.study.report import write_report
-
     out = Path(out)
     real_text = not (opts.alignment or opts.exact_match)
     if real_text and budget.given:
@@ -62,12 +63,8 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
     if real_text:
-        from seq2seq.study.multi30k import run_multi30k
-
         results = run_multi30k(paths, cfgs, out, tok, opts, plan)
     else:
-        from seq2seq.study.synthetic import run_synthetic
-
         results = run_synthetic(paths, cfgs, out, tok, budget, opts)
     write_report(results, out)
     return results

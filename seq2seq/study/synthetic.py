@@ -27,6 +27,7 @@ from seq2seq.study.evalsets import (
 )
 from seq2seq.study.plan import Budget, StudyOptions
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
+from seq2seq.study.reverse import SyntheticChecks
 from seq2seq.study.runs import ModelRun, decode_with, run_result, tokenizer_digest, train_or_reuse
 
 
@@ -114,8 +115,6 @@ def run_synthetic(
     """Train (or reuse), decode, score and check every config; returns the results."""
     checks = None
     if opts.alignment:  # the test and validation sets are checked before any training
-        from seq2seq.study.reverse import SyntheticChecks
-
         checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
     runs = train_all(paths, cfgs, out, opts.jobs)
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
