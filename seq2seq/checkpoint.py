@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from seq2seq.atomic import atomic_write_bytes
 from seq2seq.config import Config, ConfigError, _one_line, validate_config
+from seq2seq.config_yaml import load_yaml
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel, build_model
 
@@ -156,7 +157,7 @@ def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
     if not path.is_file():
         return cfg
     try:
-        tuned = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tuned = load_yaml(path.read_text(encoding="utf-8")) or {}  # a key twice: refused
         if not isinstance(tuned, dict):
             raise ValueError("expected decode keys, e.g. method: beam")
         decode = cfg.decode.with_method(tuned.pop("method", cfg.decode.method), **tuned)

@@ -2,7 +2,8 @@
 
 ``translate`` and ``eval`` live here; ``train`` and ``average`` in ``commands/training.py``,
 ``tune-decode`` in ``commands/tune.py``, ``compare`` and ``synth`` in ``commands/study.py``, and
-what they share in ``commands/common.py``.
+what they share in ``commands/common.py`` (and ``commands/outputs.py``: every output path is checked
+writable before the work starts).
 Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
 code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1. An output path ``-`` means standard
 output.
@@ -26,6 +27,7 @@ from seq2seq.commands.common import (
     user_errors,
     warn,
 )
+from seq2seq.commands.outputs import check_writable
 from seq2seq.config import SearchMethod
 from seq2seq.console import setup_logging
 
@@ -102,7 +104,8 @@ def translate(
         1,
         "--n-best",
         min=1,
-        help="Write the N best per line as TSV: line number, score, hypothesis; beam search "
+        help="Write the N best per line as TSV: line number, score, hypothesis (a backslash, "
+        "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); beam search "
         "needs --beam N or more, sampling draws N per line.",
     ),
     batch_size: int | None = typer.Option(
@@ -161,6 +164,8 @@ def translate(
             f"--output {output} is the --input file: the translations would replace the "
             "sources; write them to another file"
         )
+    check_writable(output, "--output")  # before any decoding: no finished work thrown away
+    check_writable(attention_dir, "--attention-dir", folder=True)
     model, tok, cfg, dev = load_model(checkpoint, device)
     dcfg = _decode_cfg(
         cfg.decode,
@@ -349,6 +354,8 @@ def evaluate(
             )
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
+    check_writable(output, "--output")  # before translating and scoring
+    check_writable(json_out, "--json")
     with user_errors():
         edges = parse_buckets(buckets)
         texts = read_eval_texts(ref, src, hyp)

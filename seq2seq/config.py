@@ -6,6 +6,8 @@ score needs equal encoder and decoder sizes) are checked once, before anything i
 ``--set key=value`` overrides go through the same validation as the file. A file may start from
 another: ``base: ../transformer.yaml`` (relative to the file) merges the base under it, section by
 section and key by key, so a derived config says only what differs and cannot drift from its base.
+Reading the YAML (a key given twice is an error naming both lines), ``base:`` and ``--set`` is
+``seq2seq/config_yaml.py``'s. A number not finite or out of bounds is refused with its range.
 
 The ``model`` section's classes live beside the models, in ``seq2seq/models/configs.py`` (which
 imports only pydantic, so this module still needs no torch), and are re-exported here; the union
@@ -20,7 +22,7 @@ import os
 from collections.abc import Mapping
 from functools import reduce
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -33,6 +35,14 @@ from pydantic import (
     model_validator,
 )
 
+from seq2seq.config_yaml import ConfigError as ConfigError
+from seq2seq.config_yaml import (
+    apply_overrides,
+    has_key,
+    key_path,
+    parse_override,
+    read_config_file,
+)
 from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES
 from seq2seq.models.configs import BahdanauConfig as BahdanauConfig
 from seq2seq.models.configs import LuongConfig as LuongConfig
@@ -41,12 +51,9 @@ from seq2seq.models.configs import RNNConfig as RNNConfig
 from seq2seq.models.configs import TransformerConfig as TransformerConfig
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message is one line naming the key and the fix."""
-
-
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # a float setting is finite: nan/inf are refused by name here, not found when training fails
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class HFSource(_Section):
@@ -201,6 +208,9 @@ class TeacherForcingConfig(_Section):
         return self.schedule == "constant" and self.start >= 1.0
 
 
+_Beta = Annotated[float, Field(ge=0, lt=1)]  # Adam's decay rates (torch refuses 1 or more)
+
+
 class TrainConfig(_Section):
     """The training loop. Steps count optimizer updates, a skipped non-finite one included (it
     changes no weight, and is counted towards ``max_nonfinite`` when the loop reads the device's
@@ -239,7 +249,7 @@ class TrainConfig(_Section):
     )
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
-    betas: tuple[float, float] = (0.9, 0.98)
+    betas: tuple[_Beta, _Beta] = (0.9, 0.98)
     weight_decay: float = Field(0.0, ge=0)
     schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
@@ -290,6 +300,16 @@ class TrainConfig(_Section):
             raise ValueError("schedule 'noam' needs warmup_steps > 0")
         if self.schedule == "cosine" and self.max_steps is None:
             raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
+        if self.schedule == "cosine" and self.warmup_steps >= self.max_steps:
+            raise ValueError(
+                f"warmup_steps ({self.warmup_steps}) must be below max_steps ({self.max_steps}) "
+                "under schedule 'cosine', which decays from the end of warmup to max_steps"
+            )
+        if self.min_lr > self.lr:
+            raise ValueError(
+                f"min_lr ({self.min_lr}) must not exceed lr ({self.lr}): it is the floor the "
+                "learning rate decays to"
+            )
         if self.best_metric != "loss" and not self.valid_bleu:
             raise ValueError(f"best_metric {self.best_metric!r} needs valid_bleu: true")
         if self.precision == "fp16" and self.device == "cpu":
@@ -436,6 +456,11 @@ class Config(_Section):
         return self
 
 
+# the classes whose validation errors _one_line renders (pydantic names the class in err.title)
+_SECTIONS = (Config, DataConfig, HFSource, TokenizerConfig, TrainConfig, TeacherForcingConfig)
+_SECTIONS += (DecodeConfig, *MODEL_CONFIGS)
+
+
 def _did_you_mean(loc: str) -> str:
     """``"; did you mean train.valid_every?"`` for an unknown key close to a real one, else ""."""
     import difflib
@@ -452,52 +477,76 @@ def _did_you_mean(loc: str) -> str:
     return f"; did you mean {'.'.join([*parents, close[0]])}?" if close else ""
 
 
+# pydantic's error types for a number out of its field's bounds, or not finite
+RANGE_ERRORS = {
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def valid_range(title: str, loc: tuple[Any, ...]) -> str | None:
+    """The values of the numeric setting at ``loc``, pydantic's location of an error in the class
+    named ``title`` (``Config`` or one of its sections), in words: ``a finite number >= 0 and
+    < 1``; None when ``loc`` names no bounded number."""
+    cls: Any = next((c for c in _SECTIONS if c.__name__ == title), None)
+    if cls is None:
+        return None
+    ann: Any = None
+    bounds: list[Any] = []
+    for part in loc:
+        if isinstance(part, int):  # an element of a tuple
+            args = [a for a in get_args(ann) if a is not Ellipsis]
+            ann = args[min(part, len(args) - 1)] if args else None
+        elif part in MODEL_NAMES and cls is None:  # the model union's tag
+            cls = MODEL_CONFIGS[MODEL_NAMES.index(part)]
+            continue
+        elif isinstance(cls, type) and part in cls.model_fields:
+            ann, bounds = cls.model_fields[part].annotation, list(cls.model_fields[part].metadata)
+        else:
+            return None
+        if get_origin(ann) is Annotated:  # the bounds of a tuple's element
+            bounds = [m for f in ann.__metadata__ for m in getattr(f, "metadata", [f])]
+            ann = get_args(ann)[0]
+        if type(None) in get_args(ann) and len(get_args(ann)) == 2:  # X | None -> X
+            ann = next(a for a in get_args(ann) if a is not type(None))
+        cls = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    words = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    limits = [(words[k], getattr(b, k)) for b in bounds for k in words if hasattr(b, k)]
+    said = [f"{w} {v:g}" if isinstance(v, float) else f"{w} {v}" for w, v in limits]
+    if ann not in (int, float) or not said:
+        return None
+    return ("an integer " if ann is int else "a finite number ") + " and ".join(said)
+
+
 def _one_line(err: ValidationError, source: str, origin=None) -> str:
     """Turn pydantic's multi-line report into one line per problem, joined by '; '. ``origin``
     (dotted key -> where it was said) names another file or --set for a problem when that is
-    not ``source``."""
+    not ``source``. A number out of range is shown with the value given and the valid range."""
     parts = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith(("function-", "tagged")))
-        loc = ".".join(p for p in loc.split(".") if p not in MODEL_NAMES)
+        keys = [
+            x
+            for x in e["loc"]
+            if not str(x).startswith(("function-", "tagged")) and str(x) not in MODEL_NAMES
+        ]
+        loc = ".".join(str(x) for x in keys if not isinstance(x, int))  # train.betas for [1]
+        notes = []
         if e["type"] == "extra_forbidden":
             msg = "unknown key" + _did_you_mean(loc)
         elif e["type"] == "union_tag_invalid":
             msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
         else:
             msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] in RANGE_ERRORS and (valid := valid_range(err.title, e["loc"])):
+            msg, notes = f"{msg}, not {e['input']}", [f"valid: {valid}"]
         said = origin(loc) if origin is not None and loc else source
-        where = "" if said == source else f" (given in {said})"
-        parts.append(f"{loc}: {msg}{where}" if loc else msg)
+        notes += [] if said == source else [f"given in {said}"]
+        where = f" ({'; '.join(notes)})" if notes else ""
+        parts.append(f"{key_path(keys)}: {msg}{where}" if keys else msg)
     return f"{source}: " + "; ".join(parts)
-
-
-def parse_override(item: str) -> tuple[list[str], Any]:
-    """``"model.hidden_size=256"`` -> (["model", "hidden_size"], 256); the value is read as YAML."""
-    if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set train.lr=0.0005")
-    key, value = item.split("=", 1)
-    try:
-        return key.strip().split("."), yaml.safe_load(value) if value.strip() else None
-    except yaml.YAMLError as e:
-        raise ConfigError(
-            f"--set {item!r}: the value is not valid YAML ({getattr(e, 'problem', e)})"
-        ) from None
-
-
-def apply_overrides(raw: dict, overrides: list[str]) -> dict:
-    for item in overrides:
-        keys, value = parse_override(item)
-        node = raw
-        for k in keys[:-1]:
-            child = node.get(k)
-            if child is None:
-                child = node[k] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"--set {item!r}: {k} is not a section")
-            node = child
-        node[keys[-1]] = value
-    return raw
 
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> Config:
@@ -508,7 +557,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     """
     source = str(path) if path else "config"
     layers: list[tuple[str, dict]] = []  # each file of the base chain, the derived one first
-    raw: dict = _read_yaml(Path(path), layers=layers) if path is not None else {}
+    raw: dict = read_config_file(Path(path), layers=layers) if path is not None else {}
     raw = apply_overrides(raw, overrides or [])
     set_keys = {".".join(parse_override(item)[0]) for item in overrides or []}
     try:
@@ -517,68 +566,19 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
 
         def origin(loc: str) -> str:
             """Where a key was said: --set, else the most derived file that holds it."""
-            if any(k == loc or k.startswith(loc + ".") for k in set_keys):
+            if any(
+                k == loc or k.startswith(loc + ".") or loc.startswith(k + ".") for k in set_keys
+            ):
                 return "--set"
             for name, layer in layers:
                 node: Any = layer
                 for part in loc.split("."):
                     node = node.get(part) if isinstance(node, dict) else None
-                if node is not None or _has_key(layer, loc):
+                if node is not None or has_key(layer, loc):
                     return name
             return source
 
         raise ConfigError(_one_line(e, source, origin)) from None
-
-
-def _has_key(d: dict, dotted: str) -> bool:
-    *parents, last = dotted.split(".")
-    for part in parents:
-        d = d.get(part) if isinstance(d, dict) else None
-    return isinstance(d, dict) and last in d
-
-
-def _read_yaml(
-    p: Path, chain: tuple[Path, ...] = (), layers: list[tuple[str, dict]] | None = None
-) -> dict:
-    """One config file's mapping, its ``base:`` (a config path relative to this file) merged under
-    it section by section: the file says only what differs from its base.
-
-    Raises:
-        ConfigError: missing file, bad YAML, not a mapping, or a ``base`` cycle.
-    """
-    if not p.is_file():
-        raise ConfigError(f"{p}: config file not found")
-    if p.resolve() in chain:
-        raise ConfigError(f"{chain[-1]}: base {p} leads back to itself")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{p}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
-    base = raw.pop("base", None)
-    if layers is not None:
-        layers.append((str(p), raw))
-    if base is None:
-        return raw
-    if not isinstance(base, str):
-        raise ConfigError(f"{p}: base must be the path of another config, e.g. ../transformer.yaml")
-    if not (p.parent / base).is_file():
-        raise ConfigError(
-            f"{p}: base {base}: config file not found ({p.parent / base}); the path is relative "
-            "to this file"
-        )
-    return _merge(_read_yaml(p.parent / base, (*chain, p.resolve()), layers), raw)
-
-
-def _merge(base: dict, over: dict) -> dict:
-    """``over`` on top of ``base``: mappings merge key by key, any other value replaces."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def validate_config(raw: dict, source: str = "config") -> Config:

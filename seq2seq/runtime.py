@@ -14,17 +14,25 @@ import torch
 
 from seq2seq.config import ConfigError
 
+# Where a training run's device comes from: its config's train.device, which --set and --device
+# (an override of it) may have replaced.
+TRAIN_DEVICE = "train.device (from the config, --set or --device)"
 
-def pick_device(name: str, precision: str) -> torch.device:
-    """``auto`` -> cuda when torch sees one, else cpu.
+
+def pick_device(name: str, precision: str, said: str = TRAIN_DEVICE) -> torch.device:
+    """``auto`` -> cuda when torch sees one, else cpu. ``said`` names where ``name`` came from,
+    for the error: ``--device``, a checkpoint's ``train.device``, or (default) a training run's.
 
     Raises:
         ConfigError: an unknown name, cuda asked for but absent, or fp16 without CUDA.
     """
     if name not in ("auto", "cpu", "cuda"):
-        raise ConfigError(f"--device {name!r}: choose auto, cpu or cuda")
+        raise ConfigError(f"{said} {name!r}: choose auto, cpu or cuda")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda was asked for but torch sees no CUDA device")
+        raise ConfigError(
+            f"{said} is cuda, but torch sees no CUDA device on this machine; "
+            "give --device cpu (or auto)"
+        )
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if precision == "fp16" and name != "cuda":
@@ -68,14 +76,15 @@ def configure_device(device: torch.device, cudnn_sdp: bool = False) -> None:
     torch.backends.cuda.enable_cudnn_sdp(cudnn_sdp)
 
 
-def inference_device(name: str) -> torch.device:
+def inference_device(name: str, said: str = "--device") -> torch.device:
     """``auto | cpu | cuda`` for decoding, configured: on CUDA, TF32 matmuls and no cuDNN
-    attention (a search changes shapes every step, and cuDNN builds a plan for each).
+    attention (a search changes shapes every step, and cuDNN builds a plan for each). ``said``
+    names where ``name`` came from, for the error (``pick_device``).
 
     Raises:
         ConfigError: an unknown name, or cuda asked for but absent.
     """
-    device = pick_device(name, "fp32")
+    device = pick_device(name, "fp32", said)
     configure_device(device)
     return device
 

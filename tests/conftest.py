@@ -101,6 +101,19 @@ def synth_tokenizer(synth_corpus) -> Tokenizer:
     return Tokenizer.train(src, tgt, TokenizerConfig(vocab_size=200))
 
 
+@pytest.fixture(scope="session")
+def synth_run(tmp_path_factory, synth_corpus, synth_tokenizer) -> Path:
+    """A run folder (best.pt, last.pt, ...) of the tiny rnn after 2 updates on ``synth_corpus``:
+    a real checkpoint for the commands' fast tests, trained in a second or two."""
+    from seq2seq.training.loop import train
+
+    from .toys import synth_run_config
+
+    run = tmp_path_factory.mktemp("synth_run") / "run"
+    train(synth_run_config(synth_corpus, max_steps=2), run, tokenizer=synth_tokenizer)
+    return run
+
+
 # ---- Multi30k, for the end-to-end tier ---------------------------------------------------------
 
 

@@ -187,7 +187,8 @@ def test_bad_devices_paths_and_conflicts_are_one_line_exit_2(trained_run, tmp_pa
         "empty.en: no lines to score",
     )
     _one_line_exit_2(
-        run("train", "cfg.yaml", "--run-dir", "cfg.yaml", cwd=tmp_path), "cfg.yaml: File exists"
+        run("train", "cfg.yaml", "--run-dir", "cfg.yaml", cwd=tmp_path),
+        "--run-dir cfg.yaml: is a file, not a folder",
     )
     _one_line_exit_2(run("train", "cfg.yaml", "--seed", "-1", cwd=tmp_path), "train.seed")
     assert not (tmp_path / "runs").exists()

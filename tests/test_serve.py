@@ -264,6 +264,28 @@ def test_study_folder_errors_name_the_file(tmp_path):
         load_study(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b'{"text": "\\ud83d"}', "text: character 1 is a lone UTF-16 surrogate (U+D83D)"),
+        (b'{"text": "ein \\ude00 hund"}', "text: character 5 is a lone UTF-16 surrogate (U+DE00)"),
+        (b'{"text": "ein", "models": ["\\ud83d"]}', "unknown model '\\ud83d'"),
+        (b'{"text": "ein", "\\ud83d": 1}', ""),
+    ],
+)
+def test_text_that_is_not_unicode_gets_a_4xx_with_a_one_line_message(synth_run, body, needle):
+    """A JSON escape of half a surrogate pair decodes to no character: the tokenizer cannot take
+    it, and an answer that quoted it could not be encoded."""
+    json_body = {"content-type": "application/json"}
+    with TestClient(create_app(load_runs([synth_run]))) as c:
+        r = c.post("/translate", content=body, headers=json_body)
+        assert r.status_code in (400, 422), r.text
+        detail = r.json()["detail"]
+        assert needle in detail and "\n" not in detail and "internal error" not in detail
+        pair = c.post("/translate", content=b'{"text": "ein \\ud83d\\ude00"}', headers=json_body)
+        assert pair.status_code == 200 and pair.json()["sources"] == ["ein \U0001f600"]
+
+
 def test_text_splits_into_lines_like_translate_reads_a_file():
     assert split_lines("a\r\nb\n\nc\u2028d\n") == ["a", "b", "", "c\u2028d"]
     assert split_lines("") == [] and split_lines("\n") == [""]

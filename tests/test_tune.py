@@ -168,3 +168,78 @@ def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
         _warn_if_test_split(tmp_path / "test.de", cfg)
     (record,) = caplog.records
     assert "is the run's test split (data.test)" in record.getMessage()
+
+
+# ---- tuning sets that cannot tell the settings apart -------------------------------------------
+
+
+def _tuning_files(tmp_path, n: int, ref: str | None = None):
+    """``n`` validation-like lines of the synthetic corpus (refs: its targets, or ``ref``)."""
+    from tests.conftest import synth_pairs
+
+    pairs = synth_pairs(n, seed=5, max_words=6)
+    src, tgt = tmp_path / "tune.de", tmp_path / "tune.en"
+    src.write_text("".join(s + "\n" for s, _ in pairs))
+    tgt.write_text("".join((ref or t) + "\n" for _, t in pairs))
+    return src, tgt
+
+
+def _copy_run(synth_run, tmp_path):
+    import shutil
+
+    return shutil.copytree(synth_run, tmp_path / "run")
+
+
+def test_tuning_on_fewer_than_50_lines_is_refused_before_decoding(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    import seq2seq.decoding.translate as translate
+    from seq2seq.decoding.tune import MIN_TUNE_LINES
+    from tests.toys import run_main
+
+    assert MIN_TUNE_LINES == 50
+    run = _copy_run(synth_run, tmp_path)
+    before = sorted(p.name for p in run.iterdir())
+    monkeypatch.setattr(translate, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    for n in (1, 49):
+        src, ref = _tuning_files(tmp_path, n)
+        code, err = run_main(
+            monkeypatch, capsys, "tune-decode", "-c", run, "--src", src, "--ref", ref
+        )
+        lines = f"{n} non-blank line" + ("s" if n > 1 else "")
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert f"--src {src} has {lines}, too few to tune on (at least 50)" in err
+        assert "give a bigger --src/--ref" in err
+    assert sorted(p.name for p in run.iterdir()) == before  # no decode.yaml, no tune_decode.json
+
+
+def test_a_sweep_whose_settings_all_score_alike_writes_nothing(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    """References the model never comes near: every setting scores BLEU 0.00."""
+    from tests.toys import run_main
+
+    run = _copy_run(synth_run, tmp_path)
+    before = sorted(p.name for p in run.iterdir())
+    src, ref = _tuning_files(tmp_path, 50, ref="qqq zzz xxx")
+    args = ["tune-decode", "-c", run, "--src", src, "--ref", ref, "--beams", "2", "--alphas", "0"]
+    code, err = run_main(monkeypatch, capsys, *args)
+    assert code == 2
+    assert (
+        f"error: --src {src}: all 2 settings scored BLEU 0.00, so this tuning set cannot tell "
+        "them apart; nothing written, the run keeps its decode settings" in err
+    )
+    assert sorted(p.name for p in run.iterdir()) == before
+    # --no-write only shows the sweep: it warns, and writes nothing but the --json asked for
+    code, err = run_main(monkeypatch, capsys, *args, "--no-write", "--json", tmp_path / "s.json")
+    assert code == 0 and "warning: --src" in err and "cannot tell them apart" in err
+    assert (tmp_path / "s.json").is_file() and sorted(p.name for p in run.iterdir()) == before
+
+
+def test_all_tied_is_true_only_when_every_setting_scores_the_same():
+    from seq2seq.decoding.tune import all_tied
+
+    greedy = SweepRow("greedy", 1, 0.0, 12.0, 1.0, 1.0, 1.0)
+    assert all_tied([greedy, SweepRow("beam", 5, 0.6, 12.0, 0.9, 0.9, 5.0)])
+    assert not all_tied([greedy, SweepRow("beam", 5, 0.6, 12.01, 1.0, 1.0, 5.0)])
+    assert not all_tied([greedy])

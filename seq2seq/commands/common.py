@@ -37,8 +37,10 @@ OPTION_OF_FIELD = {"beam_size": "beam"}
 def user_errors():
     """Bad user input found by the library becomes a one-line ``UserError``: a ValueError keeps its
     message; a pydantic ValidationError of a config section names the option it came from
-    (``decode.beam_size`` -> ``--beam: ...``)."""
+    (``decode.beam_size`` -> ``--beam: ...``), and a number out of range the range it may take."""
     from pydantic import ValidationError
+
+    from seq2seq.config import RANGE_ERRORS, valid_range
 
     try:
         yield
@@ -46,7 +48,10 @@ def user_errors():
         err = e.errors()[0]
         field = str(err["loc"][0])
         option = OPTION_OF_FIELD.get(field, field).replace("_", "-")
-        raise UserError(f"--{option}: {err['msg'].removeprefix('Value error, ')}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] in RANGE_ERRORS and (valid := valid_range(e.title, err["loc"])):
+            msg += f", not {err['input']} (valid: {valid})"
+        raise UserError(f"--{option}: {msg}") from None
     except ValueError as e:
         raise UserError(str(e)) from None
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import inference_device, no_stdout, user_errors
+from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
 
@@ -161,6 +162,7 @@ def compare(
 
     setup_logging()
     no_stdout(out, "--out", "the study's folder")
+    check_writable(out, "--out", folder=True)  # before any model trains
     with user_errors():
         budget = Budget(budget_minutes, budget_steps, budget_tokens)
         beam_sizes, edges = parse_beams(beams), parse_buckets(buckets)
@@ -227,6 +229,7 @@ def synth(
     from seq2seq.study.synth import write_corpus
 
     no_stdout(out, "--out", "a corpus folder")
+    check_writable(out, "--out", folder=True)
     with user_errors():
         sizes = write_corpus(task, n, min_len, max_len, vocab, out, seed, overwrite)
     typer.echo(f"wrote {task} corpus to {out}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))

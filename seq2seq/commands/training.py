@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError, no_stdout
+from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
 
@@ -64,9 +65,23 @@ def train(
     flags |= {"device": device, "seed": seed}
     overrides = [*set_, *(f"train.{k}={v}" for k, v in flags.items() if v is not None)]
     cfg = load_config(config, overrides)
+    _check_run_dir(resume, run_dir, cfg)
     summary = run_training(cfg, resume or run_dir, resume=resume is not None, overwrite=overwrite)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for all
         typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
+
+
+def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
+    """The run folder training will write (as ``training.loop.train`` picks it) must be writable
+    before the tokenizer and the first update; named by where it came from."""
+    if resume is not None:
+        check_writable(resume, "--resume", folder=True)
+    elif run_dir is not None:
+        check_writable(run_dir, "--run-dir", folder=True)
+    else:
+        fix = "give --run-dir a folder you can write to"
+        where = ("run_dir", cfg.run_dir) if cfg.run_dir else ("run folder", f"runs/{cfg.name}")
+        check_writable(where[1], where[0], folder=True, fix=fix)
 
 
 def average(
@@ -87,6 +102,7 @@ def average(
 
     setup_logging()
     no_stdout(output, "-o", "a checkpoint")
+    check_writable(output, "-o")  # before the checkpoints are read and averaged
     paths = average_run(checkpoint, output, last=last, best=best)
     typer.echo(
         f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}"

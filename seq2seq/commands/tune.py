@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors
+from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors, warn
+from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
 
@@ -19,7 +20,8 @@ def tune_decode(
         None,
         "--src",
         help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
-        "multi30k/val.de]. Never a test set: scores on it would no longer be unseen.",
+        "multi30k/val.de], at least 50 non-blank lines. Never a test set: scores on it would no "
+        "longer be unseen.",
     ),
     ref: Path | None = typer.Option(
         None, "--ref", help="Tuning reference file [default: the run's data.valid target side]."
@@ -53,14 +55,18 @@ def tune_decode(
     """Sweep greedy search and beam search (every beam size x length penalty) on the validation
     set, print BLEU, brevity penalty and length ratio of each, and write the best into the run's
     decode settings (RUN_DIR/decode.yaml). Ties go to the cheaper search, so the choice is never
-    below greedy on the tuning set.
+    below greedy on the tuning set. A tuning set of fewer than 50 non-blank lines is refused before
+    anything is decoded, and so is a sweep whose settings all score the same BLEU (nothing is
+    written; with --no-write it is a warning): neither gives a reason to change the search.
     """
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
     from seq2seq.decoding.translate import translate_sentences
     from seq2seq.decoding.tune import (
+        all_tied,
         best_row,
         candidates,
+        check_tuning_set,
         parse_beams,
         parse_floats,
         rows_as_dicts,
@@ -73,10 +79,11 @@ def tune_decode(
     no_stdout(json_out, "--json", "the sweep")
     with user_errors():
         beam_sizes, alpha_values = parse_beams(beams), parse_floats(alphas, "--alphas")
-        ckpt = resolve_checkpoint(checkpoint)
-        model, tok, cfg, dev = load_model(ckpt, device)
         if (src is None) != (ref is None):
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
+        ckpt = resolve_checkpoint(checkpoint)
+        _check_outputs(ckpt.parent, json_out, write)  # before the model decodes anything
+        model, tok, cfg, dev = load_model(ckpt, device)
         if src is None:
             if cfg.data.valid is None:
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
@@ -85,6 +92,7 @@ def tune_decode(
         _warn_if_test_split(src, cfg)
         texts = read_eval_texts([ref], src, None)  # as eval reads them: aligned, not blank
         sources, refs = texts.sources, texts.refs[0]
+        check_tuning_set(sources, refs, src)
         base = (
             cfg.decode
             if batch_size is None
@@ -106,6 +114,17 @@ def tune_decode(
     typer.echo(f"tuning on {src} ({len(sources)} lines): {len(configs)} settings", err=True)
     with user_errors():
         rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
+    if all_tied(rows):
+        same = (
+            f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so this "
+            "tuning set cannot tell them apart"
+        )
+        if write:
+            raise UserError(
+                f"{same}; nothing written, the run keeps its decode settings; tune on a bigger "
+                "or more varied --src/--ref"
+            )
+        warn(f"{same}; choose the search on a bigger or more varied --src/--ref")
     best = best_row(rows)
     greedy = rows[0]
     run_dir = ckpt.parent
@@ -125,6 +144,19 @@ def tune_decode(
         path = write_decode_file(run_dir, best, rows, str(src))
         line += f" -> {path}; translate, eval and serve use it"
     typer.echo(line)
+
+
+def _check_outputs(run_dir: Path, json_out: Path | None, write: bool) -> None:
+    """Every file the sweep will end in must be writable before it starts: --json, and with
+    --write the run's decode.yaml and (without --json) tune_decode.json."""
+    from seq2seq.checkpoint import DECODE_FILE
+
+    check_writable(json_out, "--json")
+    if write:
+        fix = "copy the run to a folder you can write to, or pass --no-write"
+        if json_out is None:
+            check_writable(run_dir / "tune_decode.json", "--write", fix=fix)
+        check_writable(run_dir / DECODE_FILE, "--write", fix=fix)
 
 
 def _warn_if_test_split(src: Path, cfg) -> None:

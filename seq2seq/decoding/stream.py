@@ -8,6 +8,7 @@ its input stays open. Lines are read by the same rules as files (``data.text.dec
 
 from __future__ import annotations
 
+import re
 import select
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +28,22 @@ from seq2seq.models import Seq2SeqModel
 
 # Called with translations decoded with attention and the input line number of the first.
 AttentionSink = Callable[[list[Translation], int], object]
+
+# The n-best TSV's hypothesis field: a backslash, tab, newline or carriage return in it is written
+# as \\, \t, \n, \r (the escaping of linear TSV and PostgreSQL's text format), so every row
+# has exactly three fields and one line; ``unescape_tsv_field`` gives the hypothesis back.
+_TSV_ESCAPE = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_TSV_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+
+
+def escape_tsv_field(text: str) -> str:
+    """``text`` as one n-best TSV field: no tab, newline or carriage return, backslashes doubled."""
+    return text.translate(_TSV_ESCAPE)
+
+
+def unescape_tsv_field(field: str) -> str:
+    """The text an n-best TSV field holds (``escape_tsv_field`` reversed)."""
+    return re.sub(r"\\([\\tnr])", lambda m: _TSV_UNESCAPE[m[1]], field)
 
 
 @dataclass
@@ -88,14 +105,15 @@ class LineTranslator:
 
     def render(self, lines: Sequence[str], first_line_no: int = 1) -> list[str]:
         """Output lines for ``lines``: the best translation of each or, with ``n_best`` > 1, TSV
-        rows ``line number, score, hypothesis`` (one row with empty fields for a blank line)."""
+        rows ``line number, score, hypothesis`` (one row with empty fields for a blank line; the
+        hypothesis escaped by ``escape_tsv_field``)."""
         results = self.translate(lines, first_line_no)
         if self.n_best == 1:
             return [r.text for r in results]
         out = []
         for k, r in enumerate(results):
             for h, text in zip(r.hypotheses, r.texts, strict=True):
-                out.append(f"{first_line_no + k}\t{h.score:.4f}\t{text}")
+                out.append(f"{first_line_no + k}\t{h.score:.4f}\t{escape_tsv_field(text)}")
             if not r.hypotheses:
                 out.append(f"{first_line_no + k}\t\t")
         return out

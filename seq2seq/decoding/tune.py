@@ -25,6 +25,10 @@ from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.evaluation.metrics import bleu_metric
 
+# Fewer tuning lines than this are refused: BLEU on a handful of lines is mostly 0 or 100 and the
+# same for every setting, and the tie rule would then write greedy over the run's own search.
+MIN_TUNE_LINES = 50
+
 
 @dataclass
 class SweepRow:
@@ -115,6 +119,29 @@ def sweep(
         if progress is not None:
             progress(row)
     return rows
+
+
+def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
+    """Refuse a tuning set too small to tell search settings apart.
+
+    Raises:
+        ValueError: fewer than ``MIN_TUNE_LINES`` lines whose source and reference are both
+            non-blank (one line naming ``src`` and the fix).
+    """
+    n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
+    if n_lines < MIN_TUNE_LINES:
+        lines = f"{n_lines} non-blank line" + ("" if n_lines == 1 else "s")
+        raise ValueError(
+            f"--src {src} has {lines}, too few to tune on (at least {MIN_TUNE_LINES}): BLEU on so "
+            f"few cannot tell the search settings apart; give a bigger --src/--ref (at least "
+            f"{MIN_TUNE_LINES} aligned lines, e.g. the whole validation set)"
+        )
+
+
+def all_tied(rows: Sequence[SweepRow]) -> bool:
+    """True when every setting scored the same BLEU (at sacreBLEU's two decimals): the tuning set
+    gave no reason to prefer any, and the tie rule would pick greedy over the run's own search."""
+    return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
 
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):

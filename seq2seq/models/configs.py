@@ -25,7 +25,7 @@ class ModelConfigBase(BaseModel):
     keys keep the order of old configs and checkpoints).
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     # Scheduled sampling (Bengio et al. 2015) runs the decoder step by step on its own outputs.
     scheduled_sampling: ClassVar[bool] = True

@@ -120,17 +120,23 @@ def _static(body: bytes, media: str):
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     async def refused(request: Request, e: RequestError) -> JSONResponse:
-        return JSONResponse({"detail": str(e)}, e.status)
+        return _error(str(e), e.status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, e: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": validation_message(e.errors())}, 422)
+        return _error(validation_message(e.errors()), 422)
 
     @app.exception_handler(Exception)
     async def failed(request: Request, e: Exception) -> JSONResponse:
         log.error("%s %s failed", request.method, request.url.path, exc_info=e)
         first = (str(e).strip().splitlines() or [""])[0][:200]
-        return JSONResponse({"detail": f"internal error: {type(e).__name__}: {first}"}, 500)
+        return _error(f"internal error: {type(e).__name__}: {first}", 500)
+
+
+def _error(detail: str, status: int) -> JSONResponse:
+    """``{"detail": detail}``; a lone surrogate quoted from the request (a key, a value) is written
+    as its escape, ``\\ud83d``, so the answer can always be encoded."""
+    return JSONResponse({"detail": detail.encode("utf-8", "backslashreplace").decode()}, status)
 
 
 def validation_message(errors: Sequence[dict]) -> str:

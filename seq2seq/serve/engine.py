@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seq2seq.config import DecodeConfig
 from seq2seq.data.text import clean_line
@@ -63,11 +63,34 @@ class TranslateRequest(BaseModel):
     models: list[str] | None = Field(None, description="model names; null = every model")
     attention: bool = Field(True, description="include cross-attention maps")
 
+    @field_validator("text")
+    @classmethod
+    def _text_is_unicode(cls, text: str) -> str:
+        check_unicode(text)
+        return text
+
     @model_validator(mode="after")
     def _n_best_fits_the_beam(self) -> TranslateRequest:
         if self.n_best > self.beam:
             raise ValueError(f"n_best ({self.n_best}) cannot exceed beam ({self.beam})")
         return self
+
+
+def check_unicode(text: str) -> None:
+    """Refuse text the tokenizer cannot encode: JSON may carry a lone UTF-16 surrogate
+    (``"\\ud83d"``), which is no character at all.
+
+    Raises:
+        ValueError: one line naming the first such character's position (from 1).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"character {e.start + 1} is a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}), "
+            "not text; send valid Unicode (in JSON a \\ud83d escape needs its pair, e.g. "
+            "\\ud83d\\ude00)"
+        ) from None
 
 
 def split_lines(text: str) -> list[str]:

@@ -87,7 +87,8 @@ def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
     ckpt = load_checkpoint(ckpt_path)
     model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
     cfg = with_tuned_decode(cfg, ckpt_path.parent)  # the run's decode.yaml (tune-decode), if any
-    dev = inference_device(device or cfg.train.device)
+    said = "--device" if device else f"the train.device of {ckpt_path} (its run's config)"
+    dev = inference_device(device or cfg.train.device, said)
     model = model.to(dev).eval()
     source_limit(model, cfg.decode)  # fails now, not on the first request
     served = ServedModel(name, model, tok, cfg, dev, attention_shape(model, dev))

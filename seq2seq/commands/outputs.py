@@ -1,0 +1,59 @@
+"""Output paths checked before the work: a command that would translate, tune, average or train for
+minutes first makes sure that what it will write can be written, so no finished work is thrown
+away on a path that was never writable.
+
+``check_writable`` is what every output option calls (``-`` is standard output and always
+passes). It creates nothing: a missing folder on the way is fine when the nearest folder that
+exists is writable (the writer makes the rest, as ``atomic.atomic_open`` does).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from seq2seq.atomic import is_stdout
+from seq2seq.commands.common import UserError
+
+ANOTHER_PATH = "give a path in a folder you can write to"
+
+
+def check_writable(
+    path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
+) -> None:
+    """Refuse in one line an output the command could not write.
+
+    Args:
+        path: the option's value; None (not given) and ``-`` (standard output) pass.
+        option: the option as the user typed it, e.g. ``--output``; it starts the message.
+        folder: ``path`` is a folder the command writes into (``--run-dir``, ``--out``), not a
+            file.
+        fix: what to do, the message's end.
+
+    Raises:
+        UserError: ``path`` is a folder where a file goes (or a file where a folder goes), a file
+            stands where a folder on its way should be, or the folder that would hold it is not
+            writable (its nearest existing folder, when it does not exist yet).
+    """
+    if path is None or is_stdout(path):
+        return
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir():
+        raise UserError(f"{option} {path}: is a file, not a folder; give a folder to write into")
+    if not folder and p.is_dir():
+        raise UserError(f"{option} {path}: is a folder; give a file name to write")
+    nearest = p if folder else p.parent
+    while not nearest.exists() and not nearest.is_symlink() and nearest != nearest.parent:
+        nearest = nearest.parent  # missing folders are made by the writer
+    if not nearest.is_dir():
+        kind = "a file, not a folder" if nearest.is_file() else "not a folder"
+        raise UserError(f"{option} {path}: cannot write there: {nearest} is {kind}; {fix}")
+    if not _can_write(nearest):
+        raise UserError(
+            f"{option} {path}: cannot write there: folder {nearest} is not writable; {fix}"
+        )
+
+
+def _can_write(folder: Path) -> bool:
+    """New files can be made in ``folder`` (its permissions, a read-only file system)."""
+    return os.access(folder, os.W_OK | os.X_OK)
