@@ -229,6 +229,13 @@ class TrainConfig(_Section):
     log point. ``init_from`` starts a new run from another run's weights (a warm start): the run
     takes that checkpoint's tokenizer, its model section must have the same architecture (only
     the dropout rates may differ), and the optimizer, schedule and step start afresh.
+
+    ``update_freq`` accumulates that many batches into one update, within an epoch only: an
+    epoch's last update takes the batches left (an epoch of 4 batches under 3 gives updates of
+    3, 1, then 3, 1 again; an epoch of one batch makes ``update_freq`` do nothing). So every
+    update's batches come from one epoch, whose number and batch position ``last.pt`` saves for an
+    exact ``--resume``; groups carried across epochs would change that position's meaning.
+    Training logs one line when the epoch's batch count is not a multiple of ``update_freq``.
     """
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
@@ -264,7 +271,12 @@ class TrainConfig(_Section):
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
     teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
-    update_freq: int = Field(1, ge=1, description="batches accumulated into one update")
+    update_freq: int = Field(
+        1,
+        ge=1,
+        description="batches accumulated into one update, within an epoch: an update never "
+        "spans an epoch boundary, so an epoch of 4 batches under 3 gives updates of 3 and 1",
+    )
     valid_every: int = Field(1000, ge=1, description="steps between validations")
     valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
     best_metric: Literal["bleu", "chrf", "loss"] = Field(

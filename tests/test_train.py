@@ -8,7 +8,9 @@ only its numbers matter.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 
 import pytest
 import torch
@@ -28,7 +30,7 @@ from seq2seq.models import build_model
 from seq2seq.training.average import average_checkpoints, average_run
 from seq2seq.training.data import epoch_batches, prepare_data
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.loop import train
+from seq2seq.training.loop import note_short_update, train
 from seq2seq.training.loss import token_loss_sum
 from seq2seq.training.monitor import attention_heatmap
 from seq2seq.training.schedules import lr_at, teacher_forcing_at
@@ -175,6 +177,44 @@ def test_update_freq_2_equals_one_double_batch(name):
     for k, w in weights[0].items():
         assert torch.allclose(w, weights[1][k], atol=1e-5), k
     assert any(not torch.equal(w, initial[k]) for k, w in weights[0].items())
+
+
+def test_update_freq_groups_stop_at_the_epoch_end_and_the_start_says_so(
+    tmp_path, caplog, synth_corpus, synth_tokenizer
+):
+    """update_freq 3 over two epochs of N batches (N not a multiple of 3): each epoch takes
+    ceil(N / 3) updates, its last one short, and one INFO line at the start says so."""
+    from .toys import synth_run_config
+
+    cfg = synth_run_config(synth_corpus, max_epochs=2, update_freq=3, batch_tokens=2000)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        summary = train(cfg, tmp_path / "run", tokenizer=synth_tokenizer)
+    notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("update_freq")]
+    assert len(notes) == 1, notes
+    found = re.fullmatch(
+        r"update_freq 3: an epoch of (\d+) batches ends with an update of (\d) batch(es)? "
+        r"\(groups do not span epochs\)",
+        notes[0],
+    )
+    assert found, notes[0]
+    n, tail = int(found[1]), int(found[2])
+    assert tail == n % 3 != 0
+    assert summary["epochs"] == 2 and summary["steps"] == 2 * math.ceil(n / 3)
+
+
+def test_update_freq_note_only_when_an_epoch_ends_with_a_short_update(caplog):
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        note_short_update(4, 3)
+        note_short_update(6, 3)
+        note_short_update(5, 1)
+        note_short_update(1, 3)
+        note_short_update(4, 3, main=False)  # another rank than the first: no line
+    assert [r.getMessage() for r in caplog.records] == [
+        "update_freq 3: an epoch of 4 batches ends with an update of 1 batch (groups do not span "
+        "epochs)",
+        "update_freq 3: an epoch of 1 batch ends with an update of 1 batch (groups do not span "
+        "epochs)",
+    ]
 
 
 @pytest.mark.parametrize("name", ["bahdanau", "luong_general_uni", "rnn"])

@@ -32,15 +32,37 @@ def serve(
     device: str | None = typer.Option(
         None, "--device", help="auto | cpu | cuda [default: each run's train.device]."
     ),
+    workers: int = typer.Option(
+        4,
+        "--workers",
+        min=1,
+        help="Translations decoding at once, in threads of their own (each model still takes "
+        "one at a time); the page, /models, /study and /health never wait for them.",
+    ),
+    max_queued: int = typer.Option(
+        32,
+        "--max-queued",
+        min=0,
+        help="Translations waiting for a worker; one more gets 503 with a Retry-After header.",
+    ),
+    timeout: float = typer.Option(
+        60.0,
+        "--timeout",
+        min=0.001,
+        help="Seconds a translation may take from its arrival, waiting included; then it gets "
+        "503, and one still waiting is dropped before it starts (so is one whose client left).",
+    ),
 ):
     """Serve a local page and JSON API (POST /translate, see docs/serve.md) showing every run's
     greedy and beam translations, log-probabilities, decode times and cross-attention side by
     side. The runs are loaded once; Ctrl-C stops the server."""
     from seq2seq.serve import ServeError
     from seq2seq.serve.app import serve as run_server
+    from seq2seq.serve.engine import Limits
 
     setup_logging()
+    limits = Limits(workers=workers, max_queued=max_queued, timeout_s=timeout)
     try:
-        run_server(runs, host, port, study, device)
+        run_server(runs, host, port, study, device, limits)
     except ServeError as e:
         raise UserError(str(e)) from None

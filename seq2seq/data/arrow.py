@@ -34,7 +34,8 @@ from seq2seq.data.corpus import (
     table_lengths,
     token_features,
 )
-from seq2seq.data.text import open_hf, resolve_corpus_file, sha256_file, split_origin
+from seq2seq.data.hf import open_hf
+from seq2seq.data.text import resolve_corpus_file, sha256_file, split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")

@@ -29,17 +29,16 @@ import numpy as np
 
 from seq2seq.config import DataConfig
 from seq2seq.data.batch import Batch
+from seq2seq.data.hf import hf_fields, hf_text, open_hf
 from seq2seq.data.text import (
     DROP_EMPTY,
     DROP_NO_TOKENS,
     DataError,
     clean_line,
     drop_over_max_len,
-    hf_field,
     iter_lines,
     log_drops,
     misaligned_files,
-    open_hf,
     resolve_corpus_file,
 )
 from seq2seq.data.tokenizer import Tokenizer
@@ -81,16 +80,11 @@ def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
         yield s, t
 
 
-def _field(row: dict, name: str) -> str:
-    head, rest = hf_field(row, name)
-    value = row[head][rest] if rest else row[head]
-    return "" if value is None else str(value)
-
-
 def _raw_pairs(cfg: DataConfig, split: str, streaming: bool) -> Iterator[tuple[str, str]]:
     if cfg.hf is not None:
-        for row in open_hf(cfg, split, streaming):
-            yield _field(row, cfg.hf.src_field), _field(row, cfg.hf.tgt_field)
+        (src, src_key, src_lang), (tgt, tgt_key, tgt_lang) = hf_fields(cfg)
+        for i, row in enumerate(open_hf(cfg, split, streaming)):
+            yield hf_text(row, src, src_key, i, src_lang), hf_text(row, tgt, tgt_key, i, tgt_lang)
         return
     prefix = getattr(cfg, split)
     if prefix is None:

@@ -8,6 +8,9 @@ Reading policy (stated in the README, "Data hygiene"):
   is always N pairs. A NUL byte is removed, with a warning that names the file and line.
   ``translate`` reads stdin by the same rules.
 - Invalid UTF-8 stops with the file, the line and the byte offset.
+- A Hugging Face field (``data.hf.src_field``, ``tgt_field``; a dotted path reads a dict column,
+  ``translation.de``) must hold text in every row: a dict, a list or a number stops with the
+  setting, the row and what it holds; a null is an empty side (dropped, counted).
 - Source and target files with different line counts stop before anything is trained.
 - Cleaning strips whitespace; a side that is empty (or holds only whitespace and invisible format
   characters such as zero-width spaces) drops the pair; pairs over ``max_len`` tokens are dropped
@@ -21,11 +24,13 @@ import hashlib
 import logging
 import random
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.config import DataConfig, data_root
+from seq2seq.data.errors import DataError as DataError  # re-exported: most callers import it here
+from seq2seq.data.hf import hf_column, hf_fields, open_hf
 
 log = logging.getLogger("seq2seq")
 
@@ -41,10 +46,6 @@ DROP_NO_TOKENS = "no tokens left after normalisation"
 
 def drop_over_max_len(max_len: int) -> str:
     return f"over max_len {max_len} tokens"
-
-
-class DataError(ValueError):
-    """Unusable input data; the message names the file, the line and what to do."""
 
 
 def is_blank(text: str) -> bool:
@@ -198,50 +199,6 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> Parallel
     return out
 
 
-def open_hf(cfg: DataConfig, split: str, streaming: bool = False):
-    """Split ``split`` (train, valid or test) of the configured Hugging Face dataset (hub name or
-    ``save_to_disk`` folder), as a ``datasets`` Dataset, or an IterableDataset when ``streaming``.
-
-    Raises:
-        DataError: the dataset or the split cannot be found or reached.
-    """
-    import datasets
-
-    hf = cfg.hf
-    assert hf is not None
-    name = getattr(hf, f"{split}_split")
-    try:
-        local = Path(hf.path)
-        if local.is_dir() and (local / "dataset_dict.json").exists():
-            ds = datasets.load_from_disk(str(local))[name]
-            return ds.to_iterable_dataset() if streaming else ds
-        return datasets.load_dataset(hf.path, hf.name, split=name, streaming=streaming)
-    except (FileNotFoundError, ValueError, KeyError, ConnectionError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DataError(f"dataset {hf.path} split {name!r}: {first}") from None
-
-
-def hf_field(fields: Iterable[str], name: str) -> tuple[str, str]:
-    """``translation.de`` -> ("translation", "de"): a key into a dict column, as WMT sets have;
-    a plain name -> (name, "").
-
-    Raises:
-        DataError: the dataset has no such field (its fields are listed).
-    """
-    head, _, rest = name.partition(".")
-    if head not in fields:
-        raise DataError(f"dataset has no field {head!r}; its fields are {sorted(fields)}")
-    return head, rest
-
-
-def _hf_column(ds, name: str) -> list[str]:
-    head, rest = hf_field(ds.column_names, name)
-    col = ds[head]
-    if rest:
-        col = [row[rest] for row in col]
-    return ["" if x is None else str(x) for x in col]
-
-
 def split_origin(cfg: DataConfig, split: str) -> str:
     """Where a split comes from, as logs name it: the source-side file, or ``path[split]``."""
     if cfg.hf is not None:
@@ -260,7 +217,7 @@ def load_split(cfg: DataConfig, split: str) -> ParallelText:
     """
     if cfg.hf is not None:
         ds = open_hf(cfg, split)
-        src, tgt = _hf_column(ds, cfg.hf.src_field), _hf_column(ds, cfg.hf.tgt_field)
+        src, tgt = (hf_column(ds, *side) for side in hf_fields(cfg))
         return clean_pairs(src, tgt, origin=split_origin(cfg, split))
     prefix = getattr(cfg, split)
     if prefix is None:

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import sentencepiece as spm
 
 from seq2seq.atomic import atomic_write_bytes
@@ -45,6 +46,33 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 # sees every training line (an over-long pair is dropped later, after tokenisation, by data.max_len,
 # with a count in the log); a line past even that is counted and the count logged.
 LINE_LIMIT = 2**30
+
+# ``tokenizer.max_sentences`` below the corpus size: the sample is drawn here, with this seed, not
+# by sentencepiece, whose reservoir sampler is seeded afresh in every process (two runs of one
+# config trained different models). Fixed, not the training seed: runs that differ only in
+# ``train.seed`` share one tokenizer.
+SAMPLE_SEED = 0
+SAMPLE_CHUNK = 1 << 16
+
+
+def sample_sentences(sentences: Iterable[str], k: int, seed: int = SAMPLE_SEED) -> list[str]:
+    """A uniform sample of ``k`` of ``sentences`` (reservoir sampling, read once), in their
+    order; all of them, as they are, when there are no more than ``k``."""
+    it = iter(sentences)
+    kept = list(itertools.islice(it, k))
+    if len(kept) < k:
+        return kept
+    rng = np.random.default_rng(seed)
+    position = np.arange(k)  # where in the input each kept sentence stands
+    seen = k
+    while chunk := list(itertools.islice(it, SAMPLE_CHUNK)):
+        # the sentence at (0-based) position i replaces slot j ~ U[0, i] when j < k
+        slots = rng.integers(0, np.arange(seen + 1, seen + len(chunk) + 1))
+        for t in np.flatnonzero(slots < k).tolist():
+            j = int(slots[t])
+            kept[j], position[j] = chunk[t], seen + t
+        seen += len(chunk)
+    return [kept[j] for j in np.argsort(position, kind="stable").tolist()]
 
 
 def _train_proto(
@@ -64,8 +92,11 @@ def _train_proto(
     """
     buf = io.BytesIO()
     reader = _Guarded(sentences, count_chars=cfg.type != "word" and not cfg.byte_fallback)
+    # at most max_sentences reach sentencepiece, so its own (unseeded) sampler never draws
+    sample = sample_sentences(reader, cfg.max_sentences)
+    reader.reraise()
     try:
-        _run_trainer(reader, cfg, vocab_size, buf, rule)
+        _run_trainer(iter(sample), cfg, vocab_size, buf, rule)
     except RuntimeError as e:
         reader.reraise()
         reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
@@ -173,6 +204,8 @@ def _run_trainer(
         bos_id=BOS,
         eos_id=EOS,
         unk_surface="⁇",
+        # the input is already at most max_sentences (``sample_sentences``), so sentencepiece
+        # keeps it whole, in order; both settings stay as before, as the model records them
         input_sentence_size=cfg.max_sentences,
         shuffle_input_sentence=True,
         max_sentence_length=LINE_LIMIT,
@@ -234,8 +267,9 @@ class Tokenizer:
         """Train on the training split only; ``joint`` shares one set of pieces between both sides
         (one model when both sides normalise alike, else the same model with each side's rule).
 
-        ``src`` and ``tgt`` may be any iterables, read once: sentencepiece keeps a uniform sample
-        of at most ``max_sentences`` of them, so a streamed corpus is never held whole.
+        ``src`` and ``tgt`` may be any iterables, read once: a uniform sample of at most
+        ``max_sentences`` of them is kept (``sample_sentences``, seeded: the same input gives the
+        same tokenizer), so a streamed corpus is never held whole.
         """
         src_rule, tgt_rule = cfg.src_normalization, cfg.tgt_normalization
         if cfg.joint and src_rule == tgt_rule:

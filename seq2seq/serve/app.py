@@ -2,18 +2,26 @@
 ``fastapi`` and ``uvicorn``.
 
 Routes: ``GET /`` the page (and its two static files, read from the package once), ``GET
-/models``, ``POST /translate``, ``GET /study``. Every error is JSON ``{"detail": "one line"}``
-with a 4xx status for a bad request and 500 for a failure inside a model; neither stops the server.
-Requests run in FastAPI's thread pool; each model's lock lets one request at a time use it.
+/models``, ``POST /translate``, ``GET /study``, ``GET /health``. Every error is JSON ``{"detail":
+"one line"}`` with a 4xx status for a bad request, 503 (and ``Retry-After``) for a translation the
+server is too busy for, and 500 for a failure inside a model; none stops the server.
+
+Translations decode in a bounded pool of worker threads of their own (``TranslationQueue``), so
+the other routes, which run on the event loop, answer at once however many translations wait;
+each model's lock lets one translation at a time use it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,14 +30,17 @@ import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
     Limits,
     RequestError,
+    Stopped,
     TranslateRequest,
+    check_request,
     limits_info,
-    translate_request,
+    translate_checked,
 )
 from seq2seq.serve.runs import ServedModel, load_runs
 from seq2seq.serve.study import load_study
@@ -70,13 +81,132 @@ class BodyLimit:
         return await self.app(scope, counted, send)
 
 
+class Busy(RequestError):
+    """503: the server cannot take the translation now; ``retry_after`` seconds is a guess."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(503, message)
+        self.retry_after = retry_after
+
+
+class TranslationQueue:
+    """Runs translations in ``limits.workers`` threads of their own, off the event loop, with at
+    most ``limits.max_queued`` more waiting for a thread.
+
+    A translation over that is refused at once (``Busy``). One still waiting when its client
+    leaves or ``limits.timeout_s`` have passed since it arrived is dropped before it starts; one
+    decoding then is told to stop before its next model (a model's decoding is not cut short,
+    and its thread stays counted until it ends) while the client gets its 503 at once.
+    """
+
+    POLL_S = 0.1  # how often a waiting request checks whether its client is still there
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.pool: ThreadPoolExecutor | None = None  # started by the first translation
+        self.taken = 0  # translations submitted and not yet over (their thread's end included)
+        self.lock = threading.Lock()  # for taken, which the worker threads lower
+        self.mean_s = 1.0  # a moving average of a translation's seconds, for Retry-After
+
+    def counts(self) -> tuple[int, int]:
+        """(translations decoding, translations waiting for a worker) now."""
+        taken = self.taken
+        return min(taken, self.limits.workers), max(taken - self.limits.workers, 0)
+
+    def retry_after(self) -> int:
+        """Seconds until the translations taken now are likely done (1 at least, at most the
+        time limit)."""
+        guess = math.ceil(self.mean_s * max(self.taken, 1) / self.limits.workers)
+        return max(1, min(guess, math.ceil(self.limits.timeout_s)))
+
+    async def run(self, work: Callable[[Callable[[], bool]], Any], request: Request) -> Any:
+        """``work(stop)``'s result, computed in a worker thread; ``stop()`` turns true once the
+        answer is no longer wanted.
+
+        Raises:
+            Busy: every worker and queue place is taken, or the time limit passed.
+        """
+        lim = self.limits
+        with self.lock:
+            full = self.taken >= lim.workers + lim.max_queued
+            if not full:
+                self.taken += 1
+        if full:
+            raise Busy(
+                f"server busy: {lim.workers} translations running and {lim.max_queued} waiting "
+                f"(serve --workers, --max-queued); try again in {self.retry_after()} s",
+                self.retry_after(),
+            )
+        deadline = time.monotonic() + lim.timeout_s
+        given_up = threading.Event()
+
+        def stop() -> bool:
+            return given_up.is_set() or time.monotonic() > deadline
+
+        def job():
+            if stop():
+                raise Stopped  # nobody waits for this answer any more: not computed
+            t0 = time.perf_counter()
+            try:
+                return work(stop)
+            finally:
+                self.mean_s = 0.8 * self.mean_s + 0.2 * (time.perf_counter() - t0)
+
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(lim.workers, thread_name_prefix="translate")
+        future = self.pool.submit(job)
+        future.add_done_callback(self._over)
+        done = asyncio.wrap_future(future)
+        try:
+            while not done.done():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                await asyncio.wait({done}, timeout=min(left, self.POLL_S))
+                if not done.done() and await request.is_disconnected():
+                    raise RequestError(499, "the client closed the connection; translation dropped")
+            if done.done() and not done.cancelled():
+                return done.result()
+        except Stopped:
+            pass
+        finally:
+            if not done.done():
+                given_up.set()
+                future.cancel()  # a translation still waiting never starts
+                done.cancel()  # nor is a running one's late answer awaited
+        raise Busy(
+            f"translation not done within {lim.timeout_s:g} s (serve --timeout); the server is "
+            f"busy or the text too long: try again in {self.retry_after()} s, or send less",
+            self.retry_after(),
+        )
+
+    def _over(self, future: Future) -> None:
+        with self.lock:
+            self.taken -= 1
+
+    def close(self) -> None:
+        """Drop the waiting translations (the running ones end with their current model); a
+        later translation starts a new pool."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
 def create_app(
     served: Sequence[ServedModel], study: dict | None = None, limits: Limits = Limits()
 ) -> FastAPI:
     """The application over models loaded once (``runs.load_runs``) and an optional study
     (``study.load_study``)."""
+    queue = TranslationQueue(limits)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        queue.close()
+
     # no /docs: its page loads from a CDN; /openapi.json stays
-    app = FastAPI(title="seq2seq serve", docs_url=None, redoc_url=None)
+    app = FastAPI(title="seq2seq serve", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.translations = queue
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     pages = {
         route: (resources.files("seq2seq.serve").joinpath("static", name).read_bytes(), media)
@@ -85,8 +215,10 @@ def create_app(
     for route, (body, media) in pages.items():
         app.add_api_route(route, _static(body, media), methods=["GET"], include_in_schema=False)
 
+    # The routes other than /translate are async: they run on the event loop, never behind
+    # the translations (which wait for their own worker threads).
     @app.get("/models")
-    def models() -> dict[str, Any]:
+    async def models() -> dict[str, Any]:
         """The loaded models (name, family, parameters, training summary), limits, study."""
         return {
             "models": [m.info for m in served],
@@ -95,29 +227,42 @@ def create_app(
         }
 
     @app.post("/translate")
-    def translate(req: TranslateRequest) -> dict[str, Any]:
+    async def translate(req: TranslateRequest, request: Request) -> dict[str, Any]:
         """Every chosen model's greedy and beam translations of ``text`` (see docs/serve.md)."""
-        return translate_request(served, req, limits)
+        sources, chosen = await run_in_threadpool(check_request, served, req, limits)
+        return await queue.run(lambda stop: translate_checked(sources, chosen, req, stop), request)
 
     @app.get("/study")
-    def study_results() -> dict[str, Any]:
+    async def study_results() -> dict[str, Any]:
         """The ``--study`` results for the BLEU-by-length plot."""
         if study is None:
             raise HTTPException(404, "no study loaded; start the server with --study DIR")
         return study
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """The server answers; translations decoding and waiting now."""
+        translating, waiting = queue.counts()
+        return {"status": "ok", "translating": translating, "waiting": waiting}
 
     _add_error_handlers(app)
     return app
 
 
 def _static(body: bytes, media: str):
-    def page() -> Response:
+    async def page() -> Response:
         return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})
 
     return page
 
 
 def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(Busy)
+    async def busy(request: Request, e: Busy) -> JSONResponse:
+        response = _error(str(e), e.status)
+        response.headers["Retry-After"] = str(e.retry_after)
+        return response
+
     @app.exception_handler(RequestError)
     async def refused(request: Request, e: RequestError) -> JSONResponse:
         return _error(str(e), e.status)

@@ -14,7 +14,7 @@ server refuses it with a 4xx message: a page or script gets told, not a silently
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -33,12 +33,23 @@ MAX_BEAM = 16
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask for; over a limit the request gets 413 and a message."""
+    """What one request may ask for (over a limit: 413 and a message), and how many translations
+    the server takes on at once (see ``app.TranslationQueue``)."""
 
     max_body_bytes: int = 64 * 1024
     max_chars: int = 5000
     max_lines: int = 20
     max_src_tokens: int = 200  # per line, in the model's own source pieces
+    workers: int = 4  # translations decoding at once (each model still takes one at a time)
+    max_queued: int = 32  # translations waiting for a worker; one more is answered 503
+    timeout_s: float = 60.0  # from arrival: a request still waiting or decoding then gets 503
+
+    def __post_init__(self):
+        if self.workers < 1 or self.max_queued < 0 or not self.timeout_s > 0:
+            raise ValueError(
+                f"workers {self.workers}, max_queued {self.max_queued}, timeout_s "
+                f"{self.timeout_s}: need workers >= 1, max_queued >= 0 and timeout_s > 0"
+            )
 
 
 class RequestError(ValueError):
@@ -102,14 +113,30 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+class Stopped(Exception):
+    """A translation given up before its next model: its client left or its time ran out."""
+
+
 def translate_request(
     served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
 ) -> dict[str, Any]:
-    """Answer one request (JSON values).
+    """Answer one request (JSON values): ``check_request`` then ``translate_checked``.
 
     Returns:
         ``{"sources": [cleaned line, ...], "models": [model result, ...]}`` with a result per
         chosen model, in the order the server lists them (see ``docs/serve.md``).
+
+    Raises:
+        RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
+    """
+    return translate_checked(*check_request(served, req, limits), req)
+
+
+def check_request(
+    served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
+) -> tuple[list[str], list[ServedModel]]:
+    """Every check before any decoding (milliseconds): the cleaned source lines and the chosen
+    models.
 
     Raises:
         RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
@@ -123,9 +150,29 @@ def translate_request(
         raise RequestError(413, f"text has {len(lines)} lines; the limit is {limits.max_lines}")
     chosen = pick_models(served, req.models)
     sources = [clean_line(line) for line in lines]
-    for m in chosen:  # every check before any decoding
+    for m in chosen:
         check_source_lengths(m, sources, limits)
-    return {"sources": sources, "models": [translate_with(m, sources, req) for m in chosen]}
+    return sources, chosen
+
+
+def translate_checked(
+    sources: list[str],
+    chosen: Sequence[ServedModel],
+    req: TranslateRequest,
+    stop: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
+    """The answer for ``check_request``'s lines and models, one model after the other.
+
+    Raises:
+        Stopped: ``stop()`` was true before a model, or once its lock was free (a model's
+            decoding is never cut short).
+    """
+    models = []
+    for m in chosen:
+        if stop():
+            raise Stopped
+        models.append(translate_with(m, sources, req, stop))
+    return {"sources": sources, "models": models}
 
 
 def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[ServedModel]:
@@ -163,13 +210,25 @@ def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeCon
     return greedy, base.with_method("beam", beam_size=req.beam, length_penalty=alpha)
 
 
-def translate_with(m: ServedModel, sources: list[str], req: TranslateRequest) -> dict[str, Any]:
+def translate_with(
+    m: ServedModel,
+    sources: list[str],
+    req: TranslateRequest,
+    stop: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
     """Greedy (and, with ``beam`` > 1, beam) translations of ``sources`` by one model, holding its
-    lock; decode times are wall milliseconds for all the lines together."""
+    lock; decode times are wall milliseconds for all the lines together.
+
+    Raises:
+        Stopped: ``stop()`` was true once the lock was free (another request may have held it
+            long).
+    """
     greedy_cfg, beam_cfg = decode_configs(m.cfg.decode, req)
     beam: list[Translation | None] = [None] * len(sources)
     beam_ms = None
     with m.lock:
+        if stop():
+            raise Stopped
         t0 = time.perf_counter()
         greedy = translate_sentences(m.model, m.tok, sources, greedy_cfg, m.device)
         greedy_ms = (time.perf_counter() - t0) * 1000
@@ -246,6 +305,6 @@ def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> lis
     return ((maps[0].double() * 1e4).round() / 1e4).tolist()
 
 
-def limits_info(limits: Limits) -> dict[str, int]:
+def limits_info(limits: Limits) -> dict[str, int | float]:
     """The limits as JSON values, for the page and scripts (``GET /models``)."""
     return {**asdict(limits), "max_beam": MAX_BEAM}

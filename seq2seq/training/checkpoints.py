@@ -22,6 +22,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, ConfigError, TrainConfig
 from seq2seq.runtime import set_rng_states
+from seq2seq.training.run_info import check_data_unchanged
 from seq2seq.training.schedules import lr_at
 from seq2seq.training.state import TrainingError, TrainState, book_last
 
@@ -68,6 +69,7 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
         CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one).
         ConfigError: the config's data, tokenizer or model section differs from the checkpoint's,
             or a change to the train section cannot be honoured (``check_train_changes``).
+        DataError: a data file changed since the run started (``check_data_unchanged``).
     """
     path = run_dir / "last.pt"
     if not path.is_file():
@@ -86,6 +88,7 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
                 "checkpoint's; resume with the run's own config.yaml"
             )
     check_train_changes(old.train, cfg.train, ckpt["train_state"], run_dir)
+    check_data_unchanged(run_dir, cfg)
     return ckpt
 
 

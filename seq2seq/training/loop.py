@@ -126,6 +126,7 @@ def _loop(run: Run) -> None:
     run.log_start()
     started = time.time()
     run.stopped = run.should_stop(started, False)
+    noted_tail = False
     with _progress(info) as progress, interruptible() as interrupted:
         task = progress.add_task("train", total=t.max_steps, completed=st.step, stats="")
         run.model.train()
@@ -136,6 +137,9 @@ def _loop(run: Run) -> None:
                     f"{t.batch_tokens}-token batches of {len(run.data.train)} pairs "
                     f"give no batch for each of {info.world} ranks; lower batch_tokens"
                 )
+            if not noted_tail:
+                noted_tail = True
+                note_short_update(len(batches), t.update_freq, run.info.is_main)
             groups = range(st.batch_in_epoch, len(batches), t.update_freq)
             groups = [batches[i : i + t.update_freq] for i in groups]
             with Ahead(run.make_batches, groups, run.ahead) as built:
@@ -167,6 +171,26 @@ def _loop(run: Run) -> None:
             t.patience,
             st.best_step,
         )
+
+
+def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> None:
+    """Log, once at the start, that an epoch's last update takes fewer than ``update_freq``
+    batches: groups of ``update_freq`` batches do not span epochs (see ``TrainConfig``)."""
+    tail = n_batches % update_freq
+    if tail and main:
+        log.info(
+            "update_freq %d: an epoch of %d %s ends with an update of %d %s (groups do not span "
+            "epochs)",
+            update_freq,
+            n_batches,
+            _batches(n_batches),
+            tail,
+            _batches(tail),
+        )
+
+
+def _batches(n: int) -> str:
+    return "batch" if n == 1 else "batches"
 
 
 class Run:

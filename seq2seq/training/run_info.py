@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import platform
 import subprocess
 from importlib import metadata
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.config import Config, to_yaml
+
+log = logging.getLogger("seq2seq")
 
 
 def _git_commit() -> str | None:
@@ -45,26 +48,74 @@ def _bleu_signature(tgt_lang: str) -> str:
     return str(bleu.get_signature())
 
 
-def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
-    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
-    ``runtime``: what ``auto`` settings resolved to on this machine)."""
+def data_file_hashes(cfg: Config) -> dict[str, str]:
+    """sha256 of every data file the run reads, by path: the corpus files of the train, valid and
+    test splits, or the Arrow files of those splits of a local (``save_to_disk``) Hugging Face
+    dataset. A hub dataset is named in ``hf_dataset``, not hashed."""
     from seq2seq.data.text import resolve_corpus_file, sha256_file
 
-    files = {}
-    if cfg.data.hf is None:
+    paths: list[Path] = []
+    hf = cfg.data.hf
+    if hf is None:
         for split in ("train", "valid", "test"):
             prefix = getattr(cfg.data, split)
             for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
                 try:
-                    p = resolve_corpus_file(prefix, lang) if prefix else None
+                    paths += [resolve_corpus_file(prefix, lang)] if prefix else []
                 except ValueError:
-                    p = None
-                if p is not None:
-                    files[str(p)] = sha256_file(p)
+                    pass
+    elif (Path(hf.path) / "dataset_dict.json").is_file():
+        for split in ("train", "valid", "test"):
+            paths += sorted((Path(hf.path) / getattr(hf, f"{split}_split")).glob("*.arrow"))
+    return {str(p): sha256_file(p) for p in paths}
+
+
+def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
+    """``--resume``: every data file ``run_info.json`` recorded when the run started must hash the
+    same now (a file found under another path, the data folder moved, is matched by its name), so
+    a run never goes on with other data and the record of the data it started on is never
+    overwritten.
+
+    Raises:
+        DataError: a recorded file changed (names each, with the old and new sha256 prefix).
+    """
+    from seq2seq.data.text import DataError
+
+    path = run_dir / "run_info.json"
+    try:
+        recorded = json.loads(path.read_text())["data_files_sha256"]
+        recorded = {str(k): str(v) for k, v in recorded.items()}
+    except FileNotFoundError:
+        log.warning("%s not found: the data cannot be checked against the run's start", path)
+        return
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("%s unreadable (%s): the data cannot be checked", path, type(e).__name__)
+        return
+    now = data_file_hashes(cfg)
+    by_name: dict[str, list[str]] = {}
+    for p in now:
+        by_name.setdefault(Path(p).name, []).append(p)
+    changed = []
+    for old_path, old in recorded.items():
+        same_name = by_name.get(Path(old_path).name, [])
+        new_path = old_path if old_path in now else same_name[0] if len(same_name) == 1 else None
+        if new_path is not None and now[new_path] != old:
+            changed.append(f"{new_path} (sha256 {old[:12]} -> {now[new_path][:12]})")
+    if changed:
+        raise DataError(
+            f"--resume {run_dir}: data changed since the run started, as run_info.json recorded "
+            f"it: {', '.join(changed)}; restore the file, or train afresh with --overwrite"
+        )
+
+
+def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
+    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
+    ``runtime``: what ``auto`` settings resolved to on this machine). On a resume the data files
+    are those recorded at the start (``check_data_unchanged`` refused any change)."""
     info = {
         "versions": versions(),
         "git_commit": _git_commit(),
-        "data_files_sha256": files,
+        "data_files_sha256": data_file_hashes(cfg),
         "hf_dataset": cfg.data.hf.model_dump() if cfg.data.hf else None,
         "train_pairs": len(data.train),
         "valid_pairs": len(data.valid),
