@@ -19,34 +19,7 @@ from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set,
 from seq2seq.study.plan import Budget, StudyOptions, load_study_configs
 from seq2seq.study.report import length_finding
 
-from .toys import reverse_data
-
-TINY = {
-    "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
-    "rnnencdec": {
-        "name": "rnnencdec",
-        "emb_size": 16,
-        "hidden_size": 24,
-        "encoder_hidden_size": 12,
-        "maxout_size": 16,
-    },
-    "bahdanau": {
-        "name": "bahdanau",
-        "emb_size": 16,
-        "hidden_size": 24,
-        "encoder_hidden_size": 12,
-        "attention_size": 16,
-        "maxout_size": 16,
-    },
-    "transformer": {
-        "name": "transformer",
-        "d_model": 16,
-        "n_heads": 2,
-        "d_ff": 32,
-        "n_encoder_layers": 1,
-        "n_decoder_layers": 1,
-    },
-}
+from .toys import TINY_RUN_MODELS, reverse_data
 
 
 def write_config(folder, name, model, data, tokenizer, **data_extra):
@@ -54,7 +27,7 @@ def write_config(folder, name, model, data, tokenizer, **data_extra):
         "name": name,
         "data": {**data, **data_extra},
         "tokenizer": tokenizer,
-        "model": {**TINY[model], "dropout": 0.0},
+        "model": {**TINY_RUN_MODELS[model], "dropout": 0.0},
         "train": {"max_steps": 50, "batch_tokens": 800, "valid_every": 100, "seed": 1},
         "decode": {"batch_size": 64, "max_len_a": 1.0, "max_len_b": 5},
     }

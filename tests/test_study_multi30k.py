@@ -16,24 +16,8 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.study.compare import compare
 from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions
 
-TINY = {
-    "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
-    "rnnencdec": {
-        "name": "rnnencdec",
-        "emb_size": 16,
-        "hidden_size": 24,
-        "encoder_hidden_size": 12,
-        "maxout_size": 16,
-    },
-    "bahdanau": {
-        "name": "bahdanau",
-        "emb_size": 16,
-        "hidden_size": 24,
-        "encoder_hidden_size": 12,
-        "attention_size": 16,
-        "maxout_size": 16,
-    },
-}
+from .toys import TINY_RUN_MODELS
+
 SINGLE, JOINED = 4, 3
 
 
@@ -42,7 +26,7 @@ def write_config(folder, name, model, data):
         "name": name,
         "data": {**data, "concat_k": 3, "valid_concat_k": 3},
         "tokenizer": {"vocab_size": 300},
-        "model": {**TINY[model], "dropout": 0.0},
+        "model": {**TINY_RUN_MODELS[model], "dropout": 0.0},
         "train": {"max_steps": 50, "batch_tokens": 800, "seed": 1, "lr": 0.003},
         "decode": {"batch_size": 64, "max_len_a": 1.0, "max_len_b": 5},
     }

@@ -148,6 +148,21 @@ class Oracle(Seq2SeqModel):
 
 TINY_RUN_MODELS = {
     "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
+    "rnnencdec": {
+        "name": "rnnencdec",
+        "emb_size": 16,
+        "hidden_size": 24,
+        "encoder_hidden_size": 12,
+        "maxout_size": 16,
+    },
+    "bahdanau": {
+        "name": "bahdanau",
+        "emb_size": 16,
+        "hidden_size": 24,
+        "encoder_hidden_size": 12,
+        "attention_size": 16,
+        "maxout_size": 16,
+    },
     "transformer": {
         "name": "transformer",
         "d_model": 16,

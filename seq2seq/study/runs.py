@@ -22,7 +22,7 @@ from seq2seq.data.text import load_split, resolve_corpus_file, sha256_file
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import MODELS, Seq2SeqModel
-from seq2seq.study.evalsets import EvalSet, beam_label
+from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.plan import SHARED_DATA_KEYS
 
 log = logging.getLogger("seq2seq")
@@ -165,17 +165,6 @@ def _interrupted_same_run(run_dir: Path, cfg: Config, tok: Tokenizer) -> bool:
             str(e).splitlines()[0] if str(e) else type(e).__name__,
         )
         return False
-
-
-def decode_cached(
-    run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, evalset: EvalSet, beam: int, device: str
-) -> tuple[list[str], float]:
-    """Translate ``evalset`` with the run's decode settings and beam ``beam`` (1 = greedy);
-    returns the hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
-    method = "greedy" if beam == 1 else "beam"  # compare's --beams: 1 means greedy search
-    dcfg = run.cfg.decode.with_method(method, beam_size=beam)
-    hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, beam_label(beam), device)
-    return hyps, seconds
 
 
 def decode_with(
