@@ -122,3 +122,17 @@ def test_seed_copies_and_the_pairs_the_rule_rates():
         ("negative", "plain", "abl"),
         ("family", "luong", "abl"),
     ]
+
+
+def test_a_study_of_one_config_is_checked_before_training_and_still_reports():
+    """compare with the ablation alone trains and reports (no pair to rate: "No claim yet");
+    one config that is not the ablation is refused before anything is trained."""
+    from seq2seq.study import verdict
+    from seq2seq.study.plan import check_plan
+
+    assert check_plan([study_cfg("abl", "rnnencdec")], Multi30kPlan()) == []
+    assert pairs([{"name": "abl", "role": "ablation", "seed": 1, "copy": False}]) == []
+    words = verdict.overall([], verdict.seed_interval([]))["words"]
+    assert words.startswith("No claim yet")
+    with pytest.raises(ConfigError, match="no rnnencdec config to rate the others against"):
+        check_plan([study_cfg("rs", "bahdanau")], Multi30kPlan())
