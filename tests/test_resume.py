@@ -133,7 +133,7 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_ctrl_c_or_sigterm_saves_and_exits_cleanly(tmp_path, multi30k_slice, sig):
+def test_ctrl_c_or_sigterm_saves_and_exits_130_with_how_to_resume(tmp_path, multi30k_slice, sig):
     cfg = write_config(tmp_path, multi30k_slice, valid_every=1000)
     run = tmp_path / "run"
     proc = cli("train", cfg, "--run-dir", run, "--max-steps", 1000, wait=False)
@@ -144,9 +144,13 @@ def test_ctrl_c_or_sigterm_saves_and_exits_cleanly(tmp_path, multi30k_slice, sig
         time.sleep(0.05)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err  # not finished: `train && eval` stops here
     summary = json.loads(out)
     assert summary["stopped"] == "interrupted" and 3 <= summary["steps"] < 1000
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted at step {summary['steps']}: last.pt saved; resume with seq2seq "
+        f"train {run / 'config.yaml'} --resume {run}"
+    )
     assert load_checkpoint(run / "last.pt")["train_state"]["step"] == summary["steps"]
     assert "Traceback" not in err
 

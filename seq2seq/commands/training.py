@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, no_stdout
+from seq2seq.commands.common import UserError, fail, no_stdout
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
@@ -49,8 +50,9 @@ def train(
     seed: int | None = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ):
-    """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs and TensorBoard
-    scalars into the run directory."""
+    """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs (train.log,
+    train_log.jsonl), TensorBoard scalars and train_summary.json into the run directory. Ctrl-C or
+    SIGTERM stops it after the current step: last.pt is saved and the exit code is 130."""
     from seq2seq.config import load_config
     from seq2seq.training.loop import train as run_training
 
@@ -67,8 +69,18 @@ def train(
     cfg = load_config(config, overrides)
     _check_run_dir(resume, run_dir, cfg)
     summary = run_training(cfg, resume or run_dir, resume=resume is not None, overwrite=overwrite)
-    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks for all
+    main = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 speaks for all
+    if main:
         typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
+    if summary["stopped"] == "interrupted":  # not finished: `train && eval` must not go on
+        if not main:
+            raise typer.Exit(130)
+        again = config if not overrides else Path(summary["run_dir"]) / "config.yaml"
+        fail(
+            f"interrupted at step {summary['steps']}: last.pt saved; resume with seq2seq train "
+            f"{shlex.quote(str(again))} --resume {shlex.quote(summary['run_dir'])}",
+            code=130,
+        )
 
 
 def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:

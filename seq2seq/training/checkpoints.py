@@ -33,6 +33,8 @@ RUN_FILES = (
     "*.pt",
     "spm*.model",
     "train_log.jsonl",
+    "train.log",
+    "train_summary.json",
     "config.yaml",
     "run_info.json",
     "attention.png",

@@ -4,10 +4,11 @@ Steps count optimizer updates, a skipped non-finite one included. Nothing in an 
 the device: its loss, gradient norm, tokens and skip flag stay there, and are read once every
 ``log_every`` updates, and before every checkpoint (``Run.flush``), which counts the skipped ones.
 Everything a resumed run needs is in ``last.pt``: weights, optimizer, scaler, every RNG state, the
-epoch and the batch within it, the step, the target tokens so far, best score, patience and plateau
-counters (the learning rate is a pure function of the step and the plateau scale, see
-``schedules``) and the resolved config. Batches are a pure function of (seed, epoch), so
-``--resume`` continues exactly where the run stopped, mid-epoch included.
+epoch and the batch within it, the step, the target tokens and training seconds so far (the
+current stretch's included, so a resumed run's time and ``max_time`` count every stretch), best
+score, patience and plateau counters (the learning rate is a pure function of the step and the
+plateau scale, see ``schedules``) and the resolved config. Batches are a pure function of (seed,
+epoch), so ``--resume`` continues exactly where the run stopped, mid-epoch included.
 
 Target tokens (``train.max_tokens``) are counted on the host, from the batches as they are built,
 so the token budget needs no wait for the device either. A new run with ``train.init_from`` starts
@@ -24,6 +25,7 @@ The pieces live beside this module: ``data`` (splits, tokenizer, batches), ``ste
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import time
 from dataclasses import asdict
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import weights_digest
 from seq2seq.config import Config
 from seq2seq.console import console
@@ -55,7 +58,7 @@ from seq2seq.training.checkpoints import (
     restore,
 )
 from seq2seq.training.data import epoch_batches, make_batch, prepare_data
-from seq2seq.training.monitor import Monitor, attention_heatmap
+from seq2seq.training.monitor import Monitor, RunLog, attention_heatmap
 from seq2seq.training.prefetch import Ahead
 from seq2seq.training.run_info import write_run_info
 from seq2seq.training.schedules import lr_at, teacher_forcing_at
@@ -99,33 +102,40 @@ def train(
     (``seq2seq compare``); a resumed run always keeps its checkpoint's own, and a warm-started one
     (``train.init_from``) takes its checkpoint's (a given ``tokenizer`` must be that one).
 
+    Rank 0 writes the summary to ``train_summary.json`` (rewritten by a resumed run) and the
+    ``seq2seq`` logger's INFO lines of the run to ``train.log`` (appended across resumes).
+
     Returns:
-        A summary: steps, epochs, why it stopped, target tokens (the host count, over resumed
-        runs too) and target tokens/s, best metric and step, skipped updates (and, under
+        A summary: steps, epochs, why it stopped, training seconds and target tokens (both over
+        resumed runs too) and target tokens/s, best metric and step, skipped updates (and, under
         torchrun, every rank's weight digest).
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
     """
-    run = Run(cfg, Path(run_dir or cfg.run_dir or f"runs/{cfg.name}"), resume, overwrite, tokenizer)
-    try:
-        _loop(run)
-        return run.summary()
-    except NonFiniteStop:
-        raise  # last.pt stays the last save before the non-finite run: nothing past it is kept
-    except BaseException:
-        run.save_unsaved()  # whatever else stopped the run, the updates so far are kept
-        raise
-    finally:
-        run.close()
+    path = Path(run_dir or cfg.run_dir or f"runs/{cfg.name}")
+    with RunLog() as run_log:
+        run = Run(cfg, path, resume, overwrite, tokenizer, run_log)
+        try:
+            _loop(run)
+            summary = run.summary()
+            run.write_summary(summary)
+            return summary
+        except NonFiniteStop:
+            raise  # last.pt stays the last save before the non-finite run: nothing past it is kept
+        except BaseException:
+            run.save_unsaved()  # whatever else stopped the run, the updates so far are kept
+            raise
+        finally:
+            run.close()
 
 
 def _loop(run: Run) -> None:
     """Epochs of this rank's batches, ``update_freq`` at a time, until a stop; then save."""
     t, st, info = run.cfg.train, run.state, run.info
     run.log_start()
-    started = time.time()
-    run.stopped = run.should_stop(started, False)
+    run.start_clock()
+    run.stopped = run.should_stop(False)
     noted_tail = False
     with _progress(info) as progress, interruptible() as interrupted:
         task = progress.add_task("train", total=t.max_steps, completed=st.step, stats="")
@@ -149,7 +159,7 @@ def _loop(run: Run) -> None:
                     stats = run.flush() if at_log else ""
                     progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
                     run.checkpoint_if_due()
-                    run.stopped = run.should_stop(started, interrupted(), at_log)
+                    run.stopped = run.should_stop(interrupted(), at_log)
                     if run.stopped:
                         break
             if st.batch_in_epoch >= len(batches):
@@ -158,7 +168,7 @@ def _loop(run: Run) -> None:
                     run.stopped = "max_epochs"
         run.flush()
         run.sync_target_tokens()
-        st.train_seconds += time.time() - started
+        run.note_time()
         if run.stopped == "interrupted":
             log.warning("interrupted: saving last.pt at step %d", st.step)
             run.save_last()
@@ -203,7 +213,10 @@ class Run:
         resume: bool,
         overwrite: bool = False,
         tokenizer: Tokenizer | None = None,
+        run_log: RunLog | None = None,
     ):
+        """``run_log`` (``train`` passes one) is opened on ``run_dir/train.log`` by rank 0 once
+        the run directory is settled (after ``--overwrite`` cleared it)."""
         check_run_dir(run_dir, resume, overwrite)
         if cfg.train.num_threads:
             torch.set_num_threads(cfg.train.num_threads)
@@ -230,6 +243,10 @@ class Run:
             if overwrite and not resume:
                 clear_run(run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
+            if run_log is not None:
+                run_log.open(run_dir / "train.log")
+        elif run_log is not None:
+            run_log.discard()
         dist.barrier(self.info)
         seed_everything(t.seed)
         if ckpt:
@@ -259,6 +276,9 @@ class Run:
         self.checkpoints = RunCheckpoints(run_dir, t.keep_last, self.info.is_main)
         self.last_valid, self.stopped, self.saved_step = self.state.step, "", self.state.step
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
+        # this stretch's clock (start_clock): train_seconds = seconds0 + time since clock0
+        self.clock0: float | None = None
+        self.seconds0 = self.state.train_seconds
         self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
         # per update not yet read from the device: (step, epoch, lr, tf ratio, busy seconds so
         # far) and a (4,) tensor of loss, grad norm, tokens, skipped
@@ -284,6 +304,21 @@ class Run:
             f" x {self.info.world} ranks" if self.info.enabled else "",
         )
 
+    def start_clock(self) -> None:
+        """Start this stretch's training clock (setup before it is not training time)."""
+        self.clock0, self.seconds0 = time.time(), self.state.train_seconds
+
+    def elapsed(self) -> float:
+        """Training seconds over every stretch so far: the earlier ones (from last.pt) and this."""
+        if self.clock0 is None:
+            return self.seconds0
+        return self.seconds0 + time.time() - self.clock0
+
+    def note_time(self) -> None:
+        """Book the training time so far into the state: every checkpoint records it, so a
+        resumed run (its summary, ``max_time``) counts the stretches before it."""
+        self.state.train_seconds = self.elapsed()
+
     def payload(self) -> dict:
         """The checkpoint dict: everything ``--resume`` needs, and the config to translate."""
         return {
@@ -298,6 +333,7 @@ class Run:
 
     def save_last(self) -> None:
         self.flush()  # the counters a checkpoint holds include every update so far
+        self.note_time()
         self.checkpoints.save_last(self.state, self.payload)
         self.saved_step = self.state.step
 
@@ -474,7 +510,7 @@ class Run:
             self.sync_target_tokens()
             self.save_last()
 
-    def should_stop(self, started: float, interrupted: bool, at_log: bool = True) -> str:
+    def should_stop(self, interrupted: bool, at_log: bool = True) -> str:
         """Rank 0's reason to stop now (one of STOP_REASONS; '' = go on), on every rank.
 
         Steps, epochs and validations are the same on every rank; the clock and signals are not,
@@ -486,7 +522,7 @@ class Run:
         st, t = self.state, self.cfg.train
         if at_log:
             self.sync_target_tokens()
-        elapsed = st.train_seconds + time.time() - started
+        elapsed = self.elapsed()
         shared = at_log or not self.info.enabled
         checks = {
             "interrupted": shared and interrupted,
@@ -524,6 +560,12 @@ class Run:
             if len(set(digests)) > 1:
                 log.error("ranks hold different weights after training: %s", digests)
         return out
+
+    def write_summary(self, summary: dict) -> None:
+        """``train_summary.json`` (rank 0, atomically): what ``train`` prints, kept with the run."""
+        if self.info.is_main:
+            text = json.dumps(summary, indent=2) + "\n"
+            atomic_write_text(self.run_dir / "train_summary.json", text)
 
     def close(self) -> None:
         """Close the monitor and, under torchrun, the process group. DistributedDataParallel holds

@@ -10,12 +10,17 @@
 
 A resumed run first drops whatever a killed run logged past its checkpoint (both files), so each
 step appears once.
+
+``RunLog`` writes ``train.log``: the ``seq2seq`` logger's INFO lines while ``train`` runs (what
+stderr shows), appended across resumes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+from logging.handlers import MemoryHandler
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +102,49 @@ class Monitor:
     def close(self) -> None:
         self._log.close()
         self.writer.close()
+
+
+class RunLog:
+    """``train.log`` for one ``train`` call, a context manager: from its start the ``seq2seq``
+    logger's records at INFO and above (as far as the logger's level lets them through) are held
+    in memory; ``open`` writes them to the file and appends every later one there; ``discard``
+    (ranks other than 0) drops them. On exit the handlers leave the logger, so nothing of this run
+    goes to another run's file."""
+
+    FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+    def __init__(self):
+        self.logger = logging.getLogger("seq2seq")
+        self.held: MemoryHandler | None = MemoryHandler(1_000_000, logging.CRITICAL + 1)
+        self.held.setLevel(logging.INFO)
+        self.file: logging.FileHandler | None = None
+
+    def __enter__(self) -> RunLog:
+        self.logger.addHandler(self.held)
+        return self
+
+    def open(self, path: Path) -> None:
+        """Append the records so far, and every later one, to ``path`` (created when the first
+        line is written)."""
+        self.file = logging.FileHandler(path, mode="a", encoding="utf-8", delay=True)
+        self.file.setLevel(logging.INFO)
+        self.file.setFormatter(logging.Formatter(self.FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
+        self.held.setTarget(self.file)
+        self.discard()  # the held records go to the file first
+        self.logger.addHandler(self.file)
+
+    def discard(self) -> None:
+        if self.held is not None:
+            self.logger.removeHandler(self.held)
+            self.held.close()  # with a target (``open``): writes the held records there
+            self.held = None
+
+    def __exit__(self, *exc) -> None:
+        self.discard()
+        if self.file is not None:
+            self.logger.removeHandler(self.file)
+            self.file.close()
+            self.file = None
 
 
 def attention_heatmap(
