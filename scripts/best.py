@@ -43,8 +43,9 @@ def say(family: str, msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {family}: {msg}", flush=True)
 
 
-def seq2seq(args: list, log: Path, threads: int | None, stdout: Path | None = None) -> None:
-    """Run the seq2seq CLI; its stderr goes to ``log``; a failure raises ``Failed`` with its last
+def seq2seq(args: list, log: Path, threads: int | None) -> None:
+    """Run the seq2seq CLI; its stderr goes to ``log`` (its stdout is dropped: every command
+    used here writes its results into the run folder); a failure raises ``Failed`` with its last
     stderr line."""
     env = dict(os.environ)
     if threads:
@@ -53,12 +54,11 @@ def seq2seq(args: list, log: Path, threads: int | None, stdout: Path | None = No
     with open(log, "a", encoding="utf-8") as err:
         err.write(f"$ {' '.join(cmd[2:])}\n")
         err.flush()
-        out = subprocess.PIPE if stdout is not None else subprocess.DEVNULL
-        proc = subprocess.run(cmd, stdout=out, stderr=err, env=env, text=True, check=False)
-    if stdout is not None and proc.returncode == 0:
-        tmp = stdout.with_suffix(".tmp")
-        tmp.write_text(proc.stdout, encoding="utf-8")
-        tmp.replace(stdout)
+        proc = subprocess.run(
+            cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, text=True, check=False
+        )
+    if proc.returncode == 130:  # train saved last.pt and said how to resume
+        raise Failed(f"{cmd[2]} interrupted; run the same command again to resume it (see {log})")
     if proc.returncode != 0:
         lines = log.read_text(encoding="utf-8").strip().splitlines()
         raise Failed(f"{cmd[2]} exited {proc.returncode}: {lines[-1] if lines else ''} (see {log})")
@@ -80,12 +80,8 @@ def train(family: str, cfg: Path, run: Path, log: Path, threads: int | None) -> 
         args = ["train", cfg, "--run-dir", run]
     if threads:
         args += ["--set", f"train.num_threads={threads}"]
-    seq2seq(args, log, threads, stdout=run.parent / f".{family}.summary.json")
-    (run.parent / f".{family}.summary.json").replace(summary)
-    result = json.loads(summary.read_text())
-    if result.get("stopped") == "interrupted":
-        raise Failed("interrupted; run the same command again to resume it")
-    return result
+    seq2seq(args, log, threads)  # train writes RUN/train_summary.json itself
+    return json.loads(summary.read_text())
 
 
 def _count(run: Path, prefix: str) -> int:
