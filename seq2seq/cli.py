@@ -39,14 +39,56 @@ app = typer.Typer(
     "validation, make synthetic corpora, compare models.",
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's -h
 )
-app.command()(training.train)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            said = version("seq2seq")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from seq2seq import __version__ as said
+        typer.echo(f"seq2seq {said}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the version (seq2seq X.Y.Z) and exit.",
+    ),
+) -> None:
+    pass
+
+
+# The one-line summaries of ``seq2seq --help``: short enough for an 80-column terminal (click cuts
+# a longer first sentence mid-phrase with "...").
+SUMMARIES = {
+    "train": "Train a model into a run folder (checkpoints, logs).",
+    "translate": "Translate text line by line with a trained model.",
+    "eval": "Score translations (BLEU, chrF, TER) with sacrebleu.",
+    "average": "Average a run's last or best checkpoints into one.",
+    "tune-decode": "Choose beam size and length penalty on validation.",
+    "compare": "The bottleneck-versus-attention study.",
+    "synth": "Write a synthetic parallel corpus (copy, reverse, ...).",
+    "serve": "Serve a local page and JSON API over trained runs.",
+}
+
+app.command(short_help=SUMMARIES["train"])(training.train)
 
 
 # The search options of translate and eval (see DecodeConfig); None = the run's setting.
 _METHOD = typer.Option(
     None,
     "--method",
+    metavar="METHOD",
     help=f"Search: {' | '.join(get_args(SearchMethod))}. A method other than the run's "
     "starts from its own defaults, e.g. --method sample ignores the run's beam size "
     "[default: beam with --beam, else the run's decode.method].",
@@ -77,18 +119,31 @@ _SEED = typer.Option(
 )
 
 
-@app.command()
+@app.command(short_help=SUMMARIES["translate"])
 def translate(
     checkpoint: Path = typer.Option(
         ...,
         "--checkpoint",
         "-c",
+        metavar="RUN",
         help="Checkpoint file or run directory (its best.pt, else last.pt).",
     ),
     input: str = typer.Option(
-        "-", "--input", "-i", help="Source file, or - for stdin (one sentence per line)."
+        "-",
+        "--input",
+        "-i",
+        metavar="FILE",
+        help="Source file, or - for stdin (one sentence per line).",
     ),
-    output: str = typer.Option("-", "--output", "-o", help="Output file, or - for stdout."),
+    output: str = typer.Option(
+        "-",
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Output file, or - for stdout. Written as the translation goes, to FILE.partial, "
+        "renamed to FILE when every line is done; Ctrl-C leaves FILE.partial with the lines "
+        "translated so far (and FILE as it was).",
+    ),
     beam: int | None = typer.Option(
         None,
         "--beam",
@@ -144,18 +199,25 @@ def translate(
     attention_dir: Path | None = typer.Option(
         None,
         "--attention-dir",
+        metavar="DIR",
         help="Write a cross-attention heatmap PNG per sentence (source x output pieces) here.",
     ),
     attention_n: int = typer.Option(
         10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
     ),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
-    When any source has uncovered characters or is cut to the length limit, or any translation
-    stops at the maximum length without EOS, a summary line on stderr counts them."""
+    Lines are translated 8 batches at a time and written, in order, as each such window finishes
+    (so -o FILE.partial grows as it goes; FILE appears when all is done). Ctrl-C stops with exit
+    code 130 and says how many lines were translated and where they are. When any source has
+    uncovered characters or is cut to the length limit, or any translation stops at the maximum
+    length without EOS, a summary line on stderr counts them. Reading a terminal, it says when the
+    model is ready; Ctrl-D ends."""
+    import sys
+
     from seq2seq.decoding.search import check_n_best
-    from seq2seq.decoding.stream import LineTranslator, translate_io
+    from seq2seq.decoding.stream import LineTranslator, TranslationInterrupted, translate_io
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
@@ -166,29 +228,34 @@ def translate(
         )
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
-    model, tok, cfg, dev = load_model(checkpoint, device)
-    dcfg = _decode_cfg(
-        cfg.decode,
-        beam,
-        batch_size,
-        max_len_a,
-        max_len_b,
-        min_len,
-        length_penalty,
-        max_src_len,
-        method=method,
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        seed=seed,
-    )
+    run = load_model(checkpoint, device)
+    options = {
+        "beam_size": beam,
+        "batch_size": batch_size,
+        "max_len_a": max_len_a,
+        "max_len_b": max_len_b,
+        "min_len": min_len,
+        "length_penalty": length_penalty,
+        "max_src_len": max_src_len,
+        "method": method,
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "seed": seed,
+    }
+    dcfg = _decode_cfg(run.cfg.decode, **options)
     check_n_best(dcfg, n_best)
-    plot = _attention_plotter(tok, attention_dir)
+    plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
     translator = LineTranslator(
-        model, tok, dcfg, dev, n_best, batch_tokens, attention_n, plot, source_name
+        run.model, run.tok, dcfg, run.device, n_best, batch_tokens, attention_n, plot, source_name
     )
-    translate_io(translator, input, output)
+    if input == "-" and sys.stdin.isatty():
+        typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
+    try:
+        translate_io(translator, input, output)
+    except TranslationInterrupted as e:  # typer would exit 130 without a word
+        fail(str(e), code=130)
     if translator.report.summary():
         typer.echo(f"translate: {translator.report.summary()}", err=True)
 
@@ -208,49 +275,49 @@ def _attention_plotter(tok, directory: Path | None):
     return plot
 
 
-def _decode_cfg(
-    base,
-    beam,
-    batch_size,
-    max_len_a,
-    max_len_b,
-    min_len,
-    length_penalty,
-    max_src_len=None,
-    **search,
-):
-    """The run's DecodeConfig ``base`` with the options that were given (None = not given).
+def _decode_cfg(base, method=None, **options):
+    """The run's DecodeConfig ``base`` with the options that were given (``options``: DecodeConfig
+    fields; None = not given).
 
-    ``search`` holds method, temperature, top_k, top_p and seed. The method is --method, else beam
-    when --beam is given, else the run's; ``DecodeConfig.with_method`` drops the settings of
-    another method than it.
+    The method is --method, else beam when --beam is given, else the run's;
+    ``DecodeConfig.with_method`` drops the settings of another method than it.
 
     Raises:
         UserError: an option out of bounds, or a setting of another method, named as the option.
     """
-    method = search.pop("method", None) or ("beam" if beam is not None else base.method)
-    given = {
-        "beam_size": beam,
-        "batch_size": batch_size,
-        "max_len_a": max_len_a,
-        "max_len_b": max_len_b,
-        "min_len": min_len,
-        "length_penalty": length_penalty,
-        "max_src_len": max_src_len,
-        **search,
-    }
+    method = method or ("beam" if options.get("beam_size") is not None else base.method)
     with user_errors():
-        return base.with_method(method, **{k: v for k, v in given.items() if v is not None})
+        return base.with_method(method, **{k: v for k, v in options.items() if v is not None})
 
 
-@app.command("eval")
+def _given(options: dict) -> set[str]:
+    """The DecodeConfig fields the command line set; --beam sets the method too."""
+    given = {k for k, v in options.items() if v is not None}
+    return given | ({"method"} if "beam_size" in given else set())
+
+
+def _say_decode_file(run, dcfg, options: dict) -> dict[str, str]:
+    """Where each decode setting came from (``LoadedRun.decode_sources``), and one line on stderr
+    when the run's decode.yaml changed them."""
+    sources = run.decode_sources(dcfg, _given(options))
+    if line := run.decode_file_line(dcfg, sources):
+        typer.echo(line, err=True)
+    return sources
+
+
+@app.command("eval", short_help=SUMMARIES["eval"])
 def evaluate(
     checkpoint: Path | None = typer.Option(
-        None, "--checkpoint", "-c", help="Checkpoint file or run directory; not needed with --hyp."
+        None,
+        "--checkpoint",
+        "-c",
+        metavar="RUN",
+        help="Checkpoint file or run directory; not needed with --hyp.",
     ),
     src: Path | None = typer.Option(
         None,
         "--src",
+        metavar="FILE",
         help="Source file (plain or .gz): translated with --checkpoint; its word counts give "
         "--by-length buckets.",
     ),
@@ -258,7 +325,7 @@ def evaluate(
         ..., "--ref", metavar="FILE", help="Reference file(s) (repeat for several references)."
     ),
     hyp: Path | None = typer.Option(
-        None, "--hyp", help="Score this hypothesis file instead of translating."
+        None, "--hyp", metavar="FILE", help="Score this hypothesis file instead of translating."
     ),
     bleu: bool = typer.Option(
         False,
@@ -275,6 +342,7 @@ def evaluate(
     buckets: str | None = typer.Option(
         None,
         "--buckets",
+        metavar="N,N,...",
         help="Bucket upper bounds in source words, e.g. 10,20,30 "
         "[default: 10,20,30,40,60 -> 1-10 ... 61+].",
     ),
@@ -300,6 +368,7 @@ def evaluate(
     tgt_lang: str | None = typer.Option(
         None,
         "--tgt-lang",
+        metavar="LANG",
         help="Target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko) "
         "[default: the run's data.tgt_lang with --checkpoint].",
     ),
@@ -307,20 +376,26 @@ def evaluate(
         None,
         "--output",
         "-o",
+        metavar="FILE",
         help="Also write the hypotheses here (- for stdout; the scores then go to stderr); "
         "with --checkpoint only.",
     ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
+        metavar="FILE",
         help="Write scores, signatures, by-length rows and warnings as JSON to this file "
-        "(- for stdout; the scores then go to stderr).",
+        "(- for stdout; the scores then go to stderr); with --checkpoint also the checkpoint "
+        "(path, step), the decode settings used and where each came from (config, the run's "
+        "decode.yaml, the command line).",
     ),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref. Prints each score with its signature; warns on stderr when a file looks
     subword-tokenised or pre-tokenised. No line is dropped: an empty line is an empty segment.
+    Translating shows a progress bar (on a terminal), and a line when the run's decode.yaml
+    (seq2seq tune-decode) sets the search.
     """
     from seq2seq.atomic import is_stdout, write_output
     from seq2seq.evaluation.metrics import parse_buckets
@@ -359,22 +434,27 @@ def evaluate(
     with user_errors():
         edges = parse_buckets(buckets)
         texts = read_eval_texts(ref, src, hyp)
+    made_with = None
     if hyp is None:
-        search = {
+        options = {
+            "beam_size": beam,
+            "batch_size": batch_size,
             "method": method,
             "temperature": temperature,
             "top_k": top_k,
             "top_p": top_p,
             "seed": seed,
         }
-        texts.hyps, run_lang = _translate_for_eval(
-            checkpoint, src, texts, beam, batch_size, device, **search
+        texts.hyps, run_lang, made_with = _translate_for_eval(
+            checkpoint, src, texts, options, device
         )
         tgt_lang = tgt_lang or run_lang
         if output is not None:
             write_output(output, "".join(line + "\n" for line in texts.hyps))
     with user_errors():
-        report = evaluation_report(texts, names, by_length, edges, tgt_lang, lowercase)
+        report = evaluation_report(
+            texts, names, by_length, edges, tgt_lang, lowercase, made_with=made_with
+        )
     for w in report["warnings"]:
         warn(w)
     typer.echo(format_report(report), err=is_stdout(output) or is_stdout(json_out))
@@ -382,28 +462,33 @@ def evaluate(
         write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 
 
-def _translate_for_eval(
-    checkpoint, src, texts, beam, batch_size, device, **search
-) -> tuple[list[str], str]:
-    """Translate the sources of ``texts`` with the checkpoint's decode settings (``search``: as
-    for ``_decode_cfg``); returns the best translations and the run's target language."""
-    from seq2seq.decoding.translate import translate_sentences
+def _translate_for_eval(checkpoint, src, texts, options, device) -> tuple[list[str], str, dict]:
+    """Translate the sources of ``texts`` with the checkpoint's decode settings and ``options``
+    (as for ``_decode_cfg``), as ``translate -i`` would (the same windows and batches); returns
+    the best translations, the run's target language and how they were made (eval --json's
+    checkpoint, decode and decode_source)."""
+    from seq2seq.decoding.stream import LineTranslator, translate_lines
 
     if checkpoint is None or src is None:
         raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-    model, tok, cfg, dev = load_model(checkpoint, device)
-    dcfg = _decode_cfg(cfg.decode, beam, batch_size, None, None, None, None, **search)
-    out = translate_sentences(model, tok, texts.sources, dcfg, dev, source_name=str(src))
-    return [t.text for t in out], cfg.data.tgt_lang
+    run = load_model(checkpoint, device, say_decode_file=False)  # said below, as eval uses it
+    dcfg = _decode_cfg(run.cfg.decode, **options)
+    sources = _say_decode_file(run, dcfg, options)
+    tr = LineTranslator(run.model, run.tok, dcfg, run.device, source_name=str(src))
+    out = translate_lines(tr, texts.sources)
+    made_with = {
+        "checkpoint": {"path": str(run.checkpoint), "step": run.step},
+        "decode": dcfg.model_dump(mode="json"),
+        "decode_source": sources,
+    }
+    return [t.text for t in out], run.cfg.data.tgt_lang, made_with
 
 
-app.command()(training.average)
-app.command("tune-decode")(tune.tune_decode)
-app.command()(study.compare)
-app.command()(study.synth)
-
-
-app.command()(serve.serve)
+app.command(short_help=SUMMARIES["average"])(training.average)
+app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode)
+app.command(short_help=SUMMARIES["compare"])(study.compare)
+app.command(short_help=SUMMARIES["synth"])(study.synth)
+app.command(short_help=SUMMARIES["serve"])(serve.serve)
 
 
 def main() -> None:

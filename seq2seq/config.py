@@ -473,11 +473,28 @@ _SECTIONS = (Config, DataConfig, HFSource, TokenizerConfig, TrainConfig, Teacher
 _SECTIONS += (DecodeConfig, *MODEL_CONFIGS)
 
 
-def _did_you_mean(loc: str) -> str:
-    """``"; did you mean train.valid_every?"`` for an unknown key close to a real one, else ""."""
+def _did_you_mean(loc: str, model: str | None = None) -> str:
+    """What follows "unknown key" for ``loc``: ``"; did you mean train.valid_every?"`` for a key
+    close to a real one, else "". Under ``model`` (the name of the model section's model) the keys
+    are that model's: ``" of the transformer model; did you mean model.n_heads?"``, or, with no
+    close key, that model's keys and the models that have the key."""
     import difflib
 
     *parents, last = loc.split(".")
+    if parents == ["model"] and model in MODEL_NAMES:
+        fields = MODEL_CONFIGS[MODEL_NAMES.index(model)].model_fields
+        close = difflib.get_close_matches(last, list(fields), n=1, cutoff=0.75)
+        if close:
+            return f" of the {model} model; did you mean model.{close[0]}?"
+        said = f" of the {model} model (its keys: {', '.join(fields)})"
+        pairs = list(zip(MODEL_NAMES, MODEL_CONFIGS, strict=True))
+        if has := [n for n, c in pairs if last in c.model_fields]:
+            return f"{said}; {last} is a key of {', '.join(has)}"
+        others = sorted({f for n, c in pairs if n != model for f in c.model_fields})
+        if near := difflib.get_close_matches(last, others, n=1, cutoff=0.75):
+            has = [n for n, c in pairs if near[0] in c.model_fields]
+            return f"{said}; {near[0]} is a key of {', '.join(has)}"
+        return said
     if len(parents) != 1 or parents[0] not in Config.model_fields:
         known = list(Config.model_fields) if not parents else []
     elif parents[0] == "model":
@@ -547,7 +564,8 @@ def _one_line(err: ValidationError, source: str, origin=None) -> str:
         loc = ".".join(str(x) for x in keys if not isinstance(x, int))  # train.betas for [1]
         notes = []
         if e["type"] == "extra_forbidden":
-            msg = "unknown key" + _did_you_mean(loc)
+            model = next((str(x) for x in e["loc"][1:2] if str(x) in MODEL_NAMES), None)
+            msg = "unknown key" + _did_you_mean(loc, model if keys[:1] == ["model"] else None)
         elif e["type"] == "union_tag_invalid":
             msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
         else:

@@ -4,8 +4,10 @@ errors, ``-`` paths, ``--device`` and ``--checkpoint`` to what the commands need
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from seq2seq.console import console
 
@@ -71,10 +73,137 @@ def inference_device(name: str) -> str:
     return str(pick(name))
 
 
-def load_model(checkpoint: Path, device: str):
-    """``--checkpoint`` and ``--device`` -> (model in eval mode, tokenizer, run config, device)."""
-    from seq2seq.checkpoint import load_for_inference
+# Where a decode setting of translate or eval came from (eval --json's decode_source).
+FROM_CONFIG = "config"
+FROM_DECODE_FILE = "decode.yaml (tune-decode)"
+FROM_COMMAND_LINE = "command line"
+
+
+@dataclass
+class LoadedRun:
+    """A checkpoint loaded for decoding, with what says how its output is made.
+
+    Attributes:
+        cfg: the run's config, its decode section with ``decode.yaml`` applied.
+        checkpoint: the checkpoint file read (a run folder's best.pt, else last.pt).
+        step: the update it was saved at (its train_state), None for one without (averaged).
+        config_decode: the decode settings of the checkpoint's own config.
+        decode_file: the run's ``decode.yaml`` when it exists, and ``decode_file_keys`` the
+            settings it names.
+    """
+
+    model: Any
+    tok: Any
+    cfg: Any
+    device: str
+    checkpoint: Path
+    step: int | None
+    config_decode: Any
+    decode_file: Path | None = None
+    decode_file_keys: frozenset[str] = frozenset()
+
+    def __iter__(self):
+        """``model, tok, cfg, device = load_model(...)``."""
+        return iter((self.model, self.tok, self.cfg, self.device))
+
+    def decode_sources(self, final, given: set[str]) -> dict[str, str]:
+        """Each setting of the DecodeConfig ``final`` -> where it came from: the command line
+        (``given`` fields, or a value the command line's method changed), the run's decode.yaml,
+        or the checkpoint's config."""
+        tuned = self.cfg.decode
+        out = {}
+        for name in type(final).model_fields:
+            value = getattr(final, name)
+            if name in given or value != getattr(tuned, name):
+                out[name] = FROM_COMMAND_LINE
+            elif name in self.decode_file_keys or value != getattr(self.config_decode, name):
+                out[name] = FROM_DECODE_FILE
+            else:
+                out[name] = FROM_CONFIG
+        return out
+
+    def decode_file_line(self, final, sources: dict[str, str]) -> str | None:
+        """One line for stderr when decode.yaml changed the settings ``final`` decodes with,
+        e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``; None when
+        the run has none (or it changed nothing)."""
+        if self.decode_file is None:
+            return None
+        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
+        if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
+            used = [n for n in used if n != "length_penalty"]
+        over = [n for n in sorted(self.decode_file_keys) if sources.get(n) == FROM_COMMAND_LINE]
+        if used:
+            line = f"decoding with {self.decode_file} (tune-decode): {describe_decode(final, used)}"
+            if over:
+                line += f"; the command line sets {describe_decode(final, over)}"
+            return line
+        if over:
+            return (
+                f"{self.decode_file} (tune-decode) not used: the command line sets "
+                f"{describe_decode(final, over)}"
+            )
+        return None
+
+
+def describe_decode(cfg, names) -> str:
+    """Some settings of a DecodeConfig in words: ``beam 5, alpha 1.0``, ``greedy``,
+    ``max_len_b 20``."""
+    names = list(names)
+    parts = []
+    if "method" in names or "beam_size" in names:
+        parts.append(f"beam {cfg.beam_size}" if cfg.method == "beam" else cfg.method)
+    for name in names:
+        if name in ("method", "beam_size"):
+            continue
+        label = "alpha" if name == "length_penalty" else name
+        parts.append(f"{label} {getattr(cfg, name)}")
+    return ", ".join(parts)
+
+
+@contextmanager
+def _quiet_info():
+    """The ``seq2seq`` logger at WARNING for a moment: a note the caller words itself."""
+    import logging
+
+    logger = logging.getLogger("seq2seq")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def load_model(checkpoint: Path, device: str, say_decode_file: bool = True) -> LoadedRun:
+    """``--checkpoint`` and ``--device`` -> the model in eval mode, its tokenizer, the run config
+    and the device (``model, tok, cfg, dev = load_model(...)``), and which checkpoint and step
+    were read and what the run's decode.yaml changed (``LoadedRun``). ``say_decode_file=False``
+    leaves out ``load_for_inference``'s log line on decode.yaml, for a caller that words it
+    itself (``LoadedRun.decode_file_line``).
+
+    Raises:
+        CheckpointError: as ``load_for_inference``.
+    """
+    from seq2seq.checkpoint import (
+        DECODE_FILE,
+        load_checkpoint,
+        model_from_checkpoint,
+        resolve_checkpoint,
+        with_tuned_decode,
+    )
+    from seq2seq.config_yaml import load_yaml
 
     dev = inference_device(device)
-    model, tok, cfg = load_for_inference(checkpoint, dev)
-    return model, tok, cfg, dev
+    path = resolve_checkpoint(checkpoint)
+    ckpt = load_checkpoint(path)
+    model, tok, cfg = model_from_checkpoint(ckpt, str(path))
+    step = (ckpt.get("train_state") or {}).get("step")
+    del ckpt
+    with nullcontext() if say_decode_file else _quiet_info():
+        tuned = with_tuned_decode(cfg, path.parent)
+    run = LoadedRun(model.to(dev), tok, tuned, dev, path, step, cfg.decode)
+    decode_file = path.parent / DECODE_FILE
+    if decode_file.is_file():  # read again for its keys; with_tuned_decode has checked it
+        keys = load_yaml(decode_file.read_text(encoding="utf-8")) or {}
+        run.decode_file, run.decode_file_keys = decode_file, frozenset(keys)
+    return run

@@ -9,29 +9,42 @@ import typer
 
 from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors, warn
 from seq2seq.commands.outputs import check_writable
-from seq2seq.console import setup_logging
+from seq2seq.console import console, setup_logging
+from seq2seq.decoding.progress import ProgressBar
 
 
 def tune_decode(
     checkpoint: Path = typer.Option(
-        ..., "--checkpoint", "-c", help="Run directory (its best.pt) or a checkpoint file in it."
+        ...,
+        "--checkpoint",
+        "-c",
+        metavar="RUN",
+        help="Run directory (its best.pt) or a checkpoint file in it.",
     ),
     src: Path | None = typer.Option(
         None,
         "--src",
+        metavar="FILE",
         help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
         "multi30k/val.de], at least 50 non-blank lines. Never a test set: scores on it would no "
         "longer be unseen.",
     ),
     ref: Path | None = typer.Option(
-        None, "--ref", help="Tuning reference file [default: the run's data.valid target side]."
+        None,
+        "--ref",
+        metavar="FILE",
+        help="Tuning reference file [default: the run's data.valid target side].",
     ),
     beams: str = typer.Option(
-        "5,10", "--beams", help="Beam sizes K to sweep (>= 2); greedy is always a candidate."
+        "5,10",
+        "--beams",
+        metavar="K,K,...",
+        help="Beam sizes K to sweep (>= 2); greedy is always a candidate.",
     ),
     alphas: str = typer.Option(
         "0,0.2,0.4,0.6,0.8,1,1.2,1.5,2",
         "--alphas",
+        metavar="A,A,...",
         help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
     ),
     batch_size: int | None = typer.Option(
@@ -47,17 +60,19 @@ def tune_decode(
     json_out: Path | None = typer.Option(
         None,
         "--json",
+        metavar="FILE",
         help="Also write the sweep (BLEU, brevity penalty, length ratio, seconds per setting) "
         "as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
     ),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda."),
+    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
 ):
     """Sweep greedy search and beam search (every beam size x length penalty) on the validation
     set, print BLEU, brevity penalty and length ratio of each, and write the best into the run's
     decode settings (RUN_DIR/decode.yaml). Ties go to the cheaper search, so the choice is never
     below greedy on the tuning set. A tuning set of fewer than 50 non-blank lines is refused before
     anything is decoded, and so is a sweep whose settings all score the same BLEU (nothing is
-    written; with --no-write it is a warning): neither gives a reason to change the search.
+    written; with --no-write it is a warning): neither gives a reason to change the search. A
+    progress bar (on a terminal) counts the settings and gives the time left.
     """
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
@@ -100,19 +115,30 @@ def tune_decode(
         )
         configs = candidates(base, beam_sizes, alpha_values)
 
+    n_settings = len(configs)
+    bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
+    started = 0
+
     def translate(dcfg):
-        out = translate_sentences(model, tok, sources, dcfg, dev, source_name=str(src))
+        nonlocal started
+        started += 1
+        bar.describe(f"setting {started}/{n_settings}")
+        out = translate_sentences(
+            model, tok, sources, dcfg, dev, progress=bar.advance, source_name=str(src)
+        )
         return [t.text for t in out]
 
-    def show(row):
-        typer.echo(
-            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
-            f"{row.seconds:6.1f} s",
-            err=True,
-        )
+    def show(row):  # above the bar, which stays at the bottom
+        from rich.text import Text  # not markup=False: the bar's own markup must still render
 
-    typer.echo(f"tuning on {src} ({len(sources)} lines): {len(configs)} settings", err=True)
-    with user_errors():
+        line = (
+            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
+            f"{row.seconds:6.1f} s"
+        )
+        console.print(Text(line), highlight=False, soft_wrap=True)
+
+    typer.echo(f"tuning on {src} ({len(sources)} lines): {n_settings} settings", err=True)
+    with user_errors(), bar:
         rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
     if all_tied(rows):
         same = (

@@ -54,8 +54,9 @@ def check_n_best(cfg: DecodeConfig, n_best: int) -> None:
     """
     limit = {"greedy": 1, "beam": cfg.beam_size}.get(cfg.method)
     if limit is not None and n_best > limit:
+        hyps = "hypothesis" if limit == 1 else "hypotheses"
         raise ConfigError(
-            f"--n-best {n_best}: method {cfg.method} returns at most {limit} hypotheses per "
+            f"--n-best {n_best}: method {cfg.method} returns at most {limit} {hyps} per "
             f"sentence; use --beam {n_best} (or more), or --method sample for {n_best} draws"
         )
 

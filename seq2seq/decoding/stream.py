@@ -1,30 +1,42 @@
 """Line-oriented translation, as ``translate`` does it: a file or standard input in, and for every
 input line, in order, one output line (or its N-best rows) out.
 
-Standard input is translated as it arrives: whatever lines are waiting (up to a batch) are
-translated and flushed before the next are read, so an interactive session gets each answer while
-its input stays open. Lines are read by the same rules as files (``data.text.decode_line``).
+Input is translated a window of lines at a time (``WINDOW_BATCHES`` batches), and each window's
+output is written in input order and flushed before the next is read: from a file, the next window;
+from standard input, whatever lines are waiting (up to a window), so an interactive session gets
+each answer while its input stays open. Lines are read by the same rules as files
+(``data.text.decode_line``). Ctrl-C keeps the windows already written (``TranslationInterrupted``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import select
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import open_output, write_output
+from seq2seq.atomic import is_stdout
 from seq2seq.config import DecodeConfig
-from seq2seq.console import console
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import Translation, TranslationReport, translate_sentences
 from seq2seq.models import Seq2SeqModel
+
+log = logging.getLogger("seq2seq")
+
+# Lines translated at a time (``LineTranslator.window``), in batches: this many batches. Within a
+# window the lines are sorted by length into batches (less padding), and when a window is done its
+# output is written, so Ctrl-C keeps every window finished before it.
+WINDOW_BATCHES = 8
 
 # Called with translations decoded with attention and the input line number of the first.
 AttentionSink = Callable[[list[Translation], int], object]
@@ -70,6 +82,11 @@ class LineTranslator:
     source_name: str = "input"
     report: TranslationReport = field(default_factory=TranslationReport)
     progress: Callable[[int], None] | None = None
+
+    @property
+    def window(self) -> int:
+        """Input lines translated (and then written) at a time: ``WINDOW_BATCHES`` batches."""
+        return WINDOW_BATCHES * self.cfg.batch_size
 
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
@@ -119,40 +136,131 @@ class LineTranslator:
         return out
 
 
+class TranslationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``translate_io``; its message says how many lines were translated and where
+    they are (the command prints it and exits 130)."""
+
+
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
-    """``translate -i INPUT -o OUTPUT``: ``-`` is standard input / output. A file is read whole
-    and translated with a progress bar (on a terminal); standard input is streamed. A file output
-    is written atomically, so an error half-way leaves nothing behind.
+    """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output.
+
+    One path for both inputs: lines are translated ``tr.window`` at a time (a file: the next
+    window; standard input: the lines already waiting, up to a window, so an interactive session
+    gets each answer while its input stays open), and each window's output is written, in input
+    order, and flushed before the next is read. A file input is read whole first, so a line that
+    is not UTF-8 stops the command before anything is translated, and its progress bar has a
+    total. A file output is written to ``OUTPUT.partial`` and renamed to OUTPUT only when every
+    line is translated: OUTPUT never looks complete when it is not.
 
     Raises:
+        TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or
+            on standard output), and the message counts them.
         DataError: the input is missing, unreadable or not UTF-8.
         ConfigError: as ``LineTranslator.translate``.
         OSError: the output cannot be written (e.g. it is a folder).
     """
+    total: int | None = None
     if input == "-":
-        with open_output(output) as out:
-            translate_stream(tr, sys.stdin.buffer, out)
-        return
-    lines = read_lines(input)
+        windows: Iterable[list[str]] = _stdin_windows(sys.stdin.buffer, tr.window)
+    else:
+        lines = read_lines(input)
+        total = len(lines)
+        windows = (lines[k : k + tr.window] for k in range(0, total, tr.window))
+    with _OutputLines(output, total, tr.n_best) as out, _progress(tr, total):
+        for window in windows:
+            out.write(tr.render(window, out.lines + 1), len(window))
+
+
+def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translation]:
+    """``lines`` translated window by window as ``translate_io`` translates a file, so ``eval``
+    gives the same output as ``translate`` (sampling included: its draws depend on the batch);
+    with a progress bar (on a terminal)."""
+    out: list[Translation] = []
     with _progress(tr, len(lines)):
-        rendered = tr.render(lines, 1)
-    write_output(output, "".join(line + "\n" for line in rendered))
+        for k in range(0, len(lines), tr.window):
+            out += tr.translate(lines[k : k + tr.window], k + 1)
+    return out
 
 
-def translate_stream(tr: LineTranslator, stdin: BinaryIO, out: IO[str]) -> None:
-    """Translate whatever lines are waiting on ``stdin`` (up to ``cfg.batch_size``), write and
-    flush their output, repeat until end of input.
+def _counted(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+class _OutputLines:
+    """Where ``translate_io`` writes: standard output for ``-``, else ``path.partial``, renamed
+    to ``path`` when the input is done (fsync'ed, then the folder). Counts the input lines whose
+    output was written (``lines``)."""
+
+    def __init__(self, path: str, total: int | None, n_best: int):
+        self.path, self.total, self.n_best = path, total, n_best
+        self.lines = 0
+        self.partial = None if is_stdout(path) else Path(f"{path}.partial")
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> _OutputLines:
+        if self.partial is not None:
+            self.partial.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.partial, "w", encoding="utf-8")  # noqa: SIM115
+        return self
+
+    def write(self, rendered: Sequence[str], n_lines: int) -> None:
+        f = self._file or sys.stdout
+        f.write("".join(line + "\n" for line in rendered))
+        f.flush()
+        self.lines += n_lines
+
+    def __exit__(self, kind, error, tb) -> None:
+        f, partial = self._file, self.partial
+        if f is not None and partial is not None:
+            if kind is None:
+                os.fsync(f.fileno())
+                f.close()
+                os.replace(partial, self.path)
+                _fsync_folder(Path(self.path).parent)
+                return
+            f.close()
+            if self.lines == 0:
+                partial.unlink(missing_ok=True)
+            elif not issubclass(kind, KeyboardInterrupt):
+                log.warning("%s holds the translations of the first %d lines", partial, self.lines)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            raise TranslationInterrupted(self.interrupted()) from None
+
+    def interrupted(self) -> str:
+        """The Ctrl-C message: how far it got, and what holds the lines translated."""
+        of = "" if self.total is None else f" of {self.total}"
+        noun = "line" if (self.lines if self.total is None else self.total) == 1 else "lines"
+        said = f"interrupted after {self.lines}{of} {noun}"
+        if self.lines == 0:
+            return f"{said}: nothing written"
+        where = "standard output" if self.partial is None else str(self.partial)
+        what = (
+            f"the first {_counted(self.lines, 'translation')}"
+            if self.n_best == 1
+            else f"the n-best rows of the first {_counted(self.lines, 'line')}"
+        )
+        return f"{said}: {where} holds {what}"
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _stdin_windows(stdin: BinaryIO, limit: int) -> Iterator[list[str]]:
+    """The lines waiting on ``stdin`` (up to ``limit``), decoded, again and again until end of
+    input.
 
     Raises:
         DataError: a line is not valid UTF-8 (named by its number).
     """
     line_no = 1
-    while batch := _waiting_lines(stdin, tr.cfg.batch_size):
-        lines = [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
-        for text in tr.render(lines, line_no):
-            out.write(text + "\n")
-        out.flush()
-        line_no += len(lines)
+    while batch := _waiting_lines(stdin, limit):
+        yield [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
+        line_no += len(batch)
 
 
 def _waiting_lines(stdin: BinaryIO, limit: int) -> list[bytes]:
@@ -170,21 +278,14 @@ def _waiting_lines(stdin: BinaryIO, limit: int) -> list[bytes]:
 
 
 @contextmanager
-def _progress(tr: LineTranslator, total: int) -> Iterator[None]:
-    """A progress bar on stderr (when it is a terminal) fed through ``tr.progress``."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    columns = (
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(
-        *columns, console=console, disable=not console.is_terminal, transient=True
-    ) as bar:
-        task = bar.add_task("translating", total=total)
-        tr.progress = lambda n: bar.advance(task, n)
+def _progress(tr: LineTranslator, total: int | None) -> Iterator[None]:
+    """A progress bar of ``total`` lines on stderr (when it is a terminal) fed through
+    ``tr.progress``; nothing for an input of unknown length (standard input)."""
+    if total is None:
+        yield
+        return
+    with ProgressBar("translating", total) as bar:
+        tr.progress = bar.advance
         try:
             yield
         finally:

@@ -80,13 +80,17 @@ class TranslationReport:
                 "not cover (read as <unk>; tokenizer.byte_fallback keeps them)"
             )
         if self.truncated:
-            parts.append(f"{self.truncated} source lines cut to the length limit")
+            parts.append(f"{_counted(self.truncated, 'source line')} cut to the length limit")
         if self.cut:
             parts.append(
-                f"{self.cut} translations stopped at the maximum length without EOS "
+                f"{_counted(self.cut, 'translation')} stopped at the maximum length without EOS "
                 "(see --max-len-a/--max-len-b)"
             )
         return "; ".join(parts) if parts else None
+
+
+def _counted(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:

@@ -151,7 +151,9 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None =
         ValueError: no hypotheses, or not one reference per hypothesis.
     """
     if not hyps or len(refs) != len(hyps):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} reference lines")
+        said = "hypothesis" if len(hyps) == 1 else "hypotheses"
+        lines = "reference line" if len(refs) == 1 else "reference lines"
+        raise ValueError(f"{len(hyps)} {said} but {len(refs)} {lines}")
     metric = bleu_metric(tgt_lang)
     return metric.corpus_score([h.rstrip() for h in hyps], [[r.rstrip() for r in refs]])
 

@@ -49,7 +49,9 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
     check_aligned(streams)
     for name, lines in zip(refs, ref_lines, strict=True):
         if not any(x.strip() for x in lines):
-            blank = f" (all {len(lines)} blank)" if lines else ""
+            blank = {0: "", 1: " (its one line is blank)"}.get(
+                len(lines), f" (all {len(lines)} blank)"
+            )
             raise ValueError(f"{name}: no lines to score{blank}")
     hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
     return EvalTexts(ref_lines, [str(r) for r in refs], sources, hyps, hyp_name)
@@ -65,9 +67,13 @@ def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
     for name, other in streams[1:]:
         if len(other) != len(lines):
             raise ValueError(
-                f"{name} has {len(other)} lines but {first} has {len(lines)}: "
+                f"{name} has {_lines(len(other))} but {first} has {len(lines)}: "
                 "hypotheses, references and sources must align line for line"
             )
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" + ("" if n == 1 else "s")
 
 
 def evaluation_report(
@@ -77,9 +83,15 @@ def evaluation_report(
     edges: Sequence[int] = DEFAULT_BUCKETS,
     tgt_lang: str | None = None,
     lowercase: bool = False,
+    made_with: dict | None = None,
 ) -> dict:
     """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
     tokenisation warnings for every file, and (``by_length``) BLEU by source length.
+
+    ``made_with``: how the hypotheses were translated, when they were: ``checkpoint`` (path and
+    step), ``decode`` (the DecodeConfig used) and ``decode_source`` (each setting's origin:
+    "config", "decode.yaml (tune-decode)" or "command line"); all three are null for a
+    hypothesis file.
 
     Raises:
         ValueError: the hypotheses do not align with the references, or the target language's
@@ -91,6 +103,10 @@ def evaluation_report(
         warnings += tokenisation_warnings(lines, name)
     report: dict = {
         "hyp": texts.hyp_name,
+        "checkpoint": None,
+        "decode": None,
+        "decode_source": None,
+        **(made_with or {}),
         "refs": list(texts.ref_names),
         "sentences": len(hyps),
         "tgt_lang": tgt_lang,
