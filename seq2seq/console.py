@@ -31,3 +31,8 @@ def setup_logging(verbose: bool = False) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``3 lines``, ``1 line``: a count with its noun in the number it needs."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"

@@ -26,11 +26,15 @@ def serve(
     study: Path | None = typer.Option(
         None,
         "--study",
+        metavar="DIR",
         help="A `seq2seq compare --out` folder: its results.json as an interactive "
         "BLEU-by-length plot.",
     ),
     device: str | None = typer.Option(
-        None, "--device", help="auto | cpu | cuda [default: each run's train.device]."
+        None,
+        "--device",
+        metavar="DEVICE",
+        help="auto | cpu | cuda [default: each run's train.device].",
     ),
     workers: int = typer.Option(
         4,

@@ -8,7 +8,7 @@ import typer
 
 from seq2seq.commands.common import inference_device, no_stdout, user_errors
 from seq2seq.commands.outputs import check_writable
-from seq2seq.console import setup_logging
+from seq2seq.console import counted, setup_logging
 
 
 def compare(
@@ -18,6 +18,7 @@ def compare(
     out: Path = typer.Option(
         ...,
         "--out",
+        metavar="DIR",
         help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
     ),
     single_steps: int | None = typer.Option(
@@ -128,6 +129,7 @@ def compare(
     reverse_results: Path | None = typer.Option(
         None,
         "--reverse",
+        metavar="FILE",
         help="Real text: the synthetic half's results.json, whose reverse table the report "
         "shows too (missing file: the report says it was not run).",
     ),
@@ -191,7 +193,7 @@ def compare(
                 reverse=_read_reverse(reverse_results),
             )
     results = run_compare(configs, out, budget, opts, plan)
-    typer.echo(f"wrote {out / 'report.md'} ({len(results['models'])} models)")
+    typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")
     for key in ("verdict", "bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
@@ -219,7 +221,9 @@ def synth(
     min_len: int = typer.Option(1, "--min-len", help="Shortest sequence, in symbols."),
     max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
     vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),
-    out: Path = typer.Option(..., "--out", help="Output folder: {train,val,test}.{src,tgt}."),
+    out: Path = typer.Option(
+        ..., "--out", metavar="DIR", help="Output folder: {train,val,test}.{src,tgt}."
+    ),
     seed: int = typer.Option(1, "--seed", min=0, max=2**32 - 1, help="Random seed."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the corpus files already in --out."

@@ -11,13 +11,16 @@ import typer
 
 from seq2seq.commands.common import UserError, fail, no_stdout
 from seq2seq.commands.outputs import check_writable
-from seq2seq.console import setup_logging
+from seq2seq.console import counted, setup_logging
 
 
 def train(
-    config: Path = typer.Argument(..., help="YAML config (see configs/)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see configs/)."),
     run_dir: Path | None = typer.Option(
-        None, "--run-dir", help="Output folder [default: from the config, else runs/<name>]."
+        None,
+        "--run-dir",
+        metavar="DIR",
+        help="Output folder [default: from the config, else runs/<name>].",
     ),
     set_: list[str] = typer.Option(
         [],
@@ -28,6 +31,7 @@ def train(
     resume: Path | None = typer.Option(
         None,
         "--resume",
+        metavar="RUN",
         help="Continue the run in this folder exactly where its last.pt stopped. CONFIG must "
         "have the run's data, tokenizer and model sections (RUN_DIR/config.yaml does); train "
         "settings may change, e.g. --max-time to extend a finished run.",
@@ -45,7 +49,7 @@ def train(
         help="Stop after this many minutes of wall time, counted over resumed runs too.",
     ),
     device: str | None = typer.Option(
-        None, "--device", help="auto | cpu | cuda [default: the config's, auto]."
+        None, "--device", metavar="DEVICE", help="auto | cpu | cuda [default: the config's, auto]."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
@@ -97,7 +101,9 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
 
 
 def average(
-    checkpoint: Path = typer.Option(..., "--checkpoint", "-c", help="Run directory."),
+    checkpoint: Path = typer.Option(
+        ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
+    ),
     last: int | None = typer.Option(
         None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."
     ),
@@ -105,7 +111,7 @@ def average(
         None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."
     ),
     output: Path = typer.Option(
-        ..., "--output", "-o", help="Where to write the averaged checkpoint."
+        ..., "--output", "-o", metavar="FILE", help="Where to write the averaged checkpoint."
     ),
 ):
     """Average the weights of the last or best K checkpoints of a run into one checkpoint that
@@ -116,6 +122,5 @@ def average(
     no_stdout(output, "-o", "a checkpoint")
     check_writable(output, "-o")  # before the checkpoints are read and averaged
     paths = average_run(checkpoint, output, last=last, best=best)
-    typer.echo(
-        f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {output}"
-    )
+    names = ", ".join(p.name for p in paths)
+    typer.echo(f"averaged {counted(len(paths), 'checkpoint')} ({names}) -> {output}")

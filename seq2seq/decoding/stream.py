@@ -25,6 +25,7 @@ import torch
 
 from seq2seq.atomic import is_stdout
 from seq2seq.config import DecodeConfig
+from seq2seq.console import counted
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.progress import ProgressBar
@@ -182,10 +183,6 @@ def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translatio
     return out
 
 
-def _counted(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 class _OutputLines:
     """Where ``translate_io`` writes: standard output for ``-``, else ``path.partial``, renamed
     to ``path`` when the input is done (fsync'ed, then the folder). Counts the input lines whose
@@ -235,9 +232,9 @@ class _OutputLines:
             return f"{said}: nothing written"
         where = "standard output" if self.partial is None else str(self.partial)
         what = (
-            f"the first {_counted(self.lines, 'translation')}"
+            f"the first {counted(self.lines, 'translation')}"
             if self.n_best == 1
-            else f"the n-best rows of the first {_counted(self.lines, 'line')}"
+            else f"the n-best rows of the first {counted(self.lines, 'line')}"
         )
         return f"{said}: {where} holds {what}"
 

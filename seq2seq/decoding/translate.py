@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq.config import ConfigError, DecodeConfig
+from seq2seq.console import counted
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
@@ -80,17 +81,13 @@ class TranslationReport:
                 "not cover (read as <unk>; tokenizer.byte_fallback keeps them)"
             )
         if self.truncated:
-            parts.append(f"{_counted(self.truncated, 'source line')} cut to the length limit")
+            parts.append(f"{counted(self.truncated, 'source line')} cut to the length limit")
         if self.cut:
             parts.append(
-                f"{_counted(self.cut, 'translation')} stopped at the maximum length without EOS "
+                f"{counted(self.cut, 'translation')} stopped at the maximum length without EOS "
                 "(see --max-len-a/--max-len-b)"
             )
         return "; ".join(parts) if parts else None
-
-
-def _counted(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
