@@ -260,6 +260,12 @@ class TrainConfig(_Section):
     weight_decay: float = Field(0.0, ge=0)
     schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
+    decay_steps: int | None = Field(
+        None,
+        ge=1,
+        description="cosine: the update the decay reaches min_lr at, after which the rate "
+        "holds there (default: max_steps)",
+    )
     plateau_factor: float = Field(0.5, gt=0, lt=1)
     plateau_patience: int = Field(
         2,
@@ -312,10 +318,12 @@ class TrainConfig(_Section):
             raise ValueError("schedule 'noam' needs warmup_steps > 0")
         if self.schedule == "cosine" and self.max_steps is None:
             raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
-        if self.schedule == "cosine" and self.warmup_steps >= self.max_steps:
+        end = self.decay_steps or self.max_steps
+        if self.schedule == "cosine" and self.warmup_steps >= end:
+            what = "decay_steps" if self.decay_steps else "max_steps"
             raise ValueError(
-                f"warmup_steps ({self.warmup_steps}) must be below max_steps ({self.max_steps}) "
-                "under schedule 'cosine', which decays from the end of warmup to max_steps"
+                f"warmup_steps ({self.warmup_steps}) must be below {what} ({end}) under schedule "
+                f"'cosine', which decays from the end of warmup to {what}"
             )
         if self.min_lr > self.lr:
             raise ValueError(

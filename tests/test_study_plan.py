@@ -23,7 +23,7 @@ def study_cfg(name: str, model: str, **train):
     return validate_config(raw)
 
 
-def test_the_single_stage_trains_on_single_pairs_decaying_to_a_tenth():
+def test_the_single_stage_decays_to_a_tenth_and_holds_it_for_the_gates_quarter():
     cfg = study_cfg("b", "bahdanau", lr=0.002)
     single = Recipe(120, 40).single(cfg)
     assert single.name == "b-single"
@@ -32,7 +32,10 @@ def test_the_single_stage_trains_on_single_pairs_decaying_to_a_tenth():
     assert (t.max_steps, t.max_tokens, t.max_time, t.max_epochs) == (120, None, None, None)
     assert t.valid_every == 15  # 8 validations: the plateau check reads the last quarter
     assert (t.schedule, t.lr, t.min_lr, t.init_from) == ("cosine", 0.002, 0.0002, None)
-    assert lr_at(1, t) == pytest.approx(0.002, rel=1e-3) and lr_at(120, t) == pytest.approx(2e-4)
+    assert t.decay_steps == 90  # the decay ends where the gate's last quarter begins
+    assert lr_at(1, t) == pytest.approx(0.002, rel=1e-3)
+    assert lr_at(60, t) > lr_at(89, t) > 2e-4  # decaying over the first three quarters
+    assert [lr_at(s, t) for s in range(90, 121)] == [pytest.approx(2e-4)] * 31  # then held
 
 
 @pytest.mark.parametrize("schedule", ["constant", "noam"])

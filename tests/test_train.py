@@ -93,6 +93,13 @@ def test_lr_schedules():
     assert lr_at(10, t) == pytest.approx(1.0)
     assert lr_at(60, t) == pytest.approx(0.55)  # halfway between lr and min_lr
     assert lr_at(110, t) == pytest.approx(0.1)
+    t = TrainConfig(
+        max_steps=110, lr=1.0, min_lr=0.1, schedule="cosine", warmup_steps=10, decay_steps=60
+    )
+    assert lr_at(35, t) == pytest.approx(0.55)  # halfway to decay_steps
+    assert lr_at(60, t) == lr_at(61, t) == lr_at(110, t) == pytest.approx(0.1)  # then it holds
+    with pytest.raises(ValueError, match=r"warmup_steps \(10\) must be below decay_steps \(10\)"):
+        TrainConfig(max_steps=110, schedule="cosine", warmup_steps=10, decay_steps=10)
     t = TrainConfig(max_steps=10, lr=1.0, min_lr=0.1, schedule="plateau", warmup_steps=4)
     assert lr_at(2, t, plateau_scale=0.5) == pytest.approx(0.25)
     assert lr_at(8, t, plateau_scale=0.5) == pytest.approx(0.5)

@@ -3,14 +3,16 @@
 
 The Multi30k recipe (``Recipe``): every model first trains on single pairs for the same number of
 updates, its config's peak learning rate (after its warmup) decaying along a cosine to a tenth of
-it, then fine-tunes from that stage's last checkpoint (``train.init_from``) on single plus joined
-pairs (k = 2..K) for the same number of updates, from half its peak learning rate along a cosine
-to 0. Every model batches the same data alike (one tokenizer, the same ``batch_tokens`` and seed),
-so equal updates are equal target tokens. The single-pair checkpoint is also the zero-shot
-length-generalisation control, and the fine-tuned checkpoint at the budget step is the one scored.
-The decay is what lets a 2-core CPU bring both models to a plateau within the budget: measured on
-Multi30k with a constant 0.002, rnnencdec still gained 0.5 validation BLEU per 100 updates at
-update 1,200 (docs/results/study/pilot.md).
+it over the first three quarters of the stage and holding there for the last quarter, the
+quarter the competence gate reads (``verdict.PLATEAU_FROM``); then it fine-tunes from that
+stage's last checkpoint (``train.init_from``) on single plus joined pairs (k = 2..K) for the same
+number of updates, from half its peak learning rate along a cosine to 0. Every model batches the
+same data alike (one tokenizer, the same ``batch_tokens`` and seed), so equal updates are equal
+target tokens. The single-pair checkpoint is also the zero-shot length-generalisation control,
+and the fine-tuned checkpoint at the budget step is the one scored. Why the decay, and why it
+ends a quarter early: docs/results/study/pilot.md (at a constant 0.002 rnnencdec still gained 0.5
+validation BLEU per 100 updates at update 1,200; a cosine that ends with the stage put 1.24 BLEU
+of annealing gains into bahdanau's last quarter).
 
 Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
 with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.study.verdict import PLATEAU_FROM
 
 # Data keys every compared config must share; concat_k and max_src_words are the study's axes.
 SHARED_DATA_KEYS = (
@@ -119,9 +122,9 @@ class Recipe:
 
     def single(self, cfg: Config) -> Config:
         """The single-pair stage of ``cfg``: run ``<name>-single``, k = 1 only, the config's
-        peak learning rate after its warmup along a cosine to ``SINGLE_MIN_LR`` of it over
-        ``single_steps``, validated on the whole validation set every ``single_steps /
-        single_validations`` updates."""
+        peak learning rate after its warmup along a cosine to ``SINGLE_MIN_LR`` of it at
+        ``PLATEAU_FROM`` of ``single_steps``, held there to the end, validated on the whole
+        validation set every ``single_steps / single_validations`` updates."""
         raw = cfg.model_dump(mode="json")
         raw["name"] = f"{cfg.name}-single"
         raw["data"].update(concat_k=1, valid_concat_k=1, max_valid_pairs=None)
@@ -134,9 +137,16 @@ class Recipe:
             init_from=None,
             schedule="cosine",
             min_lr=SINGLE_MIN_LR * t.lr,
-            warmup_steps=min(t.warmup_steps, self.single_steps - 1),
+            decay_steps=self.decay_steps,
+            warmup_steps=min(t.warmup_steps, self.decay_steps - 1),
         )
         return validate_config(raw, f"{cfg.name}'s single-pair stage")
+
+    @property
+    def decay_steps(self) -> int:
+        """The single stage's update where the decay ends and the hold (the gate's quarter)
+        begins."""
+        return max(1, math.ceil(PLATEAU_FROM * self.single_steps))
 
     def joined(self, cfg: Config, init_from: Path) -> Config:
         """The fine-tuning stage: from ``init_from`` (the single stage's last.pt), on single
@@ -160,7 +170,8 @@ class Recipe:
     def describe(self) -> str:
         return (
             f"{self.single_steps} updates on single pairs (each config's peak learning rate "
-            f"along a cosine to {SINGLE_MIN_LR:g} of it), then {self.joined_steps} updates on "
+            f"along a cosine to {SINGLE_MIN_LR:g} of it at update {self.decay_steps}, held "
+            f"there to the end), then {self.joined_steps} updates on "
             f"single plus joined pairs (k = 2..{self.concat_k}) from that checkpoint "
             f"({JOINED_LR:g} of the peak along a cosine to 0)"
         )

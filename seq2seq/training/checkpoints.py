@@ -114,7 +114,7 @@ RESUME_EXACT = (
 # Keys that cut an epoch's batches: a saved position mid-epoch means nothing under new values.
 RESUME_BATCHING = ("batch_tokens", "seed")
 # Keys that change the learning rate curve itself.
-RESUME_SCHEDULE = ("schedule", "lr", "warmup_steps", "min_lr")
+RESUME_SCHEDULE = ("schedule", "lr", "warmup_steps", "min_lr", "decay_steps")
 
 
 def check_train_changes(old: TrainConfig, new: TrainConfig, state: dict, run_dir: Path) -> None:

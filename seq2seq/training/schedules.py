@@ -18,14 +18,16 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
       for more than ``plateau_patience`` validations), never below ``min_lr``.
     - noam (Vaswani et al. 2017, eq. 3): d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), rescaled
       so its peak, at ``warmup_steps``, is ``lr``: lr · min(step / warmup, (warmup / step)^0.5).
-    - cosine: warmup, then ``lr`` -> ``min_lr`` along half a cosine until ``max_steps``.
+    - cosine: warmup, then ``lr`` -> ``min_lr`` along half a cosine until ``decay_steps``
+      (default ``max_steps``), then ``min_lr``.
     """
     w = t.warmup_steps
     if t.schedule == "noam":
         return t.lr * min(step / w, math.sqrt(w / step))
     warm = min(1.0, step / w) if w else 1.0
     if t.schedule == "cosine":
-        progress = min(1.0, max(0, step - w) / max(1, (t.max_steps or step) - w))
+        end = t.decay_steps or t.max_steps or step
+        progress = min(1.0, max(0, step - w) / max(1, end - w))
         return warm * (t.min_lr + (t.lr - t.min_lr) * 0.5 * (1 + math.cos(math.pi * progress)))
     if t.schedule == "plateau":
         return t.lr * warm * max(plateau_scale, t.min_lr / t.lr)
