@@ -280,7 +280,7 @@ def test_reverse_study_reports_exact_match(tmp_path):
 
     data = reverse_data(tmp_path, 300, 25, 40)
     tok = {"type": "word", "vocab_size": 16}
-    paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau")]
+    paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau", "rnnencdec")]
     opts = StudyOptions(beams=(1,), concat_k=1, n_attention=1, exact_match=True, device="cpu")
     torch.manual_seed(0)
     results = compare(paths, tmp_path / "out", Budget(steps=2), opts)
@@ -305,13 +305,14 @@ def test_reverse_study_reports_exact_match(tmp_path):
 @pytest.mark.e2e  # two trainings in worker processes, stopped by SIGTERM
 def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
     """``kill`` or ``timeout`` signal compare's own process only: it passes SIGTERM on to its
-    worker processes, which save last.pt (a rerun resumes from it), and no worker outlives it."""
+    worker processes, which save last.pt (a rerun resumes from it), no queued job starts after it
+    (the third config here waits for a worker) and no worker outlives it."""
     import signal
     import time
 
     data = reverse_data(tmp_path, 300, 12, 40)
     tok = {"type": "word", "vocab_size": 16}
-    paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau")]
+    paths = [write_config(tmp_path, n, n, data, tok) for n in ("rnn", "bahdanau", "rnnencdec")]
     out = tmp_path / "out"
     args = ["compare", *paths, "--out", out, "--budget-steps", 100000, "--exact-match"]
     args += ["--beams", 1, "--concat-k", 1, "--jobs", 2, "--device", "cpu"]
@@ -338,3 +339,4 @@ def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
         assert (out / "runs" / n / "last.pt").is_file()
     alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
     assert not alive, f"workers left running: {alive}"
+    assert not (out / "runs" / "rnnencdec").exists()  # queued, never started

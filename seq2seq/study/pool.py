@@ -12,6 +12,39 @@ from seq2seq.runtime import describe_machine
 
 log = logging.getLogger("seq2seq")
 
+# In a worker process of ``run_pool``: the pool's stop event (set by SIGTERM to the main process)
+# and whether a job is running.
+_STOP = None
+_BUSY = False
+
+
+def _worker_init(stop) -> None:
+    """A worker's start: keep the pool's stop event; SIGTERM stops a running job (training
+    installs its own handler, which saves last.pt first) and leaves an idle worker to the pool's
+    shutdown, so the pool never loses a worker it still has to shut down."""
+    import signal
+
+    global _STOP
+    _STOP = stop
+
+    def on_sigterm(signum, frame):
+        if _BUSY:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _guarded(fn: Callable, *args):
+    """``fn(*args)`` in a worker, unless the pool was told to stop before it started."""
+    global _BUSY
+    if _STOP is not None and _STOP.is_set():
+        raise KeyboardInterrupt  # queued before SIGTERM, never started
+    _BUSY = True
+    try:
+        return fn(*args)
+    finally:
+        _BUSY = False
+
 
 def machine_line(jobs: int) -> str:
     """The machine, and how the runs shared it: ``jobs`` > 1 worker processes of one torch
@@ -57,10 +90,14 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
 
     log.info("compare: %s %d runs, %d at a time (one thread each)", what, len(calls), jobs)
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    stop = ctx.Event()
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(stop,)
+    )
     futures = []
 
     def forward(signum, frame):  # kill / timeout signal this process only: pass it on
+        stop.set()  # a job already handed to a worker's queue does not start either
         for f in futures:
             f.cancel()  # the jobs not started yet
         workers = list(getattr(pool, "_processes", None) or {})  # the workers' pids
@@ -76,7 +113,7 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
     except ValueError:  # not the main thread: signals keep their usual effect
         previous = None
     try:
-        futures += [pool.submit(fn, *args) for args in calls]
+        futures += [pool.submit(_guarded, fn, *args) for args in calls]
         return [f.result() for f in futures]
     except CancelledError:  # a job SIGTERM cancelled before it started
         raise KeyboardInterrupt from None
