@@ -28,6 +28,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.tune import corpus_bleu
 from seq2seq.study import verdict
 from seq2seq.study.cells import cell_scores, retention_difference_ci, retention_nobp_difference
@@ -132,8 +133,6 @@ def _study_job(path, cfg: Config, out: Path, testset, validset, plan, opts, i: i
     """One model through the recipe, in a worker process (one torch thread, log lines prefixed
     with the run's name) or in this one: the single-pair stage (trained or reused) and its
     zero-shot cells, the joined stage from its last.pt, then ``evaluate_model``."""
-    from seq2seq.data.tokenizer import Tokenizer
-
     worker_setup(cfg.name)
     tok = Tokenizer.load(out / "tokenizer")
     recipe = plan.recipe
@@ -142,10 +141,13 @@ def _study_job(path, cfg: Config, out: Path, testset, validset, plan, opts, i: i
     single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED)
     tick = time.perf_counter()
     shot = zero_shot(single, tok, testset, opts.device, plan.n_bootstrap)
+    scoring = time.perf_counter() - tick
     joined_cfg = recipe.joined(cfg, single_dir / SCORED)
     run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED)
     log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
+    tick = time.perf_counter()
     fields, hyps = evaluate_model(run, tok, testset, validset, plan, opts.device, opts.edges)
+    scoring += time.perf_counter() - tick
     entry = run_result(run)
     entry.pop("resolved_config", None)
     entry.update(fields)
@@ -153,7 +155,7 @@ def _study_job(path, cfg: Config, out: Path, testset, validset, plan, opts, i: i
         seed=cfg.train.seed,
         stages={"single": _stage(single), "joined": _stage(run)},
         zero_shot={"greedy": {"by_k": shot}},
-        score_seconds=round(time.perf_counter() - tick, 1),
+        score_seconds=round(scoring, 1),  # both checkpoints' decoding and scoring
     )
     return entry, hyps
 
