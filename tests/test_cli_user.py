@@ -17,29 +17,9 @@ from seq2seq.cli import SUMMARIES, app
 from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.stream import WINDOW_BATCHES
 
+from .toys import run_cli
 
-def cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """``seq2seq ARGS`` in this process: (exit code, stdout, stderr); the ``seq2seq`` logger is
-    put back afterwards (as ``tests.toys.run_main`` does)."""
-    import logging
-
-    from seq2seq.cli import main
-
-    logger = logging.getLogger("seq2seq")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    monkeypatch.setattr(sys, "argv", ["seq2seq", *map(str, args)])
-    try:
-        try:
-            main()
-            code = 0
-        except SystemExit as e:
-            code = e.code or 0
-    finally:
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-    out = capsys.readouterr()
-    return code, out.out, out.err
+cli = run_cli  # (exit code, stdout, stderr) of seq2seq ARGS in this process
 
 
 class FakeStdin:

@@ -24,7 +24,7 @@ from seq2seq.study.reverse import (
 )
 from seq2seq.study.synth import make_pairs
 
-from .toys import reverse_data
+from .toys import TINY_RUN_MODELS, reverse_data
 
 ROOT = Path(__file__).resolve().parent.parent
 REVERSE_CONFIGS = sorted((ROOT / "configs" / "study" / "reverse").glob("*.yaml"))
@@ -186,25 +186,11 @@ def test_reverse_configs_have_matched_parameter_counts():
 @pytest.mark.e2e  # three tiny models trained by compare
 def test_compare_writes_alignment_for_attention_models_only(tmp_path):
     data = reverse_data(tmp_path, 200, 12, 20)
-    models = {
-        "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 24, "encoder_hidden_size": 12},
-        "bahdanau": {
-            "name": "bahdanau",
-            "emb_size": 16,
-            "hidden_size": 24,
-            "encoder_hidden_size": 12,
-            "attention_size": 16,
-            "maxout_size": 16,
-        },
-        "transformer": {
-            "name": "transformer",
-            "d_model": 16,
-            "n_heads": 2,
-            "d_ff": 32,
-            "n_encoder_layers": 1,
-            "n_decoder_layers": 2,
-            "pre_norm": True,
-        },
+    models = {n: TINY_RUN_MODELS[n] for n in ("rnn", "bahdanau")}
+    models["transformer"] = {
+        **TINY_RUN_MODELS["transformer"],
+        "n_decoder_layers": 2,
+        "pre_norm": True,
     }
     paths = []
     for name, model in models.items():

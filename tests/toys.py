@@ -207,9 +207,9 @@ def synth_run_config(corpus, model: str = "rnn", dropout: float = 0.0, **train):
     return validate_config(synth_run_raw(corpus, model, dropout, **train))
 
 
-def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
-    """``seq2seq ARGS`` in this process: (exit code, stderr). The ``seq2seq`` logger the command
-    sets up is put back afterwards, so later tests' ``caplog`` still sees its records."""
+def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """``seq2seq ARGS`` in this process: (exit code, stdout, stderr). The ``seq2seq`` logger the
+    command sets up is put back afterwards, so later tests' ``caplog`` still sees its records."""
     import logging
     import sys
 
@@ -223,12 +223,19 @@ def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
             main()
             code = 0
         except SystemExit as e:
-            code = e.code
+            code = e.code or 0
     finally:
         logger.handlers[:] = saved[0]
         logger.setLevel(saved[1])
         logger.propagate = saved[2]
-    return code, capsys.readouterr().err
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_main(monkeypatch, capsys, *args) -> tuple[int, str]:
+    """``run_cli`` without its stdout: (exit code, stderr)."""
+    code, _, err = run_cli(monkeypatch, capsys, *args)
+    return code, err
 
 
 def reverse_data(folder, n: int, max_words: int, max_len: int) -> dict:
