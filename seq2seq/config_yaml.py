@@ -147,13 +147,23 @@ def read_config_file(
     if p.resolve() in chain:
         raise ConfigError(f"{chain[-1]}: base {p} leads back to itself")
     try:
-        raw = load_yaml(p.read_text(encoding="utf-8")) or {}
+        raw = load_yaml(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        line = p.read_bytes()[: e.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{p} line {line}: not UTF-8 (byte 0x{e.object[e.start]:02x}); save the config as UTF-8"
+        ) from None
     except DuplicateKeyError as e:
         raise ConfigError(f"{p}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{p}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if raw is None:
+        raise ConfigError(
+            f"{p}: the config is empty; start from one in configs/ (e.g. "
+            "configs/multi30k/bahdanau.yaml) or give its sections (data, model, train, ...)"
+        )
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping of sections (data, model, train, ...)")
     base = raw.pop("base", None)

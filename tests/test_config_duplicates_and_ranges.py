@@ -182,3 +182,16 @@ def test_train_refuses_a_bad_number_before_writing_anything(tmp_path, monkeypatc
     key = bad.split("=")[0]
     assert f"x.yaml: {key}" in err and "valid: a finite number" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.yaml"]
+
+
+def test_an_empty_config_or_one_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    """An empty file would otherwise train the defaults (a full-size bahdanau on Multi30k); a
+    Latin-1 byte would otherwise end in a UnicodeDecodeError."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match="empty.yaml: the config is empty; start from one in"):
+        load_config(empty)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: ok\ntrain:\n  max_steps: 3\nname2: \xe9t\n")
+    with pytest.raises(ConfigError, match=r"latin.yaml line 4: not UTF-8 \(byte 0xe9\)"):
+        load_config(latin)

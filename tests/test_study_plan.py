@@ -139,3 +139,31 @@ def test_a_study_of_one_config_is_checked_before_training_and_still_reports():
     assert words.startswith("No claim yet")
     with pytest.raises(ConfigError, match="no rnnencdec config to rate the others against"):
         check_plan([study_cfg("rs", "bahdanau")], Multi30kPlan())
+
+
+def test_the_reference_must_be_a_fixed_context_model_other_than_the_headline():
+    cfgs = [study_cfg("abl", "rnnencdec"), study_cfg("rs", "bahdanau")]
+    with pytest.raises(ConfigError, match="--reference 'rs' is a bahdanau model, with attention"):
+        roles(cfgs, Multi30kPlan(reference="rs"))
+    with pytest.raises(ConfigError, match="--headline 'abl' is also the --reference"):
+        roles(cfgs, Multi30kPlan(headline="abl"))
+
+
+def test_compare_refuses_real_text_stages_with_a_synthetic_task(tmp_path, synth_corpus):
+    import subprocess
+    import sys
+
+    import yaml
+
+    from .toys import synth_run_raw
+
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2)))
+    args = [str(path), "--out", str(tmp_path / "o"), "--single-steps", "2", "--joined-steps", "2"]
+    r = subprocess.run(
+        [sys.executable, "-m", "seq2seq", "compare", *args, "--exact-match"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "give one kind of options" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -177,6 +177,11 @@ def compare(
     )
     plan = None
     with user_errors():
+        if exact and (single_steps is not None or joined_steps is not None):
+            raise ValueError(
+                "--single-steps and --joined-steps train real text; a synthetic task "
+                "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
+            )
         if not exact:
             if single_steps is None or joined_steps is None:
                 raise ValueError(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.models import MODELS
 from seq2seq.study.verdict import PLATEAU_FROM
 
 # Data keys every compared config must share; concat_k and max_src_words are the study's axes.
@@ -269,6 +270,13 @@ def roles(cfgs: Sequence[Config], plan: Multi30kPlan) -> dict[str, str]:
     by_model = {c.name: c.model.name for c in cfgs}
     ref = _pick(plan.reference, "--reference", "rnnencdec", names, by_model)
     head = _pick(plan.headline, "--headline", "bahdanau", names, by_model, required=False)
+    if MODELS[by_model[ref]].has_attention:
+        raise ConfigError(
+            f"--reference {ref!r} is a {by_model[ref]} model, with attention; the reference is "
+            "the fixed-context ablation every attention model is rated against (rnnencdec)"
+        )
+    if head == ref:
+        raise ConfigError(f"--headline {head!r} is also the --reference; name another config")
     out = {}
     for c in cfgs:
         if c.name == ref:
