@@ -22,8 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from seq2seq.atomic import atomic_write_bytes
-from seq2seq.config import Config, ConfigError, _one_line, validate_config
-from seq2seq.config_yaml import load_yaml
+from seq2seq.config import Config, ConfigError, _one_line, load_yaml, validate_config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel, build_model
 

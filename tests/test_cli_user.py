@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from seq2seq.cli import SUMMARIES, app
+from seq2seq.decoding.files import WINDOW_BATCHES
 from seq2seq.decoding.progress import ProgressBar
-from seq2seq.decoding.stream import WINDOW_BATCHES
 
 from .toys import run_cli
 
@@ -339,7 +339,7 @@ def test_counts_of_one_are_singular():
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_translate_says_ready_after_loading_only_on_a_terminal(synth_run, monkeypatch, capsys, tty):
-    import seq2seq.cli as cli_module
+    import seq2seq.commands.translate as cli_module
 
     load = cli_module.load_model
 

@@ -6,8 +6,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from seq2seq.config import ConfigError, DecodeConfig, load_config, validate_config
-from seq2seq.config_yaml import DuplicateKeyError, load_yaml
+from seq2seq.config import (
+    ConfigError,
+    DecodeConfig,
+    DuplicateKeyError,
+    load_config,
+    load_yaml,
+    validate_config,
+)
 
 from .toys import run_main
 

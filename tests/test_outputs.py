@@ -9,13 +9,13 @@ import yaml
 
 from seq2seq.commands.common import UserError
 from seq2seq.commands.outputs import check_writable
-from seq2seq.decoding.stream import escape_tsv_field, unescape_tsv_field
+from seq2seq.decoding.files import escape_tsv_field, unescape_tsv_field
 
 from .toys import run_main, synth_run_raw
 
 SPIES = {  # what each command's work begins with
-    "translate": "seq2seq.cli.load_model",
-    "eval": "seq2seq.cli.load_model",
+    "translate": "seq2seq.commands.translate.load_model",
+    "eval": "seq2seq.commands.evaluate.load_model",
     "tune-decode": "seq2seq.commands.tune.load_model",
     "average": "seq2seq.training.average.average_run",
     "compare": "seq2seq.study.compare.compare",
@@ -135,11 +135,11 @@ def test_translate_into_an_unwritable_file_decodes_nothing(
     synth_run, tmp_path, monkeypatch, capsys
 ):
     """A real run: the model is never asked for a translation."""
-    import seq2seq.decoding.stream as stream
+    import seq2seq.decoding.files as files
 
     src = tmp_path / "src.txt"
     src.write_text("ein hund läuft .\n" * 5)
-    monkeypatch.setattr(stream, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    monkeypatch.setattr(files, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
     bad = tmp_path / "somefile.txt"
     bad.write_text("x")
     code, err = run_main(

@@ -191,7 +191,7 @@ def load_model(checkpoint: Path, device: str, say_decode_file: bool = True) -> L
         resolve_checkpoint,
         with_tuned_decode,
     )
-    from seq2seq.config_yaml import load_yaml
+    from seq2seq.config import load_yaml
 
     dev = inference_device(device)
     path = resolve_checkpoint(checkpoint)

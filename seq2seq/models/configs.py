@@ -1,8 +1,9 @@
 """The model sections of the config: one pydantic class per registered model, torch-free.
 
-``seq2seq/config.py`` builds its ``model:`` union from ``MODEL_CONFIGS`` (discriminated by
-``name``), so it can validate a config without importing torch; ``registry.MODELS`` maps the same
-names to the model classes. Adding a model adds its config class here and to ``MODEL_CONFIGS``.
+``seq2seq/config/experiment.py`` builds its ``model:`` union from ``MODEL_CONFIGS`` (discriminated
+by ``name``), so it can validate a config without importing torch; ``registry.MODELS`` maps the
+same names to the model classes. Adding a model adds its config class here and to
+``MODEL_CONFIGS``.
 
 Besides its fields, a config class declares what the rest of the package may ask of the model
 without building it: ``scheduled_sampling`` (whether training may feed the model its own

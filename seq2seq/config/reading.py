@@ -2,8 +2,9 @@
 config files with their ``base:`` chain, and ``--set key=value`` overrides.
 
 PyYAML keeps the last of two equal keys without a word, so ``train.max_steps`` written twice would
-train with the second value; ``load_yaml`` refuses it, naming both lines. ``seq2seq.config``
-validates what these functions read and re-exports ``ConfigError``.
+train with the second value; ``load_yaml`` refuses it, naming both lines. ``loading.py`` validates
+what these functions read; the package re-exports ``ConfigError``, ``DuplicateKeyError`` and
+``load_yaml``. This module imports only yaml.
 """
 
 from __future__ import annotations

@@ -1,0 +1,167 @@
+"""``translate``: text in, one translation per line out, with a trained model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seq2seq.commands.common import UserError, fail, load_model, no_stdout, user_errors
+from seq2seq.commands.decode_options import METHOD, SEED, TEMPERATURE, TOP_K, TOP_P, decode_cfg
+from seq2seq.commands.outputs import check_writable
+from seq2seq.console import setup_logging
+
+
+def translate(
+    checkpoint: Path = typer.Option(
+        ...,
+        "--checkpoint",
+        "-c",
+        metavar="RUN",
+        help="Checkpoint file or run directory (its best.pt, else last.pt).",
+    ),
+    input: str = typer.Option(
+        "-",
+        "--input",
+        "-i",
+        metavar="FILE",
+        help="Source file, or - for stdin (one sentence per line).",
+    ),
+    output: str = typer.Option(
+        "-",
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Output file, or - for stdout. Written as the translation goes, to FILE.partial, "
+        "renamed to FILE when every line is done; Ctrl-C leaves FILE.partial with the lines "
+        "translated so far (and FILE as it was).",
+    ),
+    beam: int | None = typer.Option(
+        None,
+        "--beam",
+        help="Beam size K; implies --method beam (K = 1 gives greedy's output) "
+        "[default: the run's decode.beam_size].",
+    ),
+    method: str | None = METHOD,
+    temperature: float | None = TEMPERATURE,
+    top_k: int | None = TOP_K,
+    top_p: float | None = TOP_P,
+    seed: int | None = SEED,
+    n_best: int = typer.Option(
+        1,
+        "--n-best",
+        min=1,
+        help="Write the N best per line as TSV: line number, score, hypothesis (a backslash, "
+        "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); beam search "
+        "needs --beam N or more, sampling draws N per line.",
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+    ),
+    max_len_a: float | None = typer.Option(
+        None,
+        "--max-len-a",
+        help="Output length limit a*src_len+b: a [default: the run's decode.max_len_a].",
+    ),
+    max_len_b: int | None = typer.Option(
+        None,
+        "--max-len-b",
+        help="Output length limit a*src_len+b: b [default: the run's decode.max_len_b].",
+    ),
+    min_len: int | None = typer.Option(
+        None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
+    ),
+    length_penalty: float | None = typer.Option(
+        None,
+        "--length-penalty",
+        help="GNMT alpha, 0 = raw log-prob [default: the run's decode.length_penalty].",
+    ),
+    max_src_len: int | None = typer.Option(
+        None,
+        "--max-src-len",
+        help="Cut longer sources to this many tokens, with a warning "
+        "[default: the run's decode.max_src_len].",
+    ),
+    batch_tokens: int | None = typer.Option(
+        None,
+        "--batch-tokens",
+        min=1,
+        help="Batch by padded source tokens instead of --batch-size sentences.",
+    ),
+    attention_dir: Path | None = typer.Option(
+        None,
+        "--attention-dir",
+        metavar="DIR",
+        help="Write a cross-attention heatmap PNG per sentence (source x output pieces) here.",
+    ),
+    attention_n: int = typer.Option(
+        10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
+    ),
+    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+):
+    """Translate text line by line: one output line per input line, in order; empty in, empty out.
+    Lines are translated 8 batches at a time and written, in order, as each such window finishes
+    (so -o FILE.partial grows as it goes; FILE appears when all is done). Ctrl-C stops with exit
+    code 130 and says how many lines were translated and where they are. When any source has
+    uncovered characters or is cut to the length limit, or any translation stops at the maximum
+    length without EOS, a summary line on stderr counts them. Reading a terminal, it says when the
+    model is ready; Ctrl-D ends."""
+    import sys
+
+    from seq2seq.decoding.files import LineTranslator, TranslationInterrupted, translate_io
+    from seq2seq.decoding.search import check_n_best
+
+    setup_logging()
+    no_stdout(attention_dir, "--attention-dir", "a folder of plots")
+    if input != "-" and output != "-" and Path(input).resolve() == Path(output).resolve():
+        raise UserError(
+            f"--output {output} is the --input file: the translations would replace the "
+            "sources; write them to another file"
+        )
+    check_writable(output, "--output")  # before any decoding: no finished work thrown away
+    check_writable(attention_dir, "--attention-dir", folder=True)
+    run = load_model(checkpoint, device)
+    options = {
+        "beam_size": beam,
+        "batch_size": batch_size,
+        "max_len_a": max_len_a,
+        "max_len_b": max_len_b,
+        "min_len": min_len,
+        "length_penalty": length_penalty,
+        "max_src_len": max_src_len,
+        "method": method,
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "seed": seed,
+    }
+    dcfg = decode_cfg(run.cfg.decode, **options)
+    check_n_best(dcfg, n_best)
+    plot = _attention_plotter(run.tok, attention_dir)
+    source_name = "stdin" if input == "-" else input
+    translator = LineTranslator(
+        run.model, run.tok, dcfg, run.device, n_best, batch_tokens, attention_n, plot, source_name
+    )
+    if input == "-" and sys.stdin.isatty():
+        typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
+    try:
+        translate_io(translator, input, output)
+    except TranslationInterrupted as e:  # typer would exit 130 without a word
+        fail(str(e), code=130)
+    if translator.report.summary():
+        typer.echo(f"translate: {translator.report.summary()}", err=True)
+
+
+def _attention_plotter(tok, directory: Path | None):
+    """``--attention-dir``: a function that plots translations decoded with attention into
+    ``directory`` (one-line error for a model without attention), or None."""
+    from seq2seq.evaluation.plots import plot_translations
+
+    if directory is None:
+        return None
+
+    def plot(results, first_line_no: int) -> None:
+        with user_errors():
+            plot_translations(results, tok, first_line_no, directory)
+
+    return plot

@@ -1,0 +1,103 @@
+"""The ``decode`` section: the search methods (``SearchMethod``), the settings each reads
+(``SEARCH_SETTINGS``) and ``DecodeConfig``, used by validation BLEU, ``translate``, ``eval``,
+``tune-decode`` and ``serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from seq2seq.config.sections import _Section
+
+SearchMethod = Literal["greedy", "beam", "sample"]
+"""The names of ``decoding.search.SEARCHES`` (a test checks that the two agree)."""
+
+SEARCH_SETTINGS: dict[str, tuple[str, ...]] = {
+    "greedy": (),
+    "beam": ("beam_size",),
+    "sample": ("temperature", "top_k", "top_p", "seed"),
+}
+"""The ``DecodeConfig`` fields each method reads besides the shared ones; under any other method
+they must keep their defaults."""
+
+
+class DecodeConfig(_Section):
+    """Search settings used by validation BLEU, ``translate`` and ``eval``.
+
+    ``method`` picks the search: ``greedy``, ``beam`` (``beam_size`` K; K = 1 gives greedy's
+    output) or ``sample`` (ancestral sampling with ``temperature``, ``top_k``, ``top_p`` and
+    ``seed``). A setting of another method than the chosen one is an error, so a config never says
+    more than is used. A config without ``method`` (written before it existed) chooses by
+    ``beam_size``, as it did then: greedy for 1, beam search for more.
+
+    ``min_len`` defaults to 1 (as fairseq's and Joey NMT's do): an empty translation of a non-empty
+    sentence is never right, and an undertrained model's beam otherwise often prefers EOS at once.
+    A source longer than ``max_src_len`` tokens (or than a Transformer's ``max_positions`` leaves
+    room for, its output included) is cut to fit, with a warning naming the line.
+    """
+
+    method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
+    beam_size: int = Field(1, ge=1, description="beam: hypotheses kept per sentence (K)")
+    temperature: float = Field(
+        1.0, gt=0, description="sample: logits / temperature; below 1 sharper, above 1 flatter"
+    )
+    top_k: int | None = Field(None, ge=1, description="sample: draw from the k most probable")
+    top_p: float = Field(
+        1.0, gt=0, le=1, description="sample: draw from the smallest set holding p (nucleus)"
+    )
+    seed: int | None = Field(
+        None, ge=0, le=2**32 - 1, description="sample: repeat the draws (default: fresh ones)"
+    )
+    length_penalty: float = Field(0.0, ge=0, description="GNMT alpha; 0 = raw log-probability")
+    max_len_a: float = Field(1.5, ge=0)
+    max_len_b: int = Field(10, ge=1)
+    min_len: int = Field(1, ge=0, description="tokens required before EOS (0 allows empty output)")
+    max_src_len: int = Field(1024, ge=1, description="longer sources are cut, with a warning")
+    batch_size: int = Field(128, ge=1, description="sentences per decoding batch")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_from_beam_size(cls, data: Any) -> Any:
+        """Configs and checkpoints from before ``method``: beam_size 1 is greedy, more is beam."""
+        if isinstance(data, dict) and "method" not in data:
+            data = {**data, "method": "greedy" if data.get("beam_size", 1) == 1 else "beam"}
+        return data
+
+    @field_validator(*(f for fields in SEARCH_SETTINGS.values() for f in fields))
+    @classmethod
+    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        method = info.data.get("method")  # absent when the method itself was invalid
+        owner = next(m for m, fields in SEARCH_SETTINGS.items() if info.field_name in fields)
+        default = cls.model_fields[info.field_name].default
+        if method is not None and method != owner and value != default:
+            raise ValueError(f"{value} is a setting of method {owner}, but method is {method}")
+        return value
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> DecodeConfig:
+        """A copy with ``update`` applied and validated; pydantic's own copy skips validation, so
+        ``update={"beam_size": 5}`` would leave a greedy config greedy. ``with_method`` switches.
+
+        Raises:
+            pydantic.ValidationError: an update out of bounds or not used by the method.
+        """
+        copy = super().model_copy(deep=deep)
+        return type(self).model_validate({**copy.model_dump(), **update}) if update else copy
+
+    def with_method(self, method: str, **updates: Any) -> DecodeConfig:
+        """A validated copy that decodes with ``method``: the settings of the other methods go
+        back to their defaults, the shared ones are kept, then ``updates`` are applied.
+
+        Raises:
+            pydantic.ValidationError: an unknown method, or an update out of bounds or not used by
+                ``method``.
+        """
+        data = self.model_dump()
+        for other, fields in SEARCH_SETTINGS.items():
+            if other != method:
+                data.update({f: type(self).model_fields[f].default for f in fields})
+        return type(self).model_validate({**data, "method": method, **updates})

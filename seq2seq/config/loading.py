@@ -1,0 +1,187 @@
+"""Loading a run config: ``load_config`` (a YAML file, its ``base:`` chain and ``--set`` overrides,
+read by ``reading.py``), ``validate_config`` (a mapping, e.g. a checkpoint's), ``to_yaml``, and the
+one-line errors both raise: pydantic's report rendered one line per problem, an unknown key with the
+key it may have meant, a number out of bounds with its range, and the file or ``--set`` that said a
+key when it is not the config named.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from seq2seq.config.decode import DecodeConfig
+from seq2seq.config.experiment import Config
+from seq2seq.config.reading import (
+    ConfigError,
+    apply_overrides,
+    has_key,
+    key_path,
+    parse_override,
+    read_config_file,
+)
+from seq2seq.config.sections import (
+    DataConfig,
+    HFSource,
+    TeacherForcingConfig,
+    TokenizerConfig,
+    TrainConfig,
+)
+from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES
+
+# the classes whose validation errors _one_line renders (pydantic names the class in err.title)
+_SECTIONS = (Config, DataConfig, HFSource, TokenizerConfig, TrainConfig, TeacherForcingConfig)
+_SECTIONS += (DecodeConfig, *MODEL_CONFIGS)
+
+
+def _did_you_mean(loc: str, model: str | None = None) -> str:
+    """What follows "unknown key" for ``loc``: ``"; did you mean train.valid_every?"`` for a key
+    close to a real one, else "". Under ``model`` (the name of the model section's model) the keys
+    are that model's: ``" of the transformer model; did you mean model.n_heads?"``, or, with no
+    close key, that model's keys and the models that have the key."""
+    import difflib
+
+    *parents, last = loc.split(".")
+    if parents == ["model"] and model in MODEL_NAMES:
+        fields = MODEL_CONFIGS[MODEL_NAMES.index(model)].model_fields
+        close = difflib.get_close_matches(last, list(fields), n=1, cutoff=0.75)
+        if close:
+            return f" of the {model} model; did you mean model.{close[0]}?"
+        said = f" of the {model} model (its keys: {', '.join(fields)})"
+        pairs = list(zip(MODEL_NAMES, MODEL_CONFIGS, strict=True))
+        if has := [n for n, c in pairs if last in c.model_fields]:
+            return f"{said}; {last} is a key of {', '.join(has)}"
+        others = sorted({f for n, c in pairs if n != model for f in c.model_fields})
+        if near := difflib.get_close_matches(last, others, n=1, cutoff=0.75):
+            has = [n for n, c in pairs if near[0] in c.model_fields]
+            return f"{said}; {near[0]} is a key of {', '.join(has)}"
+        return said
+    if len(parents) != 1 or parents[0] not in Config.model_fields:
+        known = list(Config.model_fields) if not parents else []
+    elif parents[0] == "model":
+        known = sorted({f for c in MODEL_CONFIGS for f in c.model_fields})
+    else:
+        section = Config.model_fields[parents[0]].annotation
+        known = list(getattr(section, "model_fields", {}))
+    close = difflib.get_close_matches(last, known, n=1, cutoff=0.75)
+    return f"; did you mean {'.'.join([*parents, close[0]])}?" if close else ""
+
+
+# pydantic's error types for a number out of its field's bounds, or not finite
+RANGE_ERRORS = {
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
+
+
+def valid_range(title: str, loc: tuple[Any, ...]) -> str | None:
+    """The values of the numeric setting at ``loc``, pydantic's location of an error in the class
+    named ``title`` (``Config`` or one of its sections), in words: ``a finite number >= 0 and
+    < 1``; None when ``loc`` names no bounded number."""
+    cls: Any = next((c for c in _SECTIONS if c.__name__ == title), None)
+    if cls is None:
+        return None
+    ann: Any = None
+    bounds: list[Any] = []
+    for part in loc:
+        if isinstance(part, int):  # an element of a tuple
+            args = [a for a in get_args(ann) if a is not Ellipsis]
+            ann = args[min(part, len(args) - 1)] if args else None
+        elif part in MODEL_NAMES and cls is None:  # the model union's tag
+            cls = MODEL_CONFIGS[MODEL_NAMES.index(part)]
+            continue
+        elif isinstance(cls, type) and part in cls.model_fields:
+            ann, bounds = cls.model_fields[part].annotation, list(cls.model_fields[part].metadata)
+        else:
+            return None
+        if get_origin(ann) is Annotated:  # the bounds of a tuple's element
+            bounds = [m for f in ann.__metadata__ for m in getattr(f, "metadata", [f])]
+            ann = get_args(ann)[0]
+        if type(None) in get_args(ann) and len(get_args(ann)) == 2:  # X | None -> X
+            ann = next(a for a in get_args(ann) if a is not type(None))
+        cls = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    words = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    limits = [(words[k], getattr(b, k)) for b in bounds for k in words if hasattr(b, k)]
+    said = [f"{w} {v:g}" if isinstance(v, float) else f"{w} {v}" for w, v in limits]
+    if ann not in (int, float) or not said:
+        return None
+    return ("an integer " if ann is int else "a finite number ") + " and ".join(said)
+
+
+def _one_line(err: ValidationError, source: str, origin=None) -> str:
+    """Turn pydantic's multi-line report into one line per problem, joined by '; '. ``origin``
+    (dotted key -> where it was said) names another file or --set for a problem when that is
+    not ``source``. A number out of range is shown with the value given and the valid range."""
+    parts = []
+    for e in err.errors():
+        keys = [
+            x
+            for x in e["loc"]
+            if not str(x).startswith(("function-", "tagged")) and str(x) not in MODEL_NAMES
+        ]
+        loc = ".".join(str(x) for x in keys if not isinstance(x, int))  # train.betas for [1]
+        notes = []
+        if e["type"] == "extra_forbidden":
+            model = next((str(x) for x in e["loc"][1:2] if str(x) in MODEL_NAMES), None)
+            msg = "unknown key" + _did_you_mean(loc, model if keys[:1] == ["model"] else None)
+        elif e["type"] == "union_tag_invalid":
+            msg = f"unknown model name; choose {', '.join(MODEL_NAMES[:-1])} or {MODEL_NAMES[-1]}"
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] in RANGE_ERRORS and (valid := valid_range(err.title, e["loc"])):
+            msg, notes = f"{msg}, not {e['input']}", [f"valid: {valid}"]
+        said = origin(loc) if origin is not None and loc else source
+        notes += [] if said == source else [f"given in {said}"]
+        where = f" ({'; '.join(notes)})" if notes else ""
+        parts.append(f"{key_path(keys)}: {msg}{where}" if keys else msg)
+    return f"{source}: " + "; ".join(parts)
+
+
+def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply ``key=value`` overrides, validate.
+
+    Raises:
+        ConfigError: missing/unreadable file, bad YAML, unknown key or invalid value (one line).
+    """
+    source = str(path) if path else "config"
+    layers: list[tuple[str, dict]] = []  # each file of the base chain, the derived one first
+    raw: dict = read_config_file(Path(path), layers=layers) if path is not None else {}
+    raw = apply_overrides(raw, overrides or [])
+    set_keys = {".".join(parse_override(item)[0]) for item in overrides or []}
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+
+        def origin(loc: str) -> str:
+            """Where a key was said: --set, else the most derived file that holds it."""
+            if any(
+                k == loc or k.startswith(loc + ".") or loc.startswith(k + ".") for k in set_keys
+            ):
+                return "--set"
+            for name, layer in layers:
+                node: Any = layer
+                for part in loc.split("."):
+                    node = node.get(part) if isinstance(node, dict) else None
+                if node is not None or has_key(layer, loc):
+                    return name
+            return source
+
+        raise ConfigError(_one_line(e, source, origin)) from None
+
+
+def validate_config(raw: dict, source: str = "config") -> Config:
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, source)) from None
+
+
+def to_yaml(cfg: Config) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

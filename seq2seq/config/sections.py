@@ -1,0 +1,300 @@
+"""The run config's sections other than ``model`` and ``decode``: data, tokenizer, train (with its
+teacher-forcing schedule), and ``data_root``, where relative corpus prefixes are looked up.
+
+Every section is a pydantic model with ``extra="forbid"`` (``_Section``), so a misspelt key is an
+error that names its path, and a float setting must be finite.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Section(BaseModel):
+    # a float setting is finite: nan/inf are refused by name here, not found when training fails
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+class HFSource(_Section):
+    """A corpus on the Hugging Face hub (or a local dataset directory) read with ``datasets``."""
+
+    path: str = Field(description="hub name such as bentrevett/multi30k, or a local dataset dir")
+    name: str | None = Field(
+        None, description="dataset configuration name, if the hub entry has any"
+    )
+    src_field: str = "de"
+    tgt_field: str = "en"
+    train_split: str = "train"
+    valid_split: str = "validation"
+    test_split: str = "test"
+
+
+class DataConfig(_Section):
+    """Where the parallel text comes from and how it is cleaned.
+
+    Local corpora are named by a prefix: ``multi30k/train`` with ``src_lang: de`` reads
+    ``multi30k/train.de`` or ``multi30k/train.de.gz``. A relative prefix is looked up in the working
+    directory first, then under the data root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``).
+
+    ``backend`` says how the training split is held (validation sets are small and always read into
+    memory): ``memory`` reads it into Python lists; ``arrow`` tokenises it once into memory-mapped
+    Arrow files cached under ``cache_dir`` by content hash; ``stream`` reads and tokenises it on the
+    fly, for corpora that do not fit on disk twice (see ``seq2seq/corpus.py``).
+    """
+
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    train: str | None = "multi30k/train"
+    valid: str | None = "multi30k/val"
+    test: str | None = "multi30k/test_2016_flickr"
+    hf: HFSource | None = None
+    max_len: int = Field(100, ge=1, description="pairs with more tokens on either side are dropped")
+    max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
+    max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
+    concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
+    valid_concat_k: int = Field(
+        1,
+        ge=1,
+        description="also validate on validation lines joined k = 2..K at a time (consecutive, "
+        "non-overlapping groups of the first lines, as the study joins test lines), so "
+        "best.pt is chosen on long inputs too",
+    )
+    max_src_words: int | None = Field(
+        None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
+    )
+    backend: Literal["memory", "arrow", "stream"] = Field(
+        "memory", description="how the training split is held: lists, Arrow files, or a stream"
+    )
+    num_proc: int = Field(1, ge=1, description="arrow: processes that tokenise the training split")
+    cache_dir: str | None = Field(
+        None, description="arrow caches (default $SEQ2SEQ_CACHE_DIR, else ~/.cache/seq2seq)"
+    )
+    shuffle_buffer: int = Field(
+        100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
+    )
+    pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
+        "auto",
+        description="training batches' lengths rounded up to a multiple of N (memory backend), "
+        "so a GPU sees few distinct shapes; auto = 8 on CUDA, 1 on the CPU (padding costs "
+        "compute there)",
+    )
+    dedup: bool = Field(
+        False,
+        description="drop repeated training pairs, and training pairs also in the validation or "
+        "test split (compared after whitespace normalisation); memory backend",
+    )
+
+    @model_validator(mode="after")
+    def _concat_needs_memory(self) -> DataConfig:
+        if self.concat_k > 1 and self.backend != "memory":
+            raise ValueError(f"concat_k > 1 needs backend 'memory', not {self.backend!r}")
+        if self.max_src_words is not None and self.backend != "memory":
+            raise ValueError(f"max_src_words needs backend 'memory', not {self.backend!r}")
+        if self.dedup and self.backend != "memory":
+            raise ValueError(f"dedup needs backend 'memory', not {self.backend!r}")
+        return self
+
+
+class TokenizerConfig(_Section):
+    """sentencepiece settings (Kudo & Richardson 2018); trained on the training split only.
+
+    Normalisation is per side: the source may be NFKC-folded (``nmt_nfkc``, sentencepiece's
+    default) since only the model reads it, while the target is kept as written (``identity``): an
+    NFKC rewrite there turns full-width ``，？１２３`` into ``,?123`` in every output, and a perfect
+    system scores below 100 against the unrewritten references. A joint vocabulary stays one set of
+    pieces, trained on the source as its rule rewrites it and the target as written.
+    """
+
+    type: Literal["unigram", "bpe", "word", "char"] = Field(
+        "unigram", description="sentencepiece model; word = whitespace tokens (synthetic tasks)"
+    )
+    vocab_size: int = Field(8000, ge=16)
+    joint: bool = True
+    character_coverage: float = Field(1.0, gt=0.0, le=1.0)
+    byte_fallback: bool = False
+    max_sentences: int = Field(2_000_000, ge=1, description="sentences sampled to train the model")
+    src_normalization: Literal["nmt_nfkc", "identity"] = Field(
+        "nmt_nfkc", description="source text rule: nmt_nfkc folds full-width forms, ligatures..."
+    )
+    tgt_normalization: Literal["nmt_nfkc", "identity"] = Field(
+        "identity",
+        description="target text rule: identity keeps the text as written, so decode(encode(x)) "
+        "is x with whitespace runs collapsed and the references need no other rewrite",
+    )
+
+
+class TeacherForcingConfig(_Section):
+    """Scheduled sampling for the RNN models (Bengio et al. 2015, §2.4).
+
+    At update ``i`` (from 1) each decoder step is fed the gold previous token with probability
+    ε_i and the model's own argmax otherwise; ε_i = 1 is plain teacher forcing. Schedules:
+
+    - ``constant``: ε_i = start
+    - ``linear``: ε_i = max(end, start - (start - end) · i / decay_steps)  (Bengio: max(ε, k - c·i))
+    - ``exponential``: ε_i = max(end, start · k^i), with 0 < k < 1
+    - ``inverse_sigmoid``: ε_i = end + (start - end) · k / (k + exp(i / k)), with k ≥ 1
+
+    Example: ``teacher_forcing: {schedule: inverse_sigmoid, k: 2000}``.
+    """
+
+    schedule: Literal["constant", "linear", "exponential", "inverse_sigmoid"] = "constant"
+    start: float = Field(1.0, ge=0, le=1, description="ε at the first update (constant: always)")
+    end: float = Field(0.0, ge=0, le=1, description="the floor ε decays towards")
+    k: float | None = Field(None, gt=0, description="exponential: 0<k<1; inverse_sigmoid: k>=1")
+    decay_steps: int | None = Field(None, ge=1, description="linear: updates from start to end")
+
+    @model_validator(mode="after")
+    def _schedule_needs(self) -> TeacherForcingConfig:
+        s = self.schedule
+        if s == "linear" and self.decay_steps is None:
+            raise ValueError("schedule 'linear' needs decay_steps")
+        if s == "exponential" and not (self.k is not None and self.k < 1):
+            raise ValueError("schedule 'exponential' needs k between 0 and 1 (ε_i = start·k^i)")
+        if s == "inverse_sigmoid" and not (self.k is not None and self.k >= 1):
+            raise ValueError("schedule 'inverse_sigmoid' needs k >= 1 (ε_i = k / (k + exp(i/k)))")
+        if s != "constant" and self.end > self.start:
+            raise ValueError(f"end ({self.end}) must not exceed start ({self.start})")
+        return self
+
+    @property
+    def always(self) -> bool:
+        """True when every update is fully teacher-forced."""
+        return self.schedule == "constant" and self.start >= 1.0
+
+
+_Beta = Annotated[float, Field(ge=0, lt=1)]  # Adam's decay rates (torch refuses 1 or more)
+
+
+class TrainConfig(_Section):
+    """The training loop. Steps count optimizer updates, a skipped non-finite one included (it
+    changes no weight, and is counted towards ``max_nonfinite`` when the loop reads the device's
+    results, every ``log_every`` steps and before every checkpoint).
+
+    ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
+    copies of the newest k); every validation writes ``last.pt``, and ``best.pt`` when
+    ``best_metric`` improved; with
+    ``keep_best`` > 1 keeps ``best-step<N>.pt`` for the k best validations by ``best_metric``.
+    ``seq2seq average`` averages either set. ``patience`` stops training (early stopping) after that
+    many validations without improvement in ``best_metric``, whatever the schedule.
+
+    ``max_tokens`` stops at the first update at which the target tokens trained on (EOS included,
+    padding not; a skipped non-finite update's too, as it takes a step) reach the budget, so
+    models that batch alike see the same data whatever their speed; under torchrun, at the next
+    log point. ``init_from`` starts a new run from another run's weights (a warm start): the run
+    takes that checkpoint's tokenizer, its model section must have the same architecture (only
+    the dropout rates may differ), and the optimizer, schedule and step start afresh.
+
+    ``update_freq`` accumulates that many batches into one update, within an epoch only: an
+    epoch's last update takes the batches left (an epoch of 4 batches under 3 gives updates of
+    3, 1, then 3, 1 again; an epoch of one batch makes ``update_freq`` do nothing). So every
+    update's batches come from one epoch, whose number and batch position ``last.pt`` saves for an
+    exact ``--resume``; groups carried across epochs would change that position's meaning.
+    Training logs one line when the epoch's batch count is not a multiple of ``update_freq``.
+    """
+
+    seed: int = Field(1, ge=0, le=2**32 - 1)
+    batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
+    max_steps: int | None = Field(None, ge=1)
+    max_epochs: int | None = Field(None, ge=1)
+    max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="stop after this many target tokens (EOS included, padding not), counted "
+        "on the host over resumed runs too",
+    )
+    init_from: str | None = Field(
+        None,
+        description="weights only from this checkpoint file or run directory; optimizer, "
+        "schedule and step start afresh (the run takes its tokenizer; --resume ignores this)",
+    )
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = Field(1e-3, gt=0)
+    betas: tuple[_Beta, _Beta] = (0.9, 0.98)
+    weight_decay: float = Field(0.0, ge=0)
+    schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    decay_steps: int | None = Field(
+        None,
+        ge=1,
+        description="cosine: the update the decay reaches min_lr at, after which the rate "
+        "holds there (default: max_steps)",
+    )
+    plateau_factor: float = Field(0.5, gt=0, lt=1)
+    plateau_patience: int = Field(
+        2,
+        ge=0,
+        description="plateau: scale the LR once more than N validations in a row did not "
+        "improve (as torch's ReduceLROnPlateau)",
+    )
+    min_lr: float = Field(0.0, ge=0)
+    clip_norm: float | None = Field(1.0, gt=0)
+    label_smoothing: float = Field(0.1, ge=0, lt=1)
+    teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
+    update_freq: int = Field(
+        1,
+        ge=1,
+        description="batches accumulated into one update, within an epoch: an update never "
+        "spans an epoch boundary, so an epoch of 4 batches under 3 gives updates of 3 and 1",
+    )
+    valid_every: int = Field(1000, ge=1, description="steps between validations")
+    valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
+    best_metric: Literal["bleu", "chrf", "loss"] = Field(
+        "bleu", description="metric that picks best.pt, drives plateau and early stopping"
+    )
+    patience: int | None = Field(None, ge=1, description="stop after N validations without gain")
+    keep_best: int = Field(1, ge=1, description="keep the k best checkpoints (best-step<N>.pt)")
+    keep_last: int = Field(1, ge=1, description="keep the k newest checkpoints (step<N>.pt)")
+    checkpoint_every: int | None = Field(
+        None, ge=1, description="steps between last.pt saves (default: at each validation)"
+    )
+    max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
+    log_every: int = Field(
+        50, ge=1, description="steps between reads of the loss and gradient norm from the device"
+    )
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto", description="auto = bf16 autocast on CUDA, fp32 on the CPU (resolved per run)"
+    )
+    cudnn_sdp: bool = Field(
+        False,
+        description="CUDA: let attention use cuDNN's kernels, which rebuild a plan for every new "
+        "(batch, length) shape; off, PyTorch picks flash or memory-efficient attention",
+    )
+    num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
+
+    @model_validator(mode="after")
+    def _needs_a_stop(self) -> TrainConfig:
+        stops = (self.max_steps, self.max_epochs, self.max_time, self.max_tokens)
+        if all(x is None for x in stops):
+            raise ValueError("set at least one of max_steps, max_epochs, max_time, max_tokens")
+        if self.schedule == "noam" and self.warmup_steps == 0:
+            raise ValueError("schedule 'noam' needs warmup_steps > 0")
+        if self.schedule == "cosine" and self.max_steps is None:
+            raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
+        end = self.decay_steps or self.max_steps
+        if self.schedule == "cosine" and self.warmup_steps >= end:
+            what = "decay_steps" if self.decay_steps else "max_steps"
+            raise ValueError(
+                f"warmup_steps ({self.warmup_steps}) must be below {what} ({end}) under schedule "
+                f"'cosine', which decays from the end of warmup to {what}"
+            )
+        if self.min_lr > self.lr:
+            raise ValueError(
+                f"min_lr ({self.min_lr}) must not exceed lr ({self.lr}): it is the floor the "
+                "learning rate decays to"
+            )
+        if self.best_metric != "loss" and not self.valid_bleu:
+            raise ValueError(f"best_metric {self.best_metric!r} needs valid_bleu: true")
+        if self.precision == "fp16" and self.device == "cpu":
+            raise ValueError("precision fp16 needs CUDA; use bf16 or fp32 on the CPU")
+        return self
+
+
+def data_root() -> Path:
+    """The root that relative corpus prefixes are resolved against."""
+    return Path(os.environ.get("SEQ2SEQ_DATA_DIR", "../shared/data"))
