@@ -123,8 +123,8 @@ study-quick: install
 # with one recipe, the same updates for all: STUDY_SINGLE_STEPS on single pairs (its config's
 # peak learning rate along a cosine to a tenth over three quarters of them, held for the last),
 # then STUDY_JOINED_STEPS from that checkpoint on single plus joined pairs (k = 2..4), from half
-# the peak along a cosine to 0 (the pilots behind them: docs/results/study/pilot.md; this recipe
-# is not yet run to the end); STUDY_JOBS at a time, one torch thread each;
+# the peak along a cosine to 0 (the pilots behind them: docs/results/study/pilot.md); STUDY_JOBS at
+# a time, one torch thread each;
 # each scored in its worker as soon as it is trained: test_2016_flickr joined k = 1..4 at a time,
 # greedy and beam 5 at the length penalty best on validation; the single-pair checkpoint is the
 # zero-shot control. One verdict rule rates the pair, the negative control and (with seeds) the
@@ -152,7 +152,7 @@ study-seeds: install
 study-families: install
 	$(STUDY_M30K) $(STUDY_CONFIGS)/families/*.yaml --seeds $(STUDY_SEEDS) $(STUDY_ARGS)
 
-# Converged models (issue 16): train each family in BEST to convergence (early stopping, at most
+# Converged models: train each family in BEST to convergence (early stopping, at most
 # 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average
 # on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
 # test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
