@@ -20,7 +20,7 @@ from seq2seq.cli import app as cli_app
 from seq2seq.serve import ServeError
 from seq2seq.serve.app import create_app, start_in_thread
 from seq2seq.serve.engine import Limits, split_lines
-from seq2seq.serve.runs import load_runs
+from seq2seq.serve.runs import load_runs, name_runs
 from seq2seq.serve.study import load_study
 
 from .serve_runs import MODELS, STEPS, train_tiny_runs
@@ -307,6 +307,9 @@ def test_serve_command_errors_are_one_line_exit_2(tiny_runs, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
     r = serve(tiny_runs["rnn"], "--study", tmp_path, "--port", 0)
     assert r.returncode == 2 and "results.json: not found" in r.stderr
+    r = serve(f"a={tiny_runs['rnn']}", f"a={tiny_runs['bahdanau']}", "--port", 0)
+    assert r.returncode == 2 and "model name 'a' given twice" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
@@ -318,3 +321,75 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     (tuned,) = load_runs([run])
     assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
     assert tuned.info["decode"]["length_penalty"] == 0.7
+
+
+@pytest.mark.e2e
+def test_name_equals_path_names_a_model(tiny_runs, tmp_path):
+    """``NAME=PATH`` names the model in /models and requests; a plain PATH keeps its folder's
+    name, stepping aside (``-2``) for a given name; an existing path with ``=`` stays a path."""
+    import shutil
+
+    odd = tmp_path / "lr=0.1"
+    shutil.copytree(tiny_runs["rnn"], odd)
+    served = load_runs(
+        [
+            f"att={tiny_runs['bahdanau'] / 'best.pt'}",
+            str(tiny_runs["rnn"]),
+            f"rnn={tiny_runs['transformer']}",
+            str(odd),
+            tiny_runs["bahdanau"],  # a Path is a path
+        ]
+    )
+    names = ["att", "rnn-2", "rnn", "lr=0.1", "bahdanau"]
+    assert [m.name for m in served] == names
+    families = ["bahdanau", "rnn", "transformer", "rnn", "bahdanau"]
+    assert [m.cfg.model.name for m in served] == families
+    with TestClient(create_app(served)) as c:
+        assert [m["name"] for m in c.get("/models").json()["models"]] == names
+        data = c.post("/translate", json={"text": "s1 s2", "models": ["att", "rnn"]}).json()
+        assert [m["name"] for m in data["models"]] == ["att", "rnn"]
+        assert data["models"][1]["lines"][0]["greedy"]["attention"] is not None  # the transformer
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["=runs/nu"], "=runs/nu: empty model name; write NAME=PATH"),
+        (["my model=runs/nu"], "model name 'my model' is not a simple label"),
+        (["-x=runs/nu"], "model name '-x' is not a simple label"),
+        (["a/b=runs/nu"], "model name 'a/b' is not a simple label"),
+        (["a=runs/x", "b=runs/y", "a=runs/z"], "model name 'a' given twice"),
+        (["nu="], "nu=: no PATH after '='"),
+    ],
+)
+def test_bad_model_names_are_one_line_errors_before_any_path_is_read(
+    tmp_path, monkeypatch, args, needle
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ServeError) as e:
+        name_runs(args)  # none of these paths exists: the name is refused first
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_page_gives_every_model_its_own_colour():
+    """app.js's palette has 20 distinct colours, enough for the served and study models of the
+    Multi30k study page; with node at hand, its ``styleOf`` gives 60 names 60 different styles
+    and one name always the same."""
+    import re
+    import shutil
+
+    js = (ROOT / "seq2seq/serve/static/app.js").read_text(encoding="utf-8")
+    palette = re.findall(r"#[0-9a-f]{6}", js[js.index("const PALETTE") : js.index("const DASHES")])
+    assert len(palette) == len(set(palette)) == 20
+    study = json.loads((ROOT / "docs/results/study/multi30k/results.json").read_text())
+    assert len(MODELS) + len(study["models"]) <= len(palette)
+    node = shutil.which("node")
+    if node is None:
+        return
+    block = js[js.index("const PALETTE") : js.index("function swatch")]
+    probe = "const a = [...Array(60).keys()].map((k) => styleOf(`m${k}`)); styleOf('m70');"
+    probe += "console.log(JSON.stringify([a, styleOf('m3') === a[3], STYLES.size]));"
+    out = subprocess.run([node, "-e", block + probe], capture_output=True, text=True, timeout=60)
+    styles, same, size = json.loads(out.stdout)
+    assert len({(st["color"], st["dash"]) for st in styles}) == 60
+    assert same and size == 61

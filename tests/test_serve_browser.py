@@ -1,6 +1,7 @@
 """The page in a real headless Chromium (``make test-browser``; needs Debian's ``chromium`` and
 the ``browser`` extra): type a sentence, see every model's translation, hover a target piece and
-check the source pieces that light up, open the study plot, save a screenshot."""
+check the source pieces that light up, hover a cell for its weight, check the colour bars and the
+models' colours, open the study plot, save a screenshot."""
 
 from __future__ import annotations
 
@@ -69,13 +70,63 @@ def test_the_page_translates_and_lights_up_attention(server, tmp_path):
         maps = api["transformer"]["beam"]["attention"]
         assert _hover_and_read(transformer, 1) == _lit(maps[0][1][1])
 
+        _check_cell_weight(bahdanau, api["bahdanau"], row=1, col=2)
+        for name in ("bahdanau", "transformer"):
+            scale = page.locator(f'.card[data-model="{name}"] .colorbar')
+            assert scale.count() == 1
+            assert scale.locator(".label").text_content() == "attention weight"
+            assert scale.locator(".ticks").inner_text().split() == ["1", "0.5", "0"]
+        _check_model_colours(page)
+
         page.click("#open-study")
         page.wait_for_selector("#study-plot circle")
         page.locator('#study-plot circle[data-model="study-bahdanau"][data-bucket="1-10"]').hover()
         assert "study-bahdanau, 1-10 words: BLEU 19.6" in page.text_content("#study-hover")
+        beam_styles = _study_styles(page)
+        assert len(beam_styles) == 13 and len(set(beam_styles.values())) == 13
+        page.select_option("#study-mode", "greedy")  # another decode: every model keeps its colour
+        assert _study_styles(page) == beam_styles
 
         bahdanau.locator(".tgt-piece[data-row='1']").hover()
         shot = tmp_path / "serve.png"
         page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
     print(f"\nscreenshot {shot}; Enter to all {len(MODELS)} translations shown: {times}")
+
+
+def _check_cell_weight(card, result: dict, row: int, col: int) -> None:
+    """Hovering a heatmap cell names its target piece, source piece and weight (3 decimals)."""
+    card.locator(f'.cell[data-row="{row}"][data-col="{col}"]').hover()
+    said = card.locator(".att-readout").text_content()
+    beam = result["beam"]
+    target, source = beam["pieces"][row], result["source_pieces"][col]
+    assert said.startswith(f"target {target} · source {source} · weight ")
+    weight = said.rsplit(" ", 1)[1]
+    assert len(weight.split(".")[1]) == 3
+    assert float(weight) == pytest.approx(beam["attention"][0][0][row][col], abs=5e-4)
+    title = card.locator(f'.cell[data-row="{row}"][data-col="{col}"]').get_attribute("title")
+    assert title == said
+
+
+def _check_model_colours(page) -> None:
+    """Each served model has its own colour, the same on its info card and its result card."""
+    colours = {}
+    for name in MODELS:
+        info = page.locator(f'.info[data-model="{name}"] .swatch').get_attribute("data-color")
+        card = page.locator(f'.card[data-model="{name}"] .swatch').get_attribute("data-color")
+        assert info == card
+        colours[name] = info
+    assert len(set(colours.values())) == len(MODELS)
+
+
+def _study_styles(page) -> dict[str, tuple[str, str]]:
+    """model -> (colour, dashes) of each study line, checked against its legend entry."""
+    lines = page.locator("#study-plot polyline").evaluate_all(
+        "ns => ns.map(n => [n.dataset.model, n.getAttribute('stroke'), "
+        "n.getAttribute('stroke-dasharray')])"
+    )
+    legend = page.locator("#study-plot .legend line").evaluate_all(
+        "ns => ns.map(n => [n.getAttribute('stroke'), n.getAttribute('stroke-dasharray')])"
+    )
+    assert [tuple(x) for x in legend] == [(c, d) for _, c, d in lines]
+    return {name: (c, d) for name, c, d in lines}

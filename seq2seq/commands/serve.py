@@ -11,10 +11,13 @@ from seq2seq.console import setup_logging
 
 
 def serve(
-    runs: list[Path] = typer.Argument(
+    runs: list[str] = typer.Argument(
         ...,
-        metavar="RUN",
-        help="Run folders (their best.pt, else last.pt) or checkpoint files.",
+        metavar="[NAME=]RUN",
+        help="Run folders (their best.pt, else last.pt) or checkpoint files. Each model is named "
+        "after its folder (-2, -3 ... on clashes); NAME=RUN names it NAME instead (letters, "
+        "digits, '.', '_', '-'; e.g. nu-avg=runs/nu/avg.pt). A RUN that exists as given is a "
+        "path even if it holds '='.",
     ),
     host: str = typer.Option(
         "127.0.0.1",

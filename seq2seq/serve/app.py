@@ -344,10 +344,12 @@ def serve(
     device: str | None = None,
     limits: Limits = Limits(),
 ) -> None:
-    """Load ``runs`` once, then serve the page and API until Ctrl-C.
+    """Load ``runs`` (paths, or ``NAME=PATH`` strings) once, then serve the page and API until
+    Ctrl-C.
 
     Raises:
-        ServeError: the address is taken or the study folder is unusable.
+        ServeError: the address is taken, the study folder is unusable, or a NAME is empty,
+            given twice or not a simple label.
         CheckpointError, ConfigError: a run cannot be loaded.
     """
     sock = listen(host, port)  # first: a taken port fails before minutes of loading

@@ -6,6 +6,7 @@ Nothing a request carries ever names a file: requests pick models by the names g
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,10 @@ from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
 from seq2seq.runtime import inference_device
+from seq2seq.serve import ServeError
+
+# a name given as NAME=PATH: what requests, the page and its selectors can carry unquoted
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass
@@ -32,7 +37,8 @@ class ServedModel:
     """One loaded run.
 
     Attributes:
-        name: the run's name in requests and on the page (its folder's name, made unique).
+        name: the run's name in requests and on the page (NAME=PATH's NAME, else its folder's name,
+            made unique).
         attention: (L, H) decoder layers and heads of its cross-attention maps, or None for a
             model without attention (the fixed-vector ``rnn``).
         info: what the page shows about it (``model_info``).
@@ -53,28 +59,75 @@ def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[Se
     """Load every run (a run folder's ``best.pt``, else ``last.pt``, or a checkpoint file).
 
     Args:
-        paths: run folders or checkpoint files, in the order the page shows them.
+        paths: run folders or checkpoint files, in the order the page shows them; a string may
+            be ``NAME=PATH`` to name its model (see ``split_name``).
         device: auto | cpu | cuda for all of them; None puts each on its own ``train.device``.
 
     Returns:
-        One ``ServedModel`` per path, named after its folder (``-2``, ``-3`` ... on clashes).
+        One ``ServedModel`` per path, named as given, else after its folder (``-2``, ``-3`` ...
+        on clashes).
 
     Raises:
+        ServeError: an empty, duplicate or malformed NAME (before anything is loaded).
         CheckpointError: a path holds no readable checkpoint.
         ConfigError: an unknown device, or CUDA asked for but absent.
     """
-    served: list[ServedModel] = []
-    taken: set[str] = set()
-    for path in paths:
+    return [load_run(ckpt_path, name, device) for name, ckpt_path in name_runs(paths)]
+
+
+def split_name(arg: str | Path) -> tuple[str | None, Path]:
+    """``(NAME, PATH)`` of a ``NAME=PATH`` string, ``(None, path)`` for a plain path.
+
+    A ``Path``, and a string naming a file or folder that exists (``runs/lr=0.1``), is a path
+    whatever it holds; any other string with ``=`` is split at its first ``=``.
+
+    Raises:
+        ServeError: the NAME is empty or not a simple label (letters, digits, ``.``, ``_``,
+            ``-``; a letter or digit first; at most 64 characters), or the PATH is empty.
+    """
+    if isinstance(arg, Path) or "=" not in arg or Path(arg).exists():
+        return None, Path(arg)
+    name, path = arg.split("=", 1)
+    if not name:
+        raise ServeError(f"{arg}: empty model name; write NAME=PATH, or the PATH alone")
+    if not NAME_RE.fullmatch(name):
+        raise ServeError(
+            f"{arg}: model name {name!r} is not a simple label; use letters, digits, '.', '_' "
+            "and '-', a letter or digit first, at most 64 characters"
+        )
+    if not path:
+        raise ServeError(f"{arg}: no PATH after '='; write NAME=PATH")
+    return name, Path(path)
+
+
+def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
+    """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
+    checkpoint's folder's name (the file's stem for one with no folder), with ``-2``, ``-3`` ...
+    added where another run has it (a given name is kept; a folder's name steps aside).
+
+    Raises:
+        ServeError: a NAME that ``split_name`` refuses, or one given twice (checked before any
+            path is looked at).
+        CheckpointError: a path holds no checkpoint.
+    """
+    specs = [split_name(p) for p in paths]
+    given = [name for name, _ in specs if name is not None]
+    for name in given:
+        if given.count(name) > 1:
+            raise ServeError(f"model name {name!r} given twice; each NAME=PATH needs its own NAME")
+    taken: set[str] = set(given)
+    named = []
+    for name, path in specs:
         ckpt_path = resolve_checkpoint(path)
-        base = ckpt_path.parent.name or ckpt_path.stem
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}-{k}"
-        taken.add(name)
-        served.append(load_run(ckpt_path, name, device))
-    return served
+        if name is None:
+            base = ckpt_path.parent.name or ckpt_path.stem
+            name, k = base, 1
+            while name in taken:
+                k += 1
+                name = f"{base}-{k}"
+            taken.add(name)
+        named.append((name, ckpt_path))
+    return named
 
 
 def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:

@@ -19,6 +19,30 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// One colour per model, the same wherever the model appears (its cards, the study plot): matplotlib's
+// tab20, its ten strong colours first, then their light pairs. A model's style is fixed the first
+// time its name is seen (the served models in order, then the study's); from the 11th on the plot
+// also dashes its line, from the 21st dots it, so 60 models all look different.
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+  "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+  "#c7c7c7", "#dbdb8d", "#9edae5"];
+const DASHES = ["", "7 4", "2 3"];
+const STYLES = new Map();
+
+function styleOf(name) {
+  if (!STYLES.has(name)) {
+    const k = STYLES.size;
+    STYLES.set(name, { color: PALETTE[k % PALETTE.length], dash: DASHES[Math.floor(k / 10) % DASHES.length] });
+  }
+  return STYLES.get(name);
+}
+
+function swatch(name) {
+  const s = el("span", { class: "swatch", "data-color": styleOf(name).color });
+  s.style.background = styleOf(name).color;
+  return s;
+}
+
 const num = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
 const params = (n) => (n >= 1e6 ? (n / 1e6).toFixed(2) + " M" : n.toLocaleString());
 
@@ -26,6 +50,7 @@ async function init() {
   const resp = await fetch("/models");
   const data = await resp.json();
   MODELS = data.models;
+  MODELS.forEach((m) => styleOf(m.name));
   $("#beam").max = data.limits.max_beam;
   $("#subtitle").textContent =
     `${MODELS.length} models · up to ${data.limits.max_lines} lines, ` +
@@ -56,7 +81,7 @@ function infoCard(m) {
   if (t.train_pairs) rows.splice(4, 0, ["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
   const dl = el("dl");
   for (const [k, v] of rows) dl.append(el("dt", { text: k }), el("dd", { text: v }));
-  return el("div", { class: "info", "data-model": m.name }, el("b", { text: m.name }), dl);
+  return el("div", { class: "info", "data-model": m.name }, el("b", {}, swatch(m.name), m.name), dl);
 }
 
 function settings() {
@@ -123,7 +148,7 @@ function skeleton(view, sources) {
     const grid = el("div", { class: "cards" });
     for (const m of MODELS) {
       cards[m.name] = el("div", { class: "card", "data-model": m.name, "data-state": "pending" },
-        el("div", { class: "card-head" }, el("b", { text: m.name })), el("span", { text: "translating…" }));
+        el("div", { class: "card-head" }, el("b", {}, swatch(m.name), m.name)), el("span", { text: "translating…" }));
       grid.append(cards[m.name]);
     }
     const label = sources.length > 1 ? `${i + 1}. ` : "";
@@ -138,7 +163,7 @@ function fill(view, m, result) {
     const card = view.lines[i] && view.lines[i][m.name];
     if (!card || !line) return;
     card.replaceChildren(
-      el("div", { class: "card-head" }, el("b", { text: m.name }), el("span", { class: "family", text: m.family })),
+      el("div", { class: "card-head" }, el("b", {}, swatch(m.name), m.name), el("span", { class: "family", text: m.family })),
       hypTable(result, line));
     if (line.uncovered) {
       card.append(el("div", { class: "cut", text: "the source has characters this model cannot spell (read as <unk>)" }));
@@ -206,8 +231,9 @@ function headRows(maps, layer, head) {
 }
 
 function heatmap(srcPieces, tgtPieces, rows) {
-  // cells shrink (18 to 12 px) so that a long source still fits a card
-  const cell = Math.max(12, Math.min(18, Math.floor(340 / srcPieces.length)));
+  // cells shrink (18 to 12 px) so that a long source and the colour bar still fit a card
+  const cell = Math.max(12, Math.min(18, Math.floor(290 / srcPieces.length)));
+  const readout = el("div", { class: "att-readout muted", text: "hover a cell for its weight" });
   const grid = el("div", { class: "heatmap" });
   grid.style.setProperty("--cell", `${cell}px`);
   grid.style.gridTemplateColumns = `auto repeat(${srcPieces.length}, ${cell}px)`;
@@ -217,8 +243,10 @@ function heatmap(srcPieces, tgtPieces, rows) {
   const cellRows = rows.map((row, t) => {
     const label = el("div", { class: "tgt-piece", "data-row": t, text: tgtPieces[t] });
     const cells = row.map((w, j) => {
-      const c = el("div", { class: "cell", title: `${tgtPieces[t]} → ${srcPieces[j]}: ${w.toFixed(3)}` });
+      const words = `target ${tgtPieces[t]} · source ${srcPieces[j]} · weight ${w.toFixed(3)}`;
+      const c = el("div", { class: "cell", title: words, "data-row": t, "data-col": j, "data-weight": w });
       c.style.background = `rgba(var(--heat), ${Math.min(1, w).toFixed(3)})`;
+      c.addEventListener("mouseenter", () => { readout.textContent = words; });
       return c;
     });
     grid.append(label, ...cells);
@@ -240,17 +268,26 @@ function heatmap(srcPieces, tgtPieces, rows) {
     cellRows.forEach((r) => { r.label.classList.remove("active"); r.cells.forEach((c) => c.classList.remove("active")); });
     srcCells.forEach((c) => c.classList.remove("hl"));
   });
-  return grid;
+  const scale = colorBar(Math.max(90, rows.length * (cell + 1) - 1));
+  return el("div", { class: "heatmap-figure" }, el("div", { class: "heatmap-row" }, grid, scale), readout);
+}
+
+function colorBar(height) {
+  // a cell's colour is the heat colour at opacity = its weight, over white: so is this bar's
+  const ticks = el("div", { class: "ticks" }, ...["1", "0.5", "0"].map((t) => el("span", { text: t })));
+  const scale = el("div", { class: "colorbar", title: "attention weight, 0 to 1" },
+    el("div", { class: "bar" }), ticks, el("div", { class: "label", text: "attention weight" }));
+  scale.style.height = `${height}px`;
+  return scale;
 }
 
 // ---- the study: BLEU (or exact match) against source length, one line per model ----
-
-const COLORS = ["#2459c9", "#d1495b", "#2a9d8f", "#e9a03b", "#7b4ea3", "#3d405b", "#8ab17d", "#c05299"];
 
 async function openStudy() {
   const section = $("#study");
   section.hidden = false;
   const study = await (await fetch("/study")).json();
+  study.models.forEach((m) => styleOf(m.name));  // every model, so no decode recolours one
   $("#study-budget").textContent = [study.budget, study.machine].filter(Boolean).join(" · ");
   $("#study-findings").textContent = study.findings || "";
   const mode = $("#study-mode");
@@ -293,12 +330,12 @@ function drawStudy(study, mode, metric, hidden, redraw) {
       metric === "bleu" ? "BLEU" : "exact match %"));
   const legend = svgEl("g", { class: "legend" });
   models.forEach((m, k) => {
-    const color = COLORS[k % COLORS.length];
+    const { color, dash } = styleOf(m.name);
     const rows = m.decodes[mode].by_length;
     const pts = rows.map((r) => [buckets.indexOf(r.bucket), r[metric], r]).filter((p) => p[1] !== null);
     if (!hidden.has(m.name)) {
-      svg.append(svgEl("polyline", { fill: "none", stroke: color, "stroke-width": 2,
-        points: pts.map(([i, v]) => `${x(i)},${y(v)}`).join(" ") }));
+      svg.append(svgEl("polyline", { fill: "none", stroke: color, "stroke-width": 2, "stroke-dasharray": dash,
+        "data-model": m.name, points: pts.map(([i, v]) => `${x(i)},${y(v)}`).join(" ") }));
       for (const [i, v, r] of pts) {
         const dot = svgEl("circle", { cx: x(i), cy: y(v), r: 4.5, fill: color, "data-model": m.name, "data-bucket": r.bucket });
         const words = `${m.name}, ${r.bucket} words: ${metric === "bleu" ? "BLEU" : "exact match"} ${v.toFixed(1)} (${r.sentences} sentences)`;
@@ -308,8 +345,9 @@ function drawStudy(study, mode, metric, hidden, redraw) {
       }
     }
     const item = svgEl("g", { class: hidden.has(m.name) ? "off" : "", transform: `translate(${W - R + 16} ${T + 18 * k})` });
-    item.append(svgEl("rect", { width: 12, height: 12, y: -10, fill: color }),
-      svgEl("text", { x: 18, "font-size": 12 }, m.name), svgEl("title", {}, m.family || ""));
+    item.append(svgEl("line", { x1: 0, x2: 22, y1: -4, y2: -4, stroke: color, "stroke-width": 2, "stroke-dasharray": dash }),
+      svgEl("circle", { cx: 11, cy: -4, r: 4, fill: color }),
+      svgEl("text", { x: 28, "font-size": 12 }, m.name), svgEl("title", {}, m.family || ""));
     item.addEventListener("click", () => { hidden.has(m.name) ? hidden.delete(m.name) : hidden.add(m.name); redraw(); });
     legend.append(item);
   });
