@@ -7,8 +7,9 @@ Usage:
 
 ``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``
 updates after ``warmup`` on the first batches of a Multi30k epoch with the training loop's own
-``train_step`` (fused Adam, batches padded as the run would pad them, nothing read from the device
-until the end), in a fresh process, so its peak
+``train_step`` and optimizer (``setup.build_optimizer``: fused, the config's Adam or AdamW; batches
+padded as the run would pad them, nothing read from the device until the end), in a fresh process,
+so its peak
 memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak allocation). Model
 FLOPs are counted by seq2seq/models/flops.py (6 x weights used per token on each side, output
 projection included, embedding lookups excluded, plus the attention matmuls; the formula is printed
@@ -44,13 +45,14 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import load_config
-from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.arrow import open_arrow
 from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
 from seq2seq.runtime import configure_device, resolve_pad_multiple, seed_everything
 from seq2seq.training.distributed import DistInfo
+from seq2seq.training.setup import build_optimizer
 from seq2seq.training.step import TeacherForcing, train_step
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,26 +109,17 @@ def run_worker(a) -> dict:
     pairs = tokenize_pairs(
         load_split(cfg.data, "train"), tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train"
     )
-    lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
-    order = token_batches(*lens, cfg.train.batch_tokens, seed=1, epoch=0)[: a.warmup + a.steps]
+    order = pairs.epoch_batches(cfg.train.batch_tokens, seed=1, epoch=0)[: a.warmup + a.steps]
     pad, cap = resolve_pad_multiple(cfg.data.pad_multiple, device), cfg.model.position_limit
-    batches = [
-        Batch.from_ids(
-            [pairs.src[i] for i in idx],
-            [pairs.tgt[i] for i in idx],
-            pad,
-            cap,
-            device.type == "cuda",
-        )
-        for idx in order
-    ]
+    batches = [pairs.batch(idx, pad, cap, device.type == "cuda") for idx in order]
     seed_everything(0)
     configure_device(device, cfg.train.cudnn_sdp)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
     model.train()
     # the training loop's own update (train_step: autocast forward, label-smoothed loss,
-    # backward, clipping, fused Adam, non-finite skip on the device), never read until the end
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=tuple(cfg.train.betas), fused=True)
+    # backward, clipping, the fused optimizer, non-finite skip on the device), never read until
+    # the end
+    opt = build_optimizer(model, cfg.train)
     scaler = torch.amp.GradScaler(device.type, enabled=a.precision == "fp16")
     train_cfg = cfg.train.model_copy(update={"precision": a.precision, "update_freq": 1})
     wrapper = TeacherForcing(model)
@@ -187,25 +180,17 @@ def corpus_worker(a) -> dict:
         }
     )
     tok = Tokenizer.load(a.tok)
-    n_batches = n_pairs = 0
+    n_batches = 0
     if a.backend == "memory":
-        pairs = tokenize_pairs(
+        corpus = tokenize_pairs(
             load_split(d, "train"), tok.encode_src, tok.encode_tgt, d.max_len, "train"
         )
-        for idx in token_batches(
-            [len(s) for s in pairs.src], [len(t) for t in pairs.tgt], cfg.train.batch_tokens, 1, 0
-        ):
-            Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx])
-            n_batches += 1
-        n_pairs = len(pairs)
     else:
-        from seq2seq.data.arrow import open_arrow
-
         corpus = open_arrow(d, tok)
-        for item in corpus.epoch_batches(cfg.train.batch_tokens, 1, 0):
-            corpus.batch(item)
-            n_batches += 1
-        n_pairs = len(corpus)
+    for item in corpus.epoch_batches(cfg.train.batch_tokens, 1, 0):  # every backend a Corpus
+        corpus.batch(item)
+        n_batches += 1
+    n_pairs = len(corpus)
     peak[0] = max(peak[0], kb("RssAnon:"))
     return {
         "backend": a.backend,

@@ -261,7 +261,7 @@ def _leaky(tmp_path):
 
 @pytest.mark.parametrize("backend", ["memory", "stream"])
 def test_overlap_with_training_and_duplicates_are_reported(tmp_path, caplog, backend):
-    from seq2seq.training.data import prepare_data
+    from seq2seq.data.prepare import prepare_data
     from seq2seq.training.distributed import DistInfo
 
     train_prefix, data = _leaky(tmp_path)
@@ -277,7 +277,7 @@ def test_overlap_with_training_and_duplicates_are_reported(tmp_path, caplog, bac
 
 
 def test_dedup_drops_repeated_and_held_out_pairs(tmp_path, caplog):
-    from seq2seq.training.data import prepare_data
+    from seq2seq.data.prepare import prepare_data
     from seq2seq.training.distributed import DistInfo
 
     train_prefix, data = _leaky(tmp_path)
@@ -322,9 +322,9 @@ def test_a_failing_side_output_is_a_warning(tmp_path, caplog, monkeypatch):
 
 def test_a_stop_by_any_error_after_an_update_leaves_a_resumable_last_pt(tmp_path, monkeypatch):
     from seq2seq.checkpoint import load_checkpoint
-    from seq2seq.training import loop
+    from seq2seq.training.updates import Updates
 
-    real, calls = loop.Run.update, []
+    real, calls = Updates.update, []
 
     def fails_at_step_4(self, group):
         calls.append(1)
@@ -332,12 +332,12 @@ def test_a_stop_by_any_error_after_an_update_leaves_a_resumable_last_pt(tmp_path
             raise RuntimeError("CUDA error: an illegal memory access")
         return real(self, group)
 
-    monkeypatch.setattr(loop.Run, "update", fails_at_step_4)
+    monkeypatch.setattr(Updates, "update", fails_at_step_4)
     cfg = toy_config(tmp_path, max_steps=6, valid_every=100)
     with pytest.raises(RuntimeError, match="illegal memory access"):
         train(cfg, tmp_path / "run")
     assert load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]["step"] == 3
-    monkeypatch.setattr(loop.Run, "update", real)
+    monkeypatch.setattr(Updates, "update", real)
     assert train(cfg, tmp_path / "run", resume=True)["steps"] == 6
 
 

@@ -213,6 +213,29 @@ def test_eval_json_records_the_checkpoint_the_decode_settings_and_where_they_cam
     assert "alpha 1.0; the command line sets beam 2" in err
 
 
+def test_beam_search_in_an_untuned_run_names_its_alpha_and_tune_decode(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    src, ref = _eval_files(synth_corpus, tmp_path)
+    hint = f"(not tuned: `seq2seq tune-decode -c {synth_run}` chooses beam size and alpha"
+    # the default length penalty is GNMT's alpha 1, which beam search uses
+    code, out, err = cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "--beam", "2"
+    )
+    assert code == 0, err
+    assert f"translate: decoding with beam 2, alpha 1.0 {hint}" in err
+    code, _, err = cli(
+        monkeypatch, capsys, "eval", "-c", synth_run, "--src", src, "--ref", ref, "--beam", "2"
+    )
+    assert code == 0, err
+    assert f"decoding with beam 2, alpha 1.0 {hint}" in err
+    # greedy search ranks nothing; both settings given on the command line need no hint
+    for extra in ([], ["--beam", "2", "--length-penalty", "0.5"]):
+        code, _, err = cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *extra)
+        assert code == 0, err
+        assert "tune-decode" not in err
+
+
 def test_eval_json_of_a_hypothesis_file_has_no_checkpoint(tmp_path, monkeypatch, capsys):
     (tmp_path / "h").write_text("a b c d\n")
     (tmp_path / "r").write_text("a b c d\n")

@@ -13,8 +13,8 @@ import yaml
 
 from seq2seq.checkpoint import load_checkpoint, weights_digest
 from seq2seq.config import load_config
+from seq2seq.data.prepare import epoch_batches, make_batch, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.training.data import epoch_batches, make_batch, prepare_data
 from seq2seq.training.distributed import DistInfo
 
 pytestmark = pytest.mark.e2e  # torchrun with two processes

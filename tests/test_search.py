@@ -268,7 +268,8 @@ def test_the_table_has_one_search_per_method_of_the_config():
 
 def decode_t1(decode: dict) -> list[list[int]]:
     """The tokens ``search`` returns on T1 under the config section ``decode``."""
-    cfg = validate_config({"decode": {"min_len": 0, **decode}}).decode
+    # alpha 0: the oracle's probabilities are compared raw
+    cfg = validate_config({"decode": {"min_len": 0, "length_penalty": 0.0, **decode}}).decode
     src = torch.tensor([[SENT]])
     return [h.tokens for h in search(Oracle(one_sentence(T1)), src, src != 0, cfg)[0]]
 

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from seq2seq.config import validate_config
-from seq2seq.training.loop import Run, train
+from seq2seq.training.loop import train
+from seq2seq.training.updates import Updates
 
 # torch functions whose reads are of tensors that always live on the host (a PackedSequence's
 # batch_sizes), so they never wait for a device
@@ -97,7 +98,7 @@ def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
         monkeypatch.setattr(torch.Tensor, method, counting(method, getattr(torch.Tensor, method)))
     monkeypatch.setattr(torch, "nonzero", counting("torch.nonzero", torch.nonzero))
 
-    flush, update = Run.flush, Run.update
+    flush, update = Updates.flush, Updates.update
 
     def flush_closing_the_window(self):
         if window["open"]:  # the first log point after the window opened closes it
@@ -111,8 +112,8 @@ def test_no_host_sync_between_log_points(tmp_path, monkeypatch, name):
         window["updates"] += window["open"]
         return update(self, batches)
 
-    monkeypatch.setattr(Run, "flush", flush_closing_the_window)
-    monkeypatch.setattr(Run, "update", counted_update)
+    monkeypatch.setattr(Updates, "flush", flush_closing_the_window)
+    monkeypatch.setattr(Updates, "update", counted_update)
     summary = train(cfg, tmp_path / "run")
     assert summary["steps"] == 3 * log_every
     assert window["closed"] and window["updates"] == log_every

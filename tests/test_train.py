@@ -24,17 +24,17 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import ConfigError, DecodeConfig, TrainConfig, validate_config
 from seq2seq.data.batch import Batch
+from seq2seq.data.prepare import epoch_batches, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import build_model
 from seq2seq.training.average import average_checkpoints, average_run
-from seq2seq.training.data import epoch_batches, prepare_data
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.loop import note_short_update, train
+from seq2seq.training.loop import train
 from seq2seq.training.loss import token_loss_sum
-from seq2seq.training.monitor import attention_heatmap
+from seq2seq.training.monitor import attention_heatmap, note_short_update
 from seq2seq.training.schedules import lr_at, teacher_forcing_at
-from seq2seq.training.state import TrainingError, TrainState, book_score
+from seq2seq.training.state import TrainingError, TrainState, book_score, stop_reason
 from seq2seq.training.step import TeacherForcing, train_step
 
 from .toys import tiny_model
@@ -448,6 +448,28 @@ def test_book_score_plateau_and_patience():
         if step == 5:
             assert (st.bad_validations, st.plateau_scale) == (3, 0.5)
     assert (st.best_score, st.best_step, st.bad_validations) == (3.0, 6, 0)
+
+
+def test_stop_reason_is_a_function_of_the_state():
+    t = TrainConfig(max_steps=10, max_epochs=3, max_time=1.0, max_tokens=500, patience=2)
+    assert stop_reason(TrainState(), t) == ""
+    short = TrainState(step=9, epoch=2, train_seconds=59.9, target_tokens=499, bad_validations=1)
+    assert stop_reason(short, t) == ""
+    assert stop_reason(TrainState(step=10), t) == "max_steps"
+    assert stop_reason(TrainState(epoch=3), t) == "max_epochs"
+    assert stop_reason(TrainState(train_seconds=60.0), t) == "max_time"
+    assert stop_reason(TrainState(target_tokens=500), t) == "max_tokens"
+    assert stop_reason(TrainState(bad_validations=2), t) == "early_stopping"
+    # several at once: the first of interrupted, steps, epochs, time, tokens, patience
+    every = TrainState(step=10, epoch=3, train_seconds=60.0, target_tokens=500, bad_validations=2)
+    assert stop_reason(every, t) == "max_steps"
+    assert stop_reason(every, t, interrupted=True) == "interrupted"
+    # without the clock (ranks under torchrun between log points): no signal, no time
+    assert stop_reason(TrainState(train_seconds=60.0), t, interrupted=True, clock=False) == ""
+    assert stop_reason(every, t, interrupted=True, clock=False) == "max_steps"
+    # a budget left unset never stops a run
+    only_tokens = TrainConfig(max_tokens=500)
+    assert stop_reason(TrainState(step=10**6, epoch=99, train_seconds=1e9), only_tokens) == ""
 
 
 @pytest.mark.e2e  # a training run on the Multi30k slice

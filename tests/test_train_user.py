@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import seq2seq.training.loop as loop
+import seq2seq.training.updates as updates
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.training.loop import train
 
@@ -38,13 +39,13 @@ def test_every_checkpoint_records_the_time_so_far_and_a_resume_counts_every_stre
     """Three stretches of 2 slowed-down updates each, validated (and saved) at their last step:
     each save records the training time up to it, the summary after a resume is the sum over the
     stretches, and ``max_time`` stops a resume that has no time left before its first update."""
-    real_step = loop.train_step
+    real_step = updates.train_step
 
     def slow_step(*args, **kwargs):
         time.sleep(SLEEP)
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "train_step", slow_step)
+    monkeypatch.setattr(updates, "train_step", slow_step)
     run, walls, summaries = tmp_path / "run", [], []
     for i, steps in enumerate((2, 4, 6)):
         cfg = synth_run_config(synth_corpus, max_steps=steps, valid_every=2, keep_last=3)

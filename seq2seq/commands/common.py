@@ -127,7 +127,7 @@ class LoadedRun:
         e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``; None when
         the run has none (or it changed nothing)."""
         if self.decode_file is None:
-            return None
+            return self.untuned_line(final, sources)
         used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
         if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
             used = [n for n in used if n != "length_penalty"]
@@ -143,6 +143,20 @@ class LoadedRun:
                 f"{describe_decode(final, over)}"
             )
         return None
+
+    def untuned_line(self, final, sources: dict[str, str]) -> str | None:
+        """For beam search in a run without decode.yaml: the beam and alpha it decodes with and
+        the command that tunes them on validation; None for another search, or when the command
+        line sets both."""
+        if final.method != "beam":
+            return None
+        if {sources.get("beam_size"), sources.get("length_penalty")} == {FROM_COMMAND_LINE}:
+            return None
+        return (
+            f"decoding with {describe_decode(final, ['beam_size', 'length_penalty'])} (not tuned: "
+            f"`seq2seq tune-decode -c {self.checkpoint.parent}` chooses beam size and alpha on "
+            "validation)"
+        )
 
 
 def describe_decode(cfg, names) -> str:

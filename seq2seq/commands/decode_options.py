@@ -59,3 +59,10 @@ def decode_cfg(base, method=None, **options):
     method = method or ("beam" if options.get("beam_size") is not None else base.method)
     with user_errors():
         return base.with_method(method, **{k: v for k, v in options.items() if v is not None})
+
+
+def given_options(options: dict) -> set[str]:
+    """The DecodeConfig fields the command line set (``options``: None = not given); --beam sets
+    the method too."""
+    given = {k for k, v in options.items() if v is not None}
+    return given | ({"method"} if "beam_size" in given else set())

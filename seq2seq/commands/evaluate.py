@@ -9,21 +9,23 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError, load_model, user_errors, warn
-from seq2seq.commands.decode_options import METHOD, SEED, TEMPERATURE, TOP_K, TOP_P, decode_cfg
+from seq2seq.commands.decode_options import (
+    METHOD,
+    SEED,
+    TEMPERATURE,
+    TOP_K,
+    TOP_P,
+    decode_cfg,
+    given_options,
+)
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
-
-
-def _given(options: dict) -> set[str]:
-    """The DecodeConfig fields the command line set; --beam sets the method too."""
-    given = {k for k, v in options.items() if v is not None}
-    return given | ({"method"} if "beam_size" in given else set())
 
 
 def _say_decode_file(run, dcfg, options: dict) -> dict[str, str]:
     """Where each decode setting came from (``LoadedRun.decode_sources``), and one line on stderr
     when the run's decode.yaml changed them."""
-    sources = run.decode_sources(dcfg, _given(options))
+    sources = run.decode_sources(dcfg, given_options(options))
     if line := run.decode_file_line(dcfg, sources):
         typer.echo(line, err=True)
     return sources

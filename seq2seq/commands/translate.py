@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError, fail, load_model, no_stdout, user_errors
-from seq2seq.commands.decode_options import METHOD, SEED, TEMPERATURE, TOP_K, TOP_P, decode_cfg
+from seq2seq.commands.decode_options import (
+    METHOD,
+    SEED,
+    TEMPERATURE,
+    TOP_K,
+    TOP_P,
+    decode_cfg,
+    given_options,
+)
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
@@ -137,6 +145,9 @@ def translate(
     }
     dcfg = decode_cfg(run.cfg.decode, **options)
     check_n_best(dcfg, n_best)
+    if run.decode_file is None:  # a run with decode.yaml says so in load_model's log line
+        if line := run.untuned_line(dcfg, run.decode_sources(dcfg, given_options(options))):
+            typer.echo(f"translate: {line}", err=True)
     plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
     translator = LineTranslator(

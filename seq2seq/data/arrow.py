@@ -23,13 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.config import DataConfig
-from seq2seq.data.batch import Batch, length_batches
+from seq2seq.data.batch import Batch, length_batches, shard
 from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
     Drops,
     clean_rows,
     encode_rows,
-    shard,
     table_batch,
     table_lengths,
     token_features,
@@ -137,7 +136,9 @@ class ArrowCorpus:
         batches = length_batches(self.src_lens, self.tgt_lens, batch_tokens, seed, epoch)
         return shard(batches, rank, world)
 
-    def batch(self, idx: np.ndarray) -> Batch:
+    def batch(self, idx: np.ndarray, pad_multiple: int = 1, max_width=None, pin=False) -> Batch:
+        """The pairs ``idx`` as a ``Batch`` on the CPU; unpadded and unpinned (``pad_multiple``,
+        ``max_width`` and ``pin`` are the memory backend's, see ``data.pad_multiple``)."""
         return table_batch(self.ds[self.rows[idx].tolist()])
 
 

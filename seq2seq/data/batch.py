@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from seq2seq.data.text import DataError
+from seq2seq.data.errors import DataError
 from seq2seq.data.tokenizer import BOS, EOS, PAD
 
 
@@ -176,6 +176,12 @@ def length_batches(
     sizes = cut_runs(zip(need[starts].tolist(), counts.tolist(), strict=True), batch_tokens)
     batches = np.split(idx, np.cumsum(sizes)[:-1]) if sizes else []
     return [batches[i] for i in rng.permutation(len(batches))] if shuffle else batches
+
+
+def shard(batches: Sequence, rank: int, world: int) -> Sequence:
+    """This rank's share of an epoch's batches: every ``world``-th from ``rank`` on, after dropping
+    the remainder so every rank gets the same number."""
+    return batches[rank : len(batches) - len(batches) % world : world]
 
 
 def token_batches(

@@ -13,7 +13,8 @@ keep it on disk and hold only an index in memory; validation sets are small and 
 
 This module holds what both share: text.py's readers applied row by row, the tokenising function
 ``Dataset.map`` runs, and the drop counts (logged by ``text.log_drops``, as for the memory backend),
-while batching is ``batch.length_batches``, the one rule for every backend.
+while batching is ``batch.length_batches``, the one rule for every backend. What training asks of
+every backend (``Corpus``) and where a run's data is prepared: ``prepare.py``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -44,25 +44,6 @@ from seq2seq.data.text import (
 from seq2seq.data.tokenizer import Tokenizer
 
 ROWS_PER_CHUNK = 1000  # rows per Arrow record batch written, and per chunk read back
-
-
-class Corpus(Protocol):
-    """What training asks of a training corpus kept on disk (``ArrowCorpus``, ``StreamCorpus``)."""
-
-    def __len__(self) -> int:
-        """Kept pairs."""
-        ...
-
-    def epoch_batches(
-        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
-    ) -> Sequence:
-        """This rank's batches of ``epoch``, a pure function of (seed, epoch); every rank gets the
-        same number."""
-        ...
-
-    def batch(self, item) -> Batch:
-        """One element of ``epoch_batches`` as a ``Batch`` on the CPU."""
-        ...
 
 
 # ---- reading and cleaning, one line at a time ------------------------------------------------
@@ -157,11 +138,6 @@ class Drops:
     def log(self, what: str, origin: str) -> None:
         drops = {self.reasons[c]: (n, self.first[c]) for c, n in sorted(self.count.items())}
         log_drops(what, origin, self.n_read, drops)
-
-
-def shard(batches: Sequence, rank: int, world: int) -> Sequence:
-    """This rank's share; every rank gets the same number (the remainder is dropped)."""
-    return batches[rank : len(batches) - len(batches) % world : world]
 
 
 def table_lengths(table) -> tuple[np.ndarray, np.ndarray]:

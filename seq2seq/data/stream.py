@@ -112,7 +112,9 @@ class StreamCorpus:
             for idx in length_batches(*table_lengths(buf), batch_tokens, seed, epoch, part=i):
                 yield buf.take(idx)
 
-    def batch(self, table) -> Batch:
+    def batch(self, table, pad_multiple: int = 1, max_width=None, pin=False) -> Batch:
+        """One element of ``epoch_batches`` as a ``Batch`` on the CPU; unpadded and unpinned
+        (``pad_multiple``, ``max_width`` and ``pin`` are the memory backend's)."""
         return table_batch(table)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.config import DataConfig, data_root
+from seq2seq.data.batch import Batch, shard, token_batches
 from seq2seq.data.errors import DataError as DataError  # re-exported: most callers import it here
 from seq2seq.data.hf import hf_column, hf_fields, open_hf
 
@@ -244,7 +245,8 @@ def log_drops(what: str, origin: str, n_read: int, drops: dict[str, tuple[int, l
 
 @dataclass
 class TokenizedPairs:
-    """Token ids of kept pairs (no BOS/EOS), with the source line each came from."""
+    """Token ids of kept pairs (no BOS/EOS), with the source line each came from. The training
+    corpus of ``data.backend: memory`` (a ``prepare.Corpus``), and the validation pairs."""
 
     src: list[list[int]]
     tgt: list[list[int]]
@@ -252,6 +254,21 @@ class TokenizedPairs:
 
     def __len__(self) -> int:
         return len(self.src)
+
+    def epoch_batches(
+        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
+    ) -> list[list[int]]:
+        """This rank's batches of pair indices for ``epoch``, a pure function of (seed, epoch)."""
+        src_lens, tgt_lens = [len(s) for s in self.src], [len(t) for t in self.tgt]
+        return shard(token_batches(src_lens, tgt_lens, batch_tokens, seed, epoch), rank, world)
+
+    def batch(
+        self, idx: list[int], pad_multiple: int = 1, max_width: int | None = None, pin: bool = False
+    ) -> Batch:
+        """The pairs ``idx`` as a ``Batch`` on the CPU, lengths rounded up to ``pad_multiple`` (at
+        most ``max_width``), in pinned memory if ``pin``."""
+        src, tgt = [self.src[i] for i in idx], [self.tgt[i] for i in idx]
+        return Batch.from_ids(src, tgt, pad_multiple, max_width, pin)
 
 
 def tokenize_pairs(

@@ -12,7 +12,7 @@ A resumed run first drops whatever a killed run logged past its checkpoint (both
 step appears once.
 
 ``RunLog`` writes ``train.log``: the ``seq2seq`` logger's INFO lines while ``train`` runs (what
-stderr shows), appended across resumes.
+stderr shows), appended across resumes. ``progress_bar`` is what a terminal shows instead.
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.config import DecodeConfig
+from seq2seq.console import console
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.plots import figure_rgb, translation_figure
 from seq2seq.models import Seq2SeqModel
+
+log = logging.getLogger("seq2seq")
 
 TRAIN_SCALARS = {
     "loss": "train/loss",
@@ -145,6 +149,41 @@ class RunLog:
             self.logger.removeHandler(self.file)
             self.file.close()
             self.file = None
+
+
+def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> None:
+    """Log, once at the start, that an epoch's last update takes fewer than ``update_freq``
+    batches: groups of ``update_freq`` batches do not span epochs (see ``TrainConfig``)."""
+    tail = n_batches % update_freq
+    if tail and main:
+        log.info(
+            "update_freq %d: an epoch of %d %s ends with an update of %d %s (groups do not span "
+            "epochs)",
+            update_freq,
+            n_batches,
+            _batches(n_batches),
+            tail,
+            _batches(tail),
+        )
+
+
+def _batches(n: int) -> str:
+    return "batch" if n == 1 else "batches"
+
+
+def progress_bar(show: bool) -> Progress:
+    """The ``train`` progress bar (step of ``max_steps``, time, the last stats); ``show`` False
+    (ranks other than 0) draws nothing."""
+    return Progress(
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[stats]}"),
+        console=console,
+        disable=not show,
+        transient=False,
+    )
 
 
 def attention_heatmap(

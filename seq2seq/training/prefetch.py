@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
+import torch
+
 Group = TypeVar("Group")
 Built = TypeVar("Built")
 
@@ -83,3 +85,9 @@ class Ahead(Generic[Group, Built]):
                 return
             except queue.Full:
                 continue
+
+
+def builds_ahead(device: torch.device) -> bool:
+    """Whether a background thread builds batches ahead: on CUDA, where the host is otherwise idle
+    while the GPU works; not on the CPU, where it would take cores from torch."""
+    return device.type == "cuda"

@@ -1,5 +1,6 @@
-"""The training loop's position and bookkeeping, saved in every checkpoint, and how one validation
-score is booked into it (best score, patience, plateau, the best-k checkpoints).
+"""The training loop's position and bookkeeping, saved in every checkpoint, how one validation
+score is booked into it (best score, patience, plateau, the best-k checkpoints), and when the
+state says training stops (``stop_reason``).
 
 Pure Python: nothing here touches torch, so the bookkeeping is tested on its own.
 """
@@ -53,6 +54,39 @@ class TrainState:
 
 # What validation decides on rank 0 and every rank needs (the learning rate and the stop rule).
 SHARED_AFTER_VALIDATION = ("plateau_scale", "best_score", "best_step", "bad_validations")
+
+# Why a run stopped ('' = it goes on), as ``train_summary.json`` names it; first match wins.
+STOP_REASONS = (
+    "",
+    "max_steps",
+    "max_epochs",
+    "max_time",
+    "max_tokens",
+    "early_stopping",
+    "interrupted",
+)
+
+
+def stop_reason(
+    st: TrainState, t: TrainConfig, interrupted: bool = False, clock: bool = True
+) -> str:
+    """Why training stops at the state ``st`` (one of ``STOP_REASONS``; '' = go on): a signal
+    (``interrupted``), ``max_steps`` updates, ``max_epochs`` finished epochs, ``max_time`` minutes
+    of training (``st.train_seconds``), ``max_tokens`` target tokens, or ``patience`` validations
+    without a gain, checked in that order.
+
+    ``clock`` False leaves out the signal and the time, which ranks under torchrun see differently
+    (``loop.Run.should_stop`` heeds them only where the ranks agree on rank 0's reason).
+    """
+    checks = (
+        ("interrupted", clock and interrupted),
+        ("max_steps", t.max_steps is not None and st.step >= t.max_steps),
+        ("max_epochs", t.max_epochs is not None and st.epoch >= t.max_epochs),
+        ("max_time", clock and t.max_time is not None and st.train_seconds >= t.max_time * 60),
+        ("max_tokens", t.max_tokens is not None and st.target_tokens >= t.max_tokens),
+        ("early_stopping", t.patience is not None and st.bad_validations >= t.patience),
+    )
+    return next((reason for reason, hit in checks if hit), "")
 
 
 def metric_value(metrics: dict, name: str) -> float:

@@ -1,0 +1,285 @@
+"""A run's data, prepared in one place: both splits read and cleaned, leakage reported, the
+tokenizer trained (or reused), the training split opened as a ``Corpus`` of the configured
+``data.backend``, the validation pairs encoded; then each epoch's batches, a pure function of
+(seed, epoch), and this rank's share of them.
+
+Every backend is a ``Corpus``: ``memory`` the ``TokenizedPairs`` of text.py, ``arrow`` an
+``ArrowCorpus`` (arrow.py), ``stream`` a ``StreamCorpus`` (stream.py). ``prepare_data`` is the one
+place that looks at ``data.backend``; training asks the corpus for batches and never asks which
+backend it has. The validation split is small and stays in memory with every backend.
+
+Ranks: rank 0 reports leakage, trains the tokenizer and builds the caches; the other ranks wait at
+``barrier`` (the process group's, passed in by training: data knows nothing of training).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from seq2seq.config import Config, TrainConfig
+from seq2seq.data.arrow import arrow_text, open_arrow, text_sentences
+from seq2seq.data.batch import Batch
+from seq2seq.data.corpus import clean_rows, stream_sentences
+from seq2seq.data.leakage import dedup, report_leakage
+from seq2seq.data.stream import StreamCorpus
+from seq2seq.data.text import (
+    DataError,
+    ParallelText,
+    TokenizedPairs,
+    concat_pairs,
+    drop_long_sources,
+    join_lines,
+    load_split,
+    resolve_corpus_file,
+    split_origin,
+    tokenize_pairs,
+)
+from seq2seq.data.tokenizer import Tokenizer
+
+log = logging.getLogger("seq2seq")
+
+
+class Ranks(Protocol):
+    """This process's place among a run's processes (``training.distributed.DistInfo``)."""
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def world(self) -> int: ...
+
+    @property
+    def is_main(self) -> bool: ...
+
+
+class Corpus(Protocol):
+    """What training asks of a training corpus, whatever its backend."""
+
+    def __len__(self) -> int:
+        """Kept pairs."""
+        ...
+
+    def epoch_batches(
+        self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
+    ) -> Sequence:
+        """This rank's batches of ``epoch``, a pure function of (seed, epoch): every ``world``-th
+        from ``rank`` on, the remainder dropped so every rank gets the same number."""
+        ...
+
+    def batch(
+        self, item, pad_multiple: int = 1, max_width: int | None = None, pin: bool = False
+    ) -> Batch:
+        """One element of ``epoch_batches`` as a ``Batch`` on the CPU; the memory backend rounds
+        its lengths up to ``pad_multiple`` (at most ``max_width``), in pinned memory if ``pin``."""
+        ...
+
+
+@dataclass
+class TrainData:
+    """What a run trains and validates on."""
+
+    tok: Tokenizer
+    train: Corpus
+    valid: TokenizedPairs
+    valid_text: ParallelText
+
+
+def _alone() -> None:
+    """The barrier of a single process: nothing to wait for."""
+
+
+def prepare_data(
+    cfg: Config,
+    run_dir: Path,
+    tok: Tokenizer | None,
+    ranks: Ranks,
+    barrier: Callable[[], None] = _alone,
+) -> TrainData:
+    """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
+    With ``data.backend`` arrow or stream the training split stays on disk.
+
+    Args:
+        tok: the tokenizer to use; None trains one on the training split (rank 0 writes it to
+            ``run_dir``; the other ranks wait for it and load it).
+        barrier: waits for every rank (training passes the process group's).
+
+    Raises:
+        DataError: no usable training pair, no usable validation pair (checked before any slow
+            step, and again after encoding), or unreadable or misaligned files.
+        ConfigError: sentencepiece refused the tokenizer settings.
+    """
+    on_disk = cfg.data.backend != "memory"
+    training_split = _disk_train if on_disk else _memory_train
+    tok, train, valid_text = training_split(cfg, run_dir, tok, ranks, barrier)
+    # joined validation lines may be valid_concat_k times as long as a single pair
+    valid_len = cfg.data.max_len * cfg.data.valid_concat_k
+    valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
+    if not len(valid):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
+            f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
+        )
+    return TrainData(tok, train, valid, valid_text)
+
+
+def epoch_batches(corpus: Corpus, t: TrainConfig, epoch: int, ranks: Ranks) -> Sequence:
+    """This rank's share of the epoch's batches (``Corpus.epoch_batches`` by ``t``'s budget and
+    seed).
+
+    Raises:
+        DataError: the epoch gives no batch for each rank.
+    """
+    batches = corpus.epoch_batches(t.batch_tokens, t.seed, epoch, ranks.rank, ranks.world)
+    if not batches:
+        raise DataError(
+            f"{t.batch_tokens}-token batches of {len(corpus)} pairs "
+            f"give no batch for each of {ranks.world} ranks; lower batch_tokens"
+        )
+    return batches
+
+
+def make_batch(
+    corpus: Corpus,
+    item,
+    device: torch.device | str,
+    pad_multiple: int = 1,
+    max_width: int | None = None,
+) -> Batch:
+    """One element of ``epoch_batches`` as a ``Batch`` on ``device``; with the memory backend its
+    lengths are rounded up to ``pad_multiple`` (at most ``max_width``), in pinned memory on CUDA."""
+    pin = torch.device(device).type == "cuda"
+    return corpus.batch(item, pad_multiple, max_width, pin).to(device)
+
+
+# ---- the training split, by backend ----------------------------------------------------------
+
+
+def _memory_train(
+    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+) -> tuple[Tokenizer, TokenizedPairs, ParallelText]:
+    """``data.backend: memory``: the training split read into lists, deduplicated on request,
+    encoded, then joined ``concat_k`` pairs at a time."""
+    text = _read(cfg, "train", cfg.data.max_train_pairs)
+    if cfg.data.max_src_words:
+        drop_long_sources(text, cfg.data.max_src_words)
+    valid_text = _read_valid(cfg)  # before any slow step
+    evals = _eval_splits(cfg, valid_text)
+    if ranks.is_main:
+        report_leakage(zip(text.src, text.tgt, strict=True), evals)
+    if cfg.data.dedup:
+        dedup(text, evals)
+    if not len(text):
+        raise DataError(f"{text.origin}: no usable training pairs")
+    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, lambda: (text.src, text.tgt))
+    train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
+    return tok, concat_pairs(train, cfg.data.concat_k, cfg.train.seed), valid_text
+
+
+def _disk_train(
+    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+) -> tuple[Tokenizer, Corpus, ParallelText]:
+    """``data.backend`` arrow or stream: the training split stays on disk. Rank 0 builds the
+    caches (and trains the tokenizer) first; the other ranks wait, then open them."""
+    d = cfg.data
+    valid_text = _read_valid(cfg)
+    if ranks.is_main:  # one more pass over the training text: pairs only, no duplicate count
+        rows = clean_rows(d.model_dump_json(), "train")
+        train_pairs = ((r["src"], r["tgt"]) for r in rows if r["src"])
+        report_leakage(train_pairs, _eval_splits(cfg, valid_text), duplicates=False)
+
+    def sentences() -> tuple[Iterable[str], Iterable[str]]:
+        if d.backend == "arrow":
+            text = arrow_text(d)
+            return text_sentences(text, "src"), text_sentences(text, "tgt")
+        return stream_sentences(d, "src"), stream_sentences(d, "tgt")
+
+    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, sentences)
+    opener = open_arrow if d.backend == "arrow" else StreamCorpus
+    corpus = opener(d, tok) if ranks.is_main else None  # rank 0 first: it builds the cache
+    barrier()
+    return tok, opener(d, tok) if corpus is None else corpus, valid_text
+
+
+def _tokenizer(
+    cfg: Config,
+    run_dir: Path,
+    tok: Tokenizer | None,
+    ranks: Ranks,
+    barrier: Callable[[], None],
+    sentences: Callable[[], tuple[Iterable[str], Iterable[str]]],
+) -> Tokenizer:
+    """``tok`` when given; else rank 0 trains one on ``sentences()`` (source, target) and writes
+    it to ``run_dir``, and every rank loads it."""
+    if tok is not None:
+        return tok
+    if ranks.is_main:
+        log.info(
+            "training %s sentencepiece model(s), vocab %d",
+            cfg.tokenizer.type,
+            cfg.tokenizer.vocab_size,
+        )
+        Tokenizer.train(*sentences(), cfg.tokenizer).save(run_dir)
+    barrier()
+    return Tokenizer.load(run_dir)
+
+
+# ---- reading the splits ----------------------------------------------------------------------
+
+
+def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
+    text = load_split(cfg.data, split)
+    if max_pairs:
+        _truncate(text, max_pairs)
+    return text
+
+
+def _read_valid(cfg: Config) -> ParallelText:
+    """The validation split, refused when no pair is left: every validation metric (loss,
+    perplexity, BLEU) and early stopping would otherwise be computed over zero tokens."""
+    text = _read(cfg, "valid", cfg.data.max_valid_pairs)
+    if not len(text):
+        raise DataError(
+            f"{_valid_files(cfg)}: no usable validation pair ({text.n_read} lines read, every "
+            "one empty on a side); give data.valid a non-empty parallel set"
+        )
+    if cfg.data.valid_concat_k > 1:
+        text, _ = join_lines(text, cfg.data.valid_concat_k)
+    return text
+
+
+def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelText]:
+    """The splits leakage is checked against: validation, and the test split when it can be read
+    (a run does not need one, so a missing test split is not an error here)."""
+    out = {"valid": valid_text}
+    if cfg.data.test is not None or cfg.data.hf is not None:
+        try:
+            out["test"] = load_split(cfg.data, "test")
+        except DataError as e:
+            log.info("leakage: no test split to check (%s)", e)
+    return out
+
+
+def _valid_files(cfg: Config) -> str:
+    """The validation files as a message names them: both sides, or the dataset split."""
+    d = cfg.data
+    if d.hf is not None or d.valid is None:
+        return split_origin(d, "valid")
+    files = (resolve_corpus_file(d.valid, lang) for lang in (d.src_lang, d.tgt_lang))
+    return " and ".join(str(f) for f in files)
+
+
+def _truncate(text: ParallelText, n: int) -> None:
+    """Keep the first ``n`` pairs; lines past the last kept one count as not read."""
+    if len(text) <= n:
+        return
+    last = text.line_no[n - 1]
+    del text.src[n:], text.tgt[n:], text.line_no[n:]
+    text.n_read = last
+    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
+    text.dropped = {k: v for k, v in text.dropped.items() if v}

@@ -1,0 +1,174 @@
+"""A run's setup, one job a function, in the order ``RunSetup`` runs them: the run directory
+(never two runs mixed, ``--overwrite``, ``train.log``), the device and this process's rank under
+torchrun, the precision, resume (``last.pt``) or warm start (``train.init_from``), the data
+(``data.prepare``), the model, the optimizer (``build_optimizer``), DistributedDataParallel,
+``run_info.json`` and the monitor; and ``close``, what must be torn down.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from seq2seq.config import Config, TrainConfig
+from seq2seq.data.prepare import prepare_data
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.models import build_model
+from seq2seq.runtime import (
+    configure_device,
+    pick_device,
+    resolve_pad_multiple,
+    resolve_precision,
+    seed_everything,
+)
+from seq2seq.training import distributed as dist
+from seq2seq.training.monitor import Monitor, RunLog
+from seq2seq.training.run_dir import RunCheckpoints, check_run_dir, clear_run, load_resume, restore
+from seq2seq.training.run_info import write_run_info
+from seq2seq.training.state import TrainState
+from seq2seq.training.step import TeacherForcing
+from seq2seq.training.warm_start import WarmStart, load_warm_start
+
+log = logging.getLogger("seq2seq")
+
+
+class RunSetup:
+    """Everything a run's loop touches, built once; ``loop.Run`` adds the loop's operations.
+
+    Attributes:
+        cfg: the config with ``train.precision`` resolved (the run records what it used, not
+            "auto").
+        run_dir, info (this rank), device, pad_multiple (resolved ``data.pad_multiple``),
+        data (``TrainData``), model, optimizer, scaler (fp16 loss scaling), state (fresh or
+        resumed), wrapper (the teacher-forced model, inside DDP under torchrun), checkpoints
+        (``RunCheckpoints``), monitor (rank 0 only, else None).
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        run_dir: Path,
+        resume: bool,
+        overwrite: bool = False,
+        tokenizer: Tokenizer | None = None,
+        run_log: RunLog | None = None,
+    ):
+        """``run_log`` (``train`` passes one) is opened on ``run_dir/train.log`` by rank 0 once
+        the run directory is settled (after ``--overwrite`` cleared it).
+
+        Raises:
+            TrainingError, ConfigError, CheckpointError, DataError: as ``loop.train``.
+        """
+        check_run_dir(run_dir, resume, overwrite)
+        self.run_dir = run_dir
+        self.cfg, self.info, self.device = _device_and_rank(cfg)
+        cfg, t = self.cfg, self.cfg.train
+        self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
+        ckpt = load_resume(run_dir, cfg) if resume else None
+        # a warm start is read before --overwrite clears the run directory (it may be the source)
+        warm = _warm_start(cfg, resume, tokenizer)
+        _settle_run_dir(run_dir, resume, overwrite, run_log, self.info)
+        seed_everything(t.seed)
+        if ckpt:
+            tokenizer = Tokenizer.from_state_dict(ckpt["tokenizer"])
+        elif warm:
+            tokenizer = warm.tokenizer
+        barrier = partial(dist.barrier, self.info)
+        self.data = prepare_data(cfg, run_dir, tokenizer, self.info, barrier)
+        vocab = (self.data.tok.src_vocab_size, self.data.tok.tgt_vocab_size, self.data.tok.joint)
+        self.model = build_model(cfg.model, *vocab).to(self.device)
+        if warm is not None:
+            warm.load_weights(self.model)
+        self.optimizer = build_optimizer(self.model, t)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
+        self.state = TrainState()
+        if ckpt:
+            self.state = restore(ckpt, self.model, self.optimizer, self.scaler, run_dir / "last.pt")
+            _keep_fused(self.optimizer)
+        self.wrapper: nn.Module | None = dist.wrap(
+            TeacherForcing(self.model), self.info, self.device
+        )
+        self.checkpoints = RunCheckpoints(run_dir, t.keep_last, self.info.is_main)
+        self.monitor: Monitor | None = None
+        if self.info.is_main:
+            runtime = {
+                "device": str(self.device),
+                "precision": t.precision,
+                "pad_multiple": self.pad_multiple,
+                "cudnn_sdp": t.cudnn_sdp,
+            }
+            write_run_info(run_dir, cfg, self.data, self.model, runtime)
+            self.monitor = Monitor(run_dir, self.state.step, t.log_every)
+
+    def close(self) -> None:
+        """Close the monitor and, under torchrun, the process group. DistributedDataParallel holds
+        the group (and gloo's worker threads) alive: it is dropped first, so the group is torn
+        down here rather than while the interpreter exits, where gloo can abort the process."""
+        if self.monitor is not None:
+            self.monitor.close()
+        if self.info.enabled:
+            self.wrapper = None
+            gc.collect()
+        dist.shutdown(self.info)
+
+
+def build_optimizer(model: nn.Module, t: TrainConfig) -> torch.optim.Optimizer:
+    """``train.optimizer`` (adam or adamw) over ``model``'s parameters with ``t``'s rate, betas and
+    weight decay; fused: one kernel for all parameters, and it can skip a non-finite update on the
+    device (``step.train_step``)."""
+    opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
+    return opt(model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay, fused=True)
+
+
+def _device_and_rank(cfg: Config) -> tuple[Config, dist.DistInfo, torch.device]:
+    """CPU threads, the device (under torchrun this rank's GPU, after joining the process group)
+    configured for speed, and ``cfg`` with the precision it resolves to there."""
+    if cfg.train.num_threads:
+        torch.set_num_threads(cfg.train.num_threads)
+    device = pick_device(cfg.train.device, cfg.train.precision)
+    info = dist.init_distributed(device.type)
+    device = dist.rank_device(device, info)
+    configure_device(device, cfg.train.cudnn_sdp)
+    precision = resolve_precision(cfg.train.precision, device)
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"precision": precision})})
+    return cfg, info, device
+
+
+def _warm_start(cfg: Config, resume: bool, tokenizer: Tokenizer | None) -> WarmStart | None:
+    """The checked ``train.init_from`` checkpoint of a new run; a resume ignores it."""
+    if cfg.train.init_from and resume:
+        log.info("resume: train.init_from ignored (the run continues from its own last.pt)")
+        return None
+    return load_warm_start(cfg.train.init_from, cfg, tokenizer) if cfg.train.init_from else None
+
+
+def _settle_run_dir(
+    run_dir: Path, resume: bool, overwrite: bool, run_log: RunLog | None, info: dist.DistInfo
+) -> None:
+    """Rank 0 clears an earlier run (``--overwrite``), makes the folder and opens ``train.log``;
+    the other ranks drop their held log lines and wait for it."""
+    if info.is_main:
+        if overwrite and not resume:
+            clear_run(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if run_log is not None:
+            run_log.open(run_dir / "train.log")
+    elif run_log is not None:
+        run_log.discard()
+    dist.barrier(info)
+
+
+def _keep_fused(optimizer: torch.optim.Optimizer) -> None:
+    """A checkpoint of an unfused optimizer restores its groups' ``fused: False``; the fused step
+    wants that flag back, and its step counts as float32 on the parameters' device."""
+    for group in optimizer.param_groups:
+        group["fused"] = True
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            if "step" in state:
+                state["step"] = state["step"].to(p.device, torch.float32)

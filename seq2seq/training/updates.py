@@ -1,0 +1,177 @@
+"""This stretch's optimizer updates (from the start, or a resume, to the stop): each one run on the
+device (``step.train_step``) and its loss, gradient norm, tokens and skip flag left there until
+``Updates.flush`` reads them all at once (the only wait for the device between log points); the
+target tokens counted on the host as the batches are built; the training clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+from seq2seq.console import console
+from seq2seq.data.batch import Batch
+from seq2seq.data.prepare import make_batch
+from seq2seq.training import distributed as dist
+from seq2seq.training.schedules import lr_at, teacher_forcing_at
+from seq2seq.training.setup import RunSetup
+from seq2seq.training.state import NonFiniteStop
+from seq2seq.training.step import train_step
+
+log = logging.getLogger("seq2seq")
+
+
+class Updates:
+    """The updates of one stretch of ``run``, booked into ``run.state`` as they are read.
+
+    Attributes:
+        busy: seconds spent on updates this stretch (building batches inline and waiting for the
+            device included): what tokens/s divides by.
+        pending: per update not yet read from the device, (step, epoch, lr, tf ratio, busy
+            seconds so far) and a (4,) tensor of loss, grad norm, tokens, skipped.
+    """
+
+    def __init__(self, run: RunSetup, ahead: bool):
+        """``ahead``: batches are built on a background thread (``prefetch``), so building them
+        does not count as busy time."""
+        self.run, self.state, self.t, self.ahead = run, run.state, run.cfg.train, ahead
+        self.tokens0, self.busy = self.state.tokens_seen, 0.0
+        # this stretch's clock (start_clock): train_seconds = seconds0 + time since clock0
+        self.clock0: float | None = None
+        self.seconds0 = self.state.train_seconds
+        self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
+        self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
+
+    def start_clock(self) -> None:
+        """Start this stretch's training clock (setup before it is not training time)."""
+        self.clock0, self.seconds0 = time.time(), self.state.train_seconds
+
+    def elapsed(self) -> float:
+        """Training seconds over every stretch so far: the earlier ones (from last.pt) and this."""
+        if self.clock0 is None:
+            return self.seconds0
+        return self.seconds0 + time.time() - self.clock0
+
+    def note_time(self) -> None:
+        """Book the training time so far into the state: every checkpoint records it, so a
+        resumed run (its summary, ``max_time``) counts the stretches before it."""
+        self.state.train_seconds = self.elapsed()
+
+    def make_batches(self, group: list[list[int]]) -> list[Batch]:
+        """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
+        built inline, its time counts as training time (ahead, it overlaps the device's work)."""
+        r, tick, cap = self.run, time.perf_counter(), self.run.model.max_positions
+        out = [make_batch(r.data.train, g, r.device, r.pad_multiple, cap) for g in group]
+        if not self.ahead:
+            self.busy += time.perf_counter() - tick
+        return out
+
+    def update(self, batches: list[Batch]) -> None:
+        """One optimizer update from ``batches`` (``make_batches``); its results stay on the
+        device until ``flush``. A skipped non-finite update takes a step number too (its weights
+        are the previous step's)."""
+        st, t = self.state, self.t
+        lr = lr_at(st.step + 1, t, st.plateau_scale)
+        ratio = teacher_forcing_at(st.step + 1, t.teacher_forcing)
+        tick, r = time.perf_counter(), self.run
+        out = train_step(r.wrapper, r.optimizer, r.scaler, batches, t, lr, r.device, r.info, ratio)
+        st.batch_in_epoch += len(batches)
+        st.step += 1
+        n_tokens = sum(b.n_tokens for b in batches)  # host ints, known when the batch was built
+        if self.run.info.enabled:
+            self.unsynced_tokens += n_tokens
+        else:
+            st.target_tokens += n_tokens
+        self.busy += time.perf_counter() - tick
+        values = torch.stack([out["loss"], out["grad_norm"], out["tokens"], out["skipped"]])
+        self.pending.append((st.step, st.epoch, lr, ratio, self.busy, values))
+
+    def flush(self) -> str:
+        """Read the pending updates' results from the device (one copy: the only wait for it
+        between log points), count skipped updates and log one line per applied one.
+
+        Returns:
+            A progress line for the last applied update ('' if none).
+
+        Raises:
+            TrainingError: ``max_nonfinite`` skipped updates in a row.
+        """
+        if not self.pending:
+            return ""
+        st, t = self.state, self.t
+        tick = time.perf_counter()
+        values = torch.stack([p[-1] for p in self.pending]).tolist()
+        self.busy += time.perf_counter() - tick  # the wait is the device's time for them
+        pending, self.pending = self.pending, []
+        records, error = [], None
+        for i, ((step, epoch, lr, ratio, busy, _), (loss, gnorm, tokens, skipped)) in enumerate(
+            zip(pending, values, strict=True)
+        ):
+            if skipped:
+                error = self._skipped(step)
+                if error:
+                    break
+                continue
+            st.nonfinite_in_row = 0
+            st.tokens_seen += round(tokens)
+            busy = self.busy if i == len(pending) - 1 else busy
+            tok_s = (st.tokens_seen - self.tokens0) / max(busy, 1e-9)
+            records.append(
+                {
+                    "step": step,
+                    "epoch": epoch,
+                    "loss": loss,
+                    "grad_norm": gnorm,
+                    "tokens": round(tokens),
+                    "lr": lr,
+                    "tokens_per_s": tok_s,
+                    "tf_ratio": ratio,
+                }
+            )
+        if self.run.monitor is not None and records:
+            self.run.monitor.train_steps(records)
+        if error:
+            raise NonFiniteStop(error)
+        if not records:
+            return ""
+        r = records[-1]
+        stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
+        stats += f"{r['tokens_per_s']:,.0f} tok/s"
+        if self.run.monitor is not None and not console.is_terminal and st.step % t.log_every == 0:
+            log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
+        return stats
+
+    def _skipped(self, step: int) -> str:
+        """Count a skipped non-finite update; returns the error when too many came in a row."""
+        st = self.state
+        st.nonfinite_in_row += 1
+        st.nonfinite_total += 1
+        log.warning(
+            "step %d: non-finite loss or gradient, update skipped (%d in a row)",
+            step,
+            st.nonfinite_in_row,
+        )
+        if st.nonfinite_in_row < self.t.max_nonfinite:
+            return ""
+        return (
+            f"{st.nonfinite_in_row} non-finite losses in a row at steps "
+            f"{step - st.nonfinite_in_row + 1}-{step}: lower train.lr, use precision fp32, or "
+            "check the data; last.pt holds finite weights"
+        )
+
+    def sync_target_tokens(self) -> None:
+        """Under torchrun: add every rank's target tokens since the last call to the state (one
+        all-reduce, so every rank calls it at the same points: log points, checkpoints and the
+        end; a save after an error misses the ones since). Alone, ``update`` counts them at
+        once and this does nothing."""
+        if not self.run.info.enabled:
+            return
+        mine = torch.tensor(self.unsynced_tokens, dtype=torch.long, device=self.run.device)
+        self.state.target_tokens += int(dist.all_reduce_sum(mine, self.run.info).item())
+        self.unsynced_tokens = 0
+
+    def tokens_per_s(self) -> float:
+        """Target tokens/s of this stretch's applied updates, over its busy time."""
+        return (self.state.tokens_seen - self.tokens0) / max(self.busy, 1e-9)
