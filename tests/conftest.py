@@ -1,21 +1,29 @@
-"""Shared fixtures: a synthetic corpus for the fast tier, a Multi30k slice for the end-to-end one.
+"""Shared fixtures: a synthetic corpus and tiny trained runs for the fast tier, a Multi30k slice for
+the end-to-end one.
 
-Two tiers (markers registered in pyproject.toml):
-- fast, ``pytest -m "not e2e and not slow"`` (``make test-fast``): units and invariants on toy
-  models and made-up data written to tmp_path; needs no corpus.
-- end-to-end, ``-m e2e``: real training, resume, DDP, the CLI in subprocesses, the study, and
-  anything that reads Multi30k.
+Two tiers, set by the folder (markers registered in pyproject.toml):
+- fast, ``tests/unit/`` (``pytest -m "not e2e and not slow and not browser"``, ``make test-fast``):
+  units and invariants on toy models and made-up data written to tmp_path; needs no corpus.
+  ``tests/unit/<package>/test_<module>.py`` tests ``seq2seq/<package>/<module>.py``; files named
+  by what they pin (``test_imports.py``, ``test_shipped_configs.py``) hold repository-wide rules.
+- end-to-end, ``tests/e2e/`` (``-m e2e``): real training, resume, DDP, the CLI in subprocesses,
+  the study, a server, anything that reads Multi30k; named by command or module. Every test there
+  is marked ``e2e`` here, at collection; the ``slow`` and ``browser`` checks live there too.
 
 Multi30k is read from $SEQ2SEQ_DATA_DIR (default ../shared/data); nothing is downloaded. A test that
 asks for it must be marked ``e2e`` (or ``slow``): collection stops otherwise, so the fast tier can
 never come to need the corpus.
+
+Helpers shared by test files: ``toys.py`` (toy models, the oracle, tiny run configs, the command
+line in this process), ``corpora.py`` (made-up corpora), ``scoring.py`` (sacrebleu's command line),
+``serve_runs.py`` (the server's tiny runs), ``e2e/helpers.py`` (the command line in a subprocess).
 """
 
 from __future__ import annotations
 
 import gzip
+import logging
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -23,9 +31,21 @@ import torch
 
 from seq2seq.config import TokenizerConfig, data_root
 from seq2seq.data.tokenizer import Tokenizer
+from tests.corpora import (
+    BLANK_SRC_LINE,
+    EMPTY_TGT_LINE,
+    MONSTER_LINE,
+    ZWSP_LINE,
+    synth_pairs,
+    toy_pairs,
+    write_pairs,
+    write_raw_lines,
+)
+from tests.toys import tiny_model_config
 
 MULTI30K = data_root() / "multi30k"
 CORPUS_FIXTURES = {"multi30k_slice", "slice_tokenizer"}
+E2E = Path(__file__).resolve().parent / "e2e"
 
 
 def pytest_configure(config):
@@ -36,7 +56,11 @@ def pytest_configure(config):
     torch.set_num_threads(1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if E2E in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
     unmarked = [
         item.nodeid
         for item in items
@@ -51,37 +75,19 @@ def pytest_collection_modifyitems(config, items):
         )
 
 
+@pytest.fixture(autouse=True)
+def _seq2seq_logger_put_back():
+    """After each test, the ``seq2seq`` logger as it was: a command run in this process sets its
+    level and handlers, which would otherwise reach whichever tests run after it."""
+    logger = logging.getLogger("seq2seq")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:] = saved[0]
+    logger.setLevel(saved[1])
+    logger.propagate = saved[2]
+
+
 # ---- synthetic: a made-up word-for-word "translation", for the fast tier ----------------------
-
-# source:target words; a few umlauts and an eszett so the source is not plain ASCII.
-LEXICON = [
-    tuple(pair.split(":"))
-    for pair in """
-    ein:a eine:a der:the die:the das:the und:and mann:man frau:woman kind:child hund:dog katze:cat
-    vogel:bird haus:house straße:street tür:door baum:tree wasser:water brot:bread ball:ball
-    fahrrad:bike läuft:runs spielt:plays sitzt:sits steht:stands isst:eats trinkt:drinks sieht:sees
-    hält:holds rot:red blau:blue grün:green groß:big klein:small alt:old jung:young schnell:fast
-    müde:tired fröhlich:happy auf:on in:in vor:before neben:beside über:over mit:with zwei:two
-    drei:three viele:many heute:today
-    """.split()
-]
-
-
-def synth_pairs(n: int, seed: int, max_words: int = 24) -> list[tuple[str, str]]:
-    """n made-up (German-looking, English) sentence pairs of 2 .. max_words words, translated
-    word for word, capitalised, ending in a full stop."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        words = [rng.choice(LEXICON) for _ in range(rng.randint(2, max_words))]
-        src, tgt = (" ".join(w[side] for w in words) for side in (0, 1))
-        pairs.append((src.capitalize() + ".", tgt.capitalize() + "."))
-    return pairs
-
-
-def write_pairs(prefix: Path, pairs: list[tuple[str, str]], src: str = "de", tgt: str = "en"):
-    for lang, side in ((src, 0), (tgt, 1)):
-        Path(f"{prefix}.{lang}").write_text("".join(p[side] + "\n" for p in pairs), "utf-8")
 
 
 @pytest.fixture(scope="session")
@@ -106,12 +112,81 @@ def synth_run(tmp_path_factory, synth_corpus, synth_tokenizer) -> Path:
     """A run folder (best.pt, last.pt, ...) of the tiny rnn after 2 updates on ``synth_corpus``:
     a real checkpoint for the commands' fast tests, trained in a second or two."""
     from seq2seq.training.loop import train
-
-    from .toys import synth_run_config
+    from tests.toys import synth_run_config
 
     run = tmp_path_factory.mktemp("synth_run") / "run"
     train(synth_run_config(synth_corpus, max_steps=2), run, tokenizer=synth_tokenizer)
     return run
+
+
+class Collect(logging.Handler):
+    """Every log record's message, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    """A 20-step Transformer on the toy corpus (``corpora.toy_pairs``), whose training source has
+    a 3,000-word line, a line of zero-width spaces and a blank-looking line, and whose target has
+    an empty line: its folder, run, training log, model, tokenizer and config."""
+    from seq2seq.checkpoint import load_for_inference
+    from seq2seq.config import validate_config
+    from seq2seq.training.loop import train
+
+    d = tmp_path_factory.mktemp("toy")
+    src, tgt = toy_pairs(400, seed=7)
+    src[MONSTER_LINE - 1] = " ".join(["house"] * 3000)
+    src[ZWSP_LINE - 1], tgt[ZWSP_LINE - 1] = "\u200b\u200b\u200b", "house"
+    tgt[EMPTY_TGT_LINE - 1] = ""
+    src[BLANK_SRC_LINE - 1] = " \t\u00a0 "
+    write_raw_lines(d / "train.de", src)
+    write_raw_lines(d / "train.en", tgt)
+    vsrc, vtgt = toy_pairs(20, seed=8)
+    write_raw_lines(d / "val.de", vsrc)
+    write_raw_lines(d / "val.en", vtgt)
+    cfg = validate_config(
+        {
+            "data": {"train": str(d / "train"), "valid": str(d / "val"), "max_len": 60},
+            "tokenizer": {"vocab_size": 60},
+            "model": tiny_model_config(
+                "transformer", d_model=32, d_ff=64, dropout=0.0, max_positions=128
+            ),
+            "train": {"max_steps": 20, "batch_tokens": 400, "valid_every": 20, "lr": 0.005},
+            "decode": {"batch_size": 16},
+        }
+    )
+    logger, collect = logging.getLogger("seq2seq"), Collect()
+    logger.addHandler(collect)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        train(cfg, d / "run")
+    finally:
+        logger.removeHandler(collect)
+        logger.setLevel(level)
+    model, tok, run_cfg = load_for_inference(d / "run")
+    return {
+        "dir": d,
+        "run": d / "run",
+        "log": collect.lines,
+        "model": model,
+        "tok": tok,
+        "cfg": run_cfg,
+    }
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory) -> dict[str, Path]:
+    """The server's three tiny runs (``serve_runs.train_tiny_runs``): name -> run folder."""
+    from tests.serve_runs import train_tiny_runs
+
+    return train_tiny_runs(tmp_path_factory.mktemp("serve"))
 
 
 # ---- Multi30k, for the end-to-end tier ---------------------------------------------------------

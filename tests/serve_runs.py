@@ -7,26 +7,19 @@ from pathlib import Path
 
 from seq2seq.config import validate_config
 from seq2seq.study.synth import write_corpus
+from tests.toys import tiny_model_config
 
 MODELS = {
-    "rnn": {"name": "rnn", "emb_size": 16, "hidden_size": 32, "encoder_hidden_size": 16},
-    "bahdanau": {
-        "name": "bahdanau",
-        "emb_size": 16,
-        "hidden_size": 32,
-        "encoder_hidden_size": 16,
-        "attention_size": 16,
-        "maxout_size": 16,
-    },
-    "transformer": {
-        "name": "transformer",
-        "d_model": 32,
-        "n_heads": 2,
-        "d_ff": 64,
-        "n_encoder_layers": 2,
-        "n_decoder_layers": 2,
-        "max_positions": 64,
-    },
+    "rnn": tiny_model_config("rnn", hidden_size=32, encoder_hidden_size=16),
+    "bahdanau": tiny_model_config("bahdanau", hidden_size=32, encoder_hidden_size=16),
+    "transformer": tiny_model_config(
+        "transformer",
+        d_model=32,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_positions=64,
+    ),
 }
 STEPS = 30
 

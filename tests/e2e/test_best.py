@@ -1,0 +1,126 @@
+"""`make best` (scripts/best.py) end to end on a tiny model and a Multi30k slice: train, choose the
+checkpoint on validation (best.pt or an average), tune the search on validation, score both test
+sets, write the table; a rerun continues instead of redoing; an unknown family is refused."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.toys import REPO, tiny_model_config
+
+
+def best(*args, data: Path | None = None):
+    env = {**os.environ, **({"SEQ2SEQ_DATA_DIR": str(data)} if data else {})}
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "best.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=REPO,
+    )
+
+
+def test_an_unknown_family_is_refused_in_one_line():
+    r = best("transformer", "lstm")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        "error: unknown family 'lstm' in BEST: choose from bahdanau, luong_concat, rnn, "
+        "rnn_context, transformer"
+    )
+
+
+def test_the_makefile_passes_best_and_its_settings_to_the_script():
+    recipe = (REPO / "Makefile").read_text().split("\nbest:")[1].split("\n\n")[0]
+    assert "scripts/best.py" in recipe and "$(BEST)" in recipe and "$(BEST_JOBS)" in recipe
+
+
+@pytest.fixture(scope="module")
+def tiny_best(tmp_path_factory, multi30k_slice):
+    root = tmp_path_factory.mktemp("best")
+    data = root / "data" / "multi30k"
+    data.mkdir(parents=True)
+    for name in ("train", "val"):
+        for lang in ("de", "en"):
+            shutil.copy(multi30k_slice / f"{name}.{lang}", data / f"{name}.{lang}")
+    shared = Path(os.environ.get("SEQ2SEQ_DATA_DIR", "../shared/data")) / "multi30k"
+    for test in ("test_2016_flickr", "test_2017_flickr"):
+        for lang in ("de", "en"):
+            with gzip.open(shared / f"{test}.{lang}.gz", "rt", encoding="utf-8") as f:
+                (data / f"{test}.{lang}").write_text("".join(next(f) for _ in range(40)))
+    configs = root / "configs"
+    configs.mkdir()
+    cfg = {
+        "name": "tiny",
+        "data": {"train": "multi30k/train", "valid": "multi30k/val", "max_len": 60},
+        "tokenizer": {"vocab_size": 400},
+        "model": tiny_model_config(
+            "bahdanau", emb_size=32, hidden_size=32, attention_size=32, maxout_size=32
+        ),
+        "train": {
+            "max_steps": 40,
+            "batch_tokens": 1500,
+            "valid_every": 10,
+            "lr": 0.003,
+            "keep_best": 3,
+            "keep_last": 3,
+            "patience": 20,
+        },
+        "decode": {"batch_size": 50},
+    }
+    (configs / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    args = ("--configs", configs, "--runs", root / "runs", "--beams", "2", "--alphas", "0,1")
+    r = best(*args, "tiny", data=root / "data")
+    assert r.returncode == 0, r.stderr + r.stdout
+    return root, args, r
+
+
+def test_best_trains_chooses_tunes_and_scores_once(tiny_best):
+    root, _, r = tiny_best
+    runs = root / "runs"
+    (result,) = json.loads((runs / "results.json").read_text())
+    assert result["family"] == "tiny" and result["train"]["steps"] == 40
+    val = result["val_bleu"]
+    assert set(val) == {"best.pt", "avg_best3.pt", "avg_last3.pt"}
+    assert val[result["chosen"]] == max(val.values())  # averaging is kept only when it helps
+    tune = result["tune"]
+    assert len(tune["sweep"]) == 3 and tune["best"]["bleu"] >= tune["greedy_bleu"]
+    assert tune["checkpoint"].endswith(result["chosen"])
+    decode = yaml.safe_load((runs / "tiny" / "decode.yaml").read_text())
+    assert decode["method"] == tune["best"]["method"]
+    assert set(result["tests"]) == {
+        f"{t}_{s}" for t in ("test_2016_flickr", "test_2017_flickr") for s in ("greedy", "tuned")
+    }
+    for scores in result["tests"].values():
+        assert {"bleu", "chrf", "by_length"} <= set(scores)
+    table = (runs / "README.md").read_text()
+    assert "| tiny | " in table and "## Search tuned on validation" in table
+    assert table in r.stdout
+
+
+def test_a_rerun_continues_instead_of_redoing(tiny_best):
+    root, args, _ = tiny_best
+    runs = root / "runs" / "tiny"
+    before = {
+        p.name: p.stat().st_mtime_ns
+        for p in runs.glob("*.json")
+        if p.name not in ("train_summary.json", "run_info.json")
+    }
+    r = best(*args, "tiny", data=root / "data")
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stdout and "scoring" not in r.stdout and "tune-decode on" not in r.stdout
+    after = {
+        p.name: p.stat().st_mtime_ns
+        for p in runs.glob("*.json")
+        if p.name not in ("train_summary.json", "run_info.json")
+    }
+    assert after == before

@@ -1,0 +1,145 @@
+"""``seq2seq/commands/outputs.py``: every output path is checked writable before the work starts
+(one line, exit 2, nothing decoded, trained or averaged)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from seq2seq.commands.common import UserError
+from seq2seq.commands.outputs import check_writable
+from tests.toys import run_main, synth_run_raw
+
+SPIES = {  # what each command's work begins with
+    "translate": "seq2seq.commands.translate.load_model",
+    "eval": "seq2seq.commands.evaluate.load_model",
+    "tune-decode": "seq2seq.commands.tune.load_model",
+    "average": "seq2seq.training.average.average_run",
+    "compare": "seq2seq.study.compare.compare",
+    "synth": "seq2seq.study.synth.write_corpus",
+    "train": "seq2seq.training.loop.train",
+}
+
+
+def _command(name: str, run, src, cfg, bad) -> list:
+    """The command line of ``name`` with the output option under test set to ``bad``."""
+    return {
+        "translate -o": ["translate", "-c", run, "-i", src, "-o", bad],
+        "translate --attention-dir": ["translate", "-c", run, "-i", src, "--attention-dir", bad],
+        "eval -o": ["eval", "-c", run, "--src", src, "--ref", src, "-o", bad],
+        "eval --json": ["eval", "-c", run, "--src", src, "--ref", src, "--json", bad],
+        "tune-decode --json": ["tune-decode", "-c", run, "--json", bad],
+        "average -o": ["average", "-c", run, "--last", "2", "-o", bad],
+        "compare --out": ["compare", cfg, "--out", bad, "--exact-match", "--budget-steps", "1"],
+        "synth --out": ["synth", "--task", "copy", "--n", "10", "--out", bad],
+        "train --run-dir": ["train", cfg, "--run-dir", bad],
+    }[name]
+
+
+OUTPUTS = {  # command and option -> (option as named in the message, a folder output?)
+    "translate -o": ("--output", False),
+    "translate --attention-dir": ("--attention-dir", True),
+    "eval -o": ("--output", False),
+    "eval --json": ("--json", False),
+    "tune-decode --json": ("--json", False),
+    "average -o": ("-o", False),
+    "compare --out": ("--out", True),
+    "synth --out": ("--out", True),
+    "train --run-dir": ("--run-dir", True),
+}
+
+
+@pytest.fixture
+def command_files(tmp_path):
+    """A fake run folder (its best.pt is never read), a source file and a valid config."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.pt").write_bytes(b"never loaded")
+    src = tmp_path / "src.txt"
+    src.write_text("ein hund .\n")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(synth_run_raw(tmp_path / "corpus", max_steps=1)))
+    return run, src, cfg
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+@pytest.mark.parametrize("under", ["file", "file/missing"])
+def test_an_output_under_a_file_is_refused_before_the_work_starts(
+    name, under, command_files, tmp_path, monkeypatch, capsys
+):
+    run, src, cfg = command_files
+    started = []
+
+    def work(*args, **kwargs):
+        started.append(args)
+        raise RuntimeError("the work started")
+
+    monkeypatch.setattr(SPIES[name.split()[0]], work)
+    blocker = tmp_path / "somefile.txt"
+    blocker.write_text("a file, not a folder\n")
+    bad = blocker / under.removeprefix("file").lstrip("/") / "out.txt"
+    option, _ = OUTPUTS[name]
+    code, err = run_main(monkeypatch, capsys, *_command(name, run, src, cfg, bad))
+    assert (code, started) == (2, [])
+    assert f"{option} {bad}: cannot write there: {blocker} is a file, not a folder;" in err
+    assert len(err.strip().splitlines()) == 1
+    assert blocker.read_text() == "a file, not a folder\n"
+
+
+@pytest.mark.parametrize("name", [n for n, (_, folder) in OUTPUTS.items() if not folder])
+def test_a_file_output_that_is_a_folder_is_refused_before_the_work_starts(
+    name, command_files, tmp_path, monkeypatch, capsys
+):
+    run, src, cfg = command_files
+    monkeypatch.setattr(SPIES[name.split()[0]], lambda *a, **k: pytest.fail("the work started"))
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    option, _ = OUTPUTS[name]
+    code, err = run_main(monkeypatch, capsys, *_command(name, run, src, cfg, folder))
+    assert code == 2 and f"{option} {folder}: is a folder; give a file name to write" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_tune_decode_refuses_a_run_folder_it_cannot_write_before_decoding(
+    command_files, monkeypatch, capsys
+):
+    """Root writes into read-only folders, so the folder's permission is made up here."""
+    import seq2seq.commands.outputs as outputs
+
+    run, _, _ = command_files
+    monkeypatch.setattr(SPIES["tune-decode"], lambda *a, **k: pytest.fail("the model loaded"))
+    monkeypatch.setattr(outputs, "_can_write", lambda folder: folder != run)
+    code, err = run_main(monkeypatch, capsys, "tune-decode", "-c", run)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert (
+        f"--write {run / 'tune_decode.json'}: cannot write there: folder {run} is not writable; "
+        "copy the run to a folder you can write to, or pass --no-write"
+    ) in err
+
+
+def test_a_writable_output_passes_even_when_its_folders_are_still_to_be_made(tmp_path):
+    check_writable(tmp_path / "new" / "deeper" / "out.txt", "--output")
+    check_writable(tmp_path / "new" / "run", "--run-dir", folder=True)
+    check_writable("-", "--output")
+    check_writable(None, "--json")
+    assert not (tmp_path / "new").exists()  # nothing is made by the check
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UserError, match="is a file, not a folder; give a folder to write into"):
+        check_writable(tmp_path / "f", "--out", folder=True)
+
+
+def test_translate_into_an_unwritable_file_decodes_nothing(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    """A real run: the model is never asked for a translation."""
+    import seq2seq.decoding.files as files
+
+    src = tmp_path / "src.txt"
+    src.write_text("ein hund läuft .\n" * 5)
+    monkeypatch.setattr(files, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    bad = tmp_path / "somefile.txt"
+    bad.write_text("x")
+    code, err = run_main(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "-o", bad / "out.txt"
+    )
+    assert code == 2 and "is a file, not a folder" in err and len(err.strip().splitlines()) == 1

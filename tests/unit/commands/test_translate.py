@@ -1,0 +1,41 @@
+"""``seq2seq translate`` (``seq2seq/commands/translate.py``): its help, and its prompt when
+standard input is a terminal."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from seq2seq.cli import app
+from tests.toys import FakeStdin, run_cli
+
+
+def test_translate_says_ctrl_c_and_partial_in_its_help():
+    r = CliRunner().invoke(app, ["translate", "--help"])
+    said = " ".join(r.output.split())
+    assert "FILE.partial" in said and "Ctrl-C" in said
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_translate_says_ready_after_loading_only_on_a_terminal(synth_run, monkeypatch, capsys, tty):
+    import seq2seq.commands.translate as cli_module
+
+    load = cli_module.load_model
+
+    def loaded(*args, **kwargs):
+        run = load(*args, **kwargs)
+        print("model loaded", file=sys.stderr)
+        return run
+
+    monkeypatch.setattr(cli_module, "load_model", loaded)
+    monkeypatch.setattr(sys, "stdin", FakeStdin("Ein Hund.\n", tty=tty))
+    code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run)
+    assert code == 0, err
+    assert len(out.splitlines()) == 1
+    ready = "ready: type a sentence, Ctrl-D ends"
+    if tty:
+        assert err.index("model loaded") < err.index(ready)
+    else:
+        assert ready not in err

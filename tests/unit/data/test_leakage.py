@@ -1,0 +1,52 @@
+"""``seq2seq/data/leakage.py``: evaluation pairs seen in training and repeated pairs are reported,
+and ``data.dedup`` drops them."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.corpora import SENTENCES, write_split
+from tests.toys import copy_run_config
+
+
+def _leaky(tmp_path):
+    d = tmp_path / "leak"
+    d.mkdir()
+    # 12 training pairs: SENTENCES[0] three times, SENTENCES[1:3] also in the test split
+    train_lines = [SENTENCES[0]] * 3 + SENTENCES[1:10]
+    test_lines = SENTENCES[1:3] + ["a horse eats", "the sun shines", "a fish swims"]
+    data = {"test": write_split(d, "test", [x.replace(" ", "  ") for x in test_lines])}
+    return write_split(d, "train", train_lines), data
+
+
+@pytest.mark.parametrize("backend", ["memory", "stream"])
+def test_overlap_with_training_and_duplicates_are_reported(tmp_path, caplog, backend):
+    from seq2seq.data.prepare import prepare_data
+    from seq2seq.training.distributed import DistInfo
+
+    train_prefix, data = _leaky(tmp_path)
+    data.update(backend=backend, cache_dir=str(tmp_path / "cache"))
+    valid = write_split(tmp_path, "valid", ["a quiet night", SENTENCES[0]])
+    cfg = copy_run_config(tmp_path, train=train_prefix, valid=valid, data=data)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        prepare_data(cfg, tmp_path, None, DistInfo())
+    assert "leakage: test: 2 of 5 pairs (2 sources) also in the training split" in caplog.text
+    assert "leakage: valid: 1 of 2 pairs (1 sources) also in the training split" in caplog.text
+    duplicates = "leakage: train: 2 duplicate pairs (1 distinct pairs occur more than once)"
+    assert (duplicates in caplog.text) == (backend == "memory")
+
+
+def test_dedup_drops_repeated_and_held_out_pairs(tmp_path, caplog):
+    from seq2seq.data.prepare import prepare_data
+    from seq2seq.training.distributed import DistInfo
+
+    train_prefix, data = _leaky(tmp_path)
+    valid = write_split(tmp_path, "valid", ["a quiet night", "the rain falls"])
+    cfg = copy_run_config(tmp_path, train=train_prefix, valid=valid, data={**data, "dedup": True})
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        out = prepare_data(cfg, tmp_path, None, DistInfo())
+    assert len(out.train) == 8  # 12 - 2 repeats - 2 in the test split
+    assert "dropped 2 pairs (duplicate of an earlier training pair) at lines 2, 3" in caplog.text
+    assert "dropped 2 pairs (also in a validation or test split) at lines 4, 5" in caplog.text

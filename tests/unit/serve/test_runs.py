@@ -1,0 +1,64 @@
+"""``seq2seq/serve/runs.py``: the runs served -- their device, their tuned decode file, and model
+names refused before any path is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2seq.config import ConfigError
+from seq2seq.serve import ServeError
+from seq2seq.serve.runs import load_runs, name_runs
+from tests.toys import NO_CUDA_FIX, cuda_run, needs_no_cuda, run_main
+
+
+@needs_no_cuda
+def test_serve_blames_the_runs_train_device_and_accepts_device_cpu(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    from seq2seq.serve.runs import load_runs
+
+    run = cuda_run(synth_run, tmp_path)
+    with pytest.raises(ConfigError) as e:
+        load_runs([run])
+    assert (
+        str(e.value)
+        == f"the train.device of {run / 'best.pt'} (its run's config) is cuda, {NO_CUDA_FIX}"
+    )
+    with pytest.raises(ConfigError) as e:
+        load_runs([run], "cuda")
+    assert str(e.value) == f"--device is cuda, {NO_CUDA_FIX}"
+    assert str(load_runs([run], "cpu")[0].device) == "cpu"
+    code, err = run_main(monkeypatch, capsys, "serve", run, "--port", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the train.device of" in err and "--device cpu" in err and "--device is" not in err
+
+
+def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_runs["bahdanau"], run)
+    (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
+    (tuned,) = load_runs([run])
+    assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
+    assert tuned.info["decode"]["length_penalty"] == 0.7
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["=runs/nu"], "=runs/nu: empty model name; write NAME=PATH"),
+        (["my model=runs/nu"], "model name 'my model' is not a simple label"),
+        (["-x=runs/nu"], "model name '-x' is not a simple label"),
+        (["a/b=runs/nu"], "model name 'a/b' is not a simple label"),
+        (["a=runs/x", "b=runs/y", "a=runs/z"], "model name 'a' given twice"),
+        (["nu="], "nu=: no PATH after '='"),
+    ],
+)
+def test_bad_model_names_are_one_line_errors_before_any_path_is_read(
+    tmp_path, monkeypatch, args, needle
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ServeError) as e:
+        name_runs(args)  # none of these paths exists: the name is refused first
+    assert needle in str(e.value) and "\n" not in str(e.value)

@@ -1,0 +1,274 @@
+"""``seq2seq/study/nll.py``: the references' teacher-forced loss -- NLL per k with its rise
+interval, and each caption's NLL in its k-join against alone, by hand and against direct
+forward passes, whatever the batches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from seq2seq.data.batch import Batch
+from seq2seq.data.tokenizer import UNK
+from seq2seq.models import Seq2SeqModel, build_model
+from seq2seq.study.evalsets import EvalSet
+from seq2seq.study.nll import (
+    caption_gap_ci,
+    caption_gap_difference_ci,
+    caption_nll_gaps,
+    nll_by_k,
+    nll_lines_by_k,
+    nll_rise_difference_ci,
+)
+from seq2seq.training.loss import token_loss_sum
+from tests.corpora import joined_evalset, lines
+from tests.toys import TINY_MODELS, tiny_model
+
+CPU = torch.device("cpu")
+
+
+def direct_nll(model, tok, srcs: list[str], refs: list[str]) -> tuple[float, int]:
+    """Mean token loss, one pair at a time, with token_loss_sum."""
+    total, n = 0.0, 0
+    for s, t in zip(tok.encode_src(srcs), tok.encode_tgt(refs), strict=True):
+        b = Batch.from_ids([s], [t])
+        with torch.no_grad():
+            total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))
+        n += len(t) + 1
+    return total / n, n
+
+
+def scripted_nll(ev: EvalSet, per_token: dict[int, float]) -> dict:
+    """k -> (nats, tokens) per line: every token of a k line costs ``per_token[k]`` nats, each
+    line holding as many tokens as its reference has words plus EOS."""
+    out = {}
+    for k in sorted(set(ev.k)):
+        tokens = np.array([len(ev.ref[i].split()) + 1 for i in lines(ev, k)], dtype=np.int64)
+        out[k] = (tokens * per_token[k], tokens)
+    return out
+
+
+class LengthOracle(Seq2SeqModel):
+    """Every target token but UNK costs log(exp(S / 4) + V - 1) nats, S the real source length
+    (logits 0 but UNK's, S / 4): a caption's tokens cost more in a longer input."""
+
+    has_attention = False
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.src_vocab_size = self.tgt_vocab_size = vocab
+
+    def forward(self, src, src_mask, tgt_in, src_lengths=None):
+        logits = torch.zeros(*tgt_in.shape, self.tgt_vocab_size)  # (B, T, V)
+        logits[..., UNK] = src_mask.sum(1, keepdim=True).float() / 4
+        return logits
+
+    @staticmethod
+    def cost(s: int, vocab: int) -> float:
+        return math.log(math.exp(s / 4) + vocab - 1)
+
+
+def direct_gap(model, tok, srcs: list[str], refs: list[str]) -> float:
+    """One join scored by itself: its captions' token losses in the join (log_softmax, one
+    example, no padding) minus each caption's alone, EOS excluded."""
+
+    def nats(s: list[int], t: list[int]) -> float:
+        b = Batch.from_ids([s], [t])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(b.src, b.src_mask, b.tgt_in)[0].float(), -1)
+        return -float(logp[torch.arange(len(t)), torch.tensor(t)].sum())
+
+    src, tgt = tok.encode_src(srcs), tok.encode_tgt(refs)
+    joined = nats([x for s in src for x in s], [x for t in tgt for x in t])
+    return joined - sum(nats(s, t) for s, t in zip(src, tgt, strict=True))
+
+
+def scripted_gaps(n: int, per_token: float, noise: float = 0.0, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(20, 60, n).astype(np.int64)
+    return (tokens * (per_token + noise * rng.normal(size=n)), tokens)
+
+
+@pytest.mark.parametrize("name", ["rnn", "transformer"])
+def test_nll_by_k_is_the_mean_token_loss_whatever_the_batches(name, synth_tokenizer):
+    tok = synth_tokenizer
+    ev = joined_evalset(12, 3, seed=8)
+    model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).train()
+    small = nll_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=50)
+    assert model.training  # put back as it was
+    large = nll_by_k(model.eval(), tok, ev, torch.device("cpu"), batch_tokens=5000)
+    assert not model.training
+    assert [r["k"] for r in small] == [1, 2, 3]
+    for a, b in zip(small, large, strict=True):
+        idx = lines(ev, a["k"])
+        want, tokens = direct_nll(model, tok, [ev.src[i] for i in idx], [ev.ref[i] for i in idx])
+        assert a["nll"] == pytest.approx(b["nll"], abs=1e-5)
+        assert a["nll"] == pytest.approx(want, abs=1e-5)
+        assert a["tokens"] == b["tokens"] == tokens
+        assert a["sentences"] == len(idx)
+        assert 0 < a["nll"] < 2 * math.log(tok.tgt_vocab_size)
+    # line by line: each line's own loss, whatever its batch (padding does not count)
+    lines_small = nll_lines_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=50)
+    lines_large = nll_lines_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=5000)
+    assert sorted(lines_small) == [1, 2, 3]
+    for k, (nats, tokens) in lines_small.items():
+        idx = lines(ev, k)
+        assert len(nats) == len(tokens) == len(idx)
+        np.testing.assert_allclose(nats, lines_large[k][0], rtol=1e-5)
+        for j, i in enumerate(idx):  # the line alone, in order
+            want, n = direct_nll(model, tok, [ev.src[i]], [ev.ref[i]])
+            assert nats[j] == pytest.approx(want * n, rel=1e-5) and tokens[j] == n
+
+
+def test_nll_rise_difference_of_a_scripted_oracle():
+    ev = joined_evalset(80, 4)
+    flat = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})  # no rise at all
+    rising = scripted_nll(ev, {1: 2.0, 2: 2.4, 3: 2.7, 4: 3.0})  # +1 nat per token at k = 4
+    d = nll_rise_difference_ci(flat, rising, ev, n_bootstrap=100)
+    assert d["units"] == 20
+    assert d["a"] == pytest.approx(0.0) and d["b"] == pytest.approx(1.0)
+    # every resample gives the same rises: the interval is the point
+    for key in ("difference", "low", "high", "mean"):
+        assert d[key] == pytest.approx(-1.0)
+    same = nll_rise_difference_ci(rising, rising, ev, n_bootstrap=50)
+    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
+
+
+def test_nll_rise_interval_spans_what_the_units_disagree_on():
+    ev = joined_evalset(80, 4)
+    a = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
+    b = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
+    rng = np.random.default_rng(0)
+    b[4] = (b[4][0] + rng.normal(0.5, 2.0, len(b[4][0])) * b[4][1], b[4][1])  # noisy rise
+    d = nll_rise_difference_ci(a, b, ev, n_bootstrap=300)
+    nats, tokens = b[4]
+    assert d["b"] == pytest.approx(nats.sum() / tokens.sum() - 2.0)
+    assert d["difference"] == pytest.approx(-d["b"])
+    assert d["low"] < d["difference"] < d["high"]
+    flipped = nll_rise_difference_ci(b, a, ev, n_bootstrap=300)
+    assert flipped["low"] == pytest.approx(-d["high"])
+    assert flipped["high"] == pytest.approx(-d["low"])
+    with pytest.raises(ValueError, match="model B: NLL of"):
+        nll_rise_difference_ci(a, {1: a[1]}, ev, n_bootstrap=10)
+
+
+def test_nll_by_k_refuses_lines_beyond_max_positions(synth_tokenizer):
+    tok = synth_tokenizer
+    ev = joined_evalset(12, 3, seed=8)
+    cfg = TINY_MODELS["transformer"].model_copy(update={"max_positions": 30})
+    model = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=False)
+    first = None
+    for k in sorted(set(ev.k)):
+        idx = lines(ev, k)
+        srcs = tok.encode_src([ev.src[i] for i in idx])
+        tgts = tok.encode_tgt([ev.ref[i] for i in idx])
+        over = sum(max(len(s), len(t) + 1) > 30 for s, t in zip(srcs, tgts, strict=True))
+        if over and first is None:
+            first = (over, len(idx), k)
+    assert first is not None and first[0] < first[1]  # some lines fit, some do not
+    with pytest.raises(ValueError, match=rf"^{first[0]} of {first[1]} k = {first[2]} lines are"):
+        nll_by_k(model, tok, ev, torch.device("cpu"))
+
+
+def test_nll_by_k_refuses_a_line_with_nothing_to_score(synth_tokenizer):
+    ev = joined_evalset(6, 2, seed=8)
+    ev.ref[1] = ""
+    model = tiny_model("rnn", synth_tokenizer.src_vocab_size, synth_tokenizer.tgt_vocab_size)
+    with pytest.raises(ValueError, match="1 of 6 k = 1 lines encode to no token"):
+        nll_by_k(model, synth_tokenizer, ev, torch.device("cpu"))
+
+
+def test_caption_gaps_of_a_scripted_oracle_by_hand(synth_tokenizer):
+    tok = synth_tokenizer
+    ev = joined_evalset(13, 4, seed=8)  # 13 captions: a k = 3 or 4 join leaves the last out
+    src = tok.encode_src(ev.src[:13])
+    tgt = tok.encode_tgt(ev.ref[:13])
+    assert all(UNK not in t for t in tgt)
+    v = tok.tgt_vocab_size
+    model = LengthOracle(v)
+    gaps = caption_nll_gaps(model, tok, ev, CPU, batch_tokens=60)
+    assert sorted(gaps) == [2, 3, 4]
+    for k, (nats, tokens) in gaps.items():
+        assert nats.dtype == np.float64 and tokens.dtype == np.int64
+        assert len(nats) == len(tokens) == len(lines(ev, k)) == 13 // k
+        for j in range(13 // k):
+            group = range(k * j, k * j + k)
+            s_join = sum(len(src[p]) for p in group)
+            want = sum(
+                len(tgt[p]) * (LengthOracle.cost(s_join, v) - LengthOracle.cost(len(src[p]), v))
+                for p in group
+            )  # EOS excluded on both sides
+            assert nats[j] == pytest.approx(want, rel=1e-5, abs=1e-4)  # float32 logits
+            assert tokens[j] == sum(len(tgt[p]) for p in group)
+            assert nats[j] > 0
+
+
+@pytest.mark.parametrize("name", ["rnn", "bahdanau", "transformer"])
+def test_caption_gaps_are_direct_forward_passes_whatever_the_batches(name, synth_tokenizer):
+    tok = synth_tokenizer
+    ev = joined_evalset(12, 3, seed=8)
+    model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).train()
+    small = caption_nll_gaps(model, tok, ev, CPU, batch_tokens=40)
+    assert model.training  # put back as it was
+    large = caption_nll_gaps(model.eval(), tok, ev, CPU, batch_tokens=5000)
+    assert not model.training
+    assert sorted(small) == sorted(large) == [2, 3]
+    for k in (2, 3):
+        np.testing.assert_allclose(small[k][0], large[k][0], rtol=1e-5, atol=1e-4)
+        np.testing.assert_array_equal(small[k][1], large[k][1])
+        for j in range(len(small[k][0])):
+            group = range(k * j, k * j + k)
+            want = direct_gap(model, tok, [ev.src[p] for p in group], [ev.ref[p] for p in group])
+            assert small[k][0][j] == pytest.approx(want, rel=1e-4, abs=1e-4)
+
+
+def test_caption_gaps_refuse_what_they_cannot_score(synth_tokenizer):
+    tok = synth_tokenizer
+    model = tiny_model("rnn", tok.src_vocab_size, tok.tgt_vocab_size)
+    ev = joined_evalset(6, 2, seed=8)
+    ev.ref[1] = ""
+    with pytest.raises(ValueError, match="1 of 6 captions .k = 1 lines. encode to no token"):
+        caption_nll_gaps(model, tok, ev, CPU)
+    ev = joined_evalset(12, 3, seed=8)
+    ev.src[lines(ev, 2)[1]] += " und"  # not its captions joined by a space
+    with pytest.raises(ValueError, match="k = 2 line 1 is not k = 1 lines 2...3"):
+        caption_nll_gaps(model, tok, ev, CPU)
+    cfg = TINY_MODELS["transformer"].model_copy(update={"max_positions": 30})
+    short = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=False)
+    with pytest.raises(ValueError, match=r"^\d+ of \d+ examples are longer than the model's"):
+        caption_nll_gaps(short, tok, joined_evalset(12, 3, seed=8), CPU)
+
+
+def test_caption_gap_ci_is_a_ratio_of_sums_with_its_bootstrap():
+    flat = {2: scripted_gaps(30, 0.5)}
+    d = caption_gap_ci(flat, 2, n_bootstrap=100)
+    assert d["units"] == 30
+    for key in ("gap", "low", "high"):  # every resample gives the same gap per token
+        assert d[key] == pytest.approx(0.5)
+    gaps, tokens = scripted_gaps(40, 0.3, noise=1.0, seed=1)
+    d = caption_gap_ci({4: (gaps, tokens)}, 4, n_bootstrap=200, seed=7)
+    assert d["gap"] == pytest.approx(gaps.sum() / tokens.sum())
+    idxs = np.random.default_rng(7).choice(40, size=(200, 40))
+    ratios = np.sort([gaps[i].sum() / tokens[i].sum() for i in idxs])
+    assert (d["low"], d["high"]) == pytest.approx((ratios[5], ratios[194]))  # 200 // 40 = 5
+    assert d["low"] < d["gap"] < d["high"]
+    with pytest.raises(ValueError, match=r"no caption gaps for k = 3 \(have k = \[4\]\)"):
+        caption_gap_ci({4: (gaps, tokens)}, 3)
+
+
+def test_caption_gap_difference_is_paired_over_joined_lines():
+    a = {4: scripted_gaps(40, 0.1, noise=0.5, seed=2)}
+    b = {4: (a[4][0] + 0.4 * a[4][1], a[4][1])}  # B loses 0.4 nats more on every token
+    d = caption_gap_difference_ci(a, b, 4, n_bootstrap=100)
+    assert d["units"] == 40
+    assert d["b"] - d["a"] == pytest.approx(0.4)
+    for key in ("difference", "low", "high", "mean"):  # the noise is shared: it cancels
+        assert d[key] == pytest.approx(-0.4)
+    same = caption_gap_difference_ci(a, a, 4, n_bootstrap=50)
+    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="different lines .40 and 39."):
+        caption_gap_difference_ci(a, {4: (b[4][0][:-1], b[4][1][:-1])}, 4)
+    with pytest.raises(ValueError, match="model B: no caption gaps for k = 4"):
+        caption_gap_difference_ci(a, {2: b[4]}, 4)

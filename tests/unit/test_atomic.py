@@ -1,0 +1,21 @@
+"""``seq2seq/atomic.py``: an interrupted write leaves the old file."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2seq.atomic import atomic_write_bytes
+
+
+def test_atomic_write_keeps_the_old_file_on_a_crash(tmp_path, monkeypatch):
+    target = tmp_path / "last.pt"
+    atomic_write_bytes(target, b"old")
+
+    def crash(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("seq2seq.atomic.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left

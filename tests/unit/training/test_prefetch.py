@@ -1,0 +1,22 @@
+"""``seq2seq/training/prefetch.py``: batches built ahead change nothing a run computes."""
+
+from __future__ import annotations
+
+import torch
+
+
+def test_batches_built_ahead_give_the_same_run(tmp_path, monkeypatch):
+    """The background thread CUDA uses to build batches ahead changes nothing a run computes."""
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.training import loop
+    from tests.corpora import write_word_reversal
+    from tests.toys import word_reversal_config
+
+    write_word_reversal(tmp_path, 200)
+    weights = []
+    for ahead in (False, True):
+        monkeypatch.setattr(loop, "builds_ahead", lambda device, ahead=ahead: ahead)
+        cfg = word_reversal_config(tmp_path, "transformer", log_every=3, max_steps=7, update_freq=2)
+        loop.train(cfg, tmp_path / f"run{ahead}")
+        weights.append(load_checkpoint(tmp_path / f"run{ahead}" / "last.pt")["model"])
+    assert all(torch.equal(w, weights[1][k]) for k, w in weights[0].items())
