@@ -36,11 +36,11 @@ demo-rnn: install
 zoo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh $(ZOO_CONFIGS)
 
-# Tests in tiers. `make test` runs everything but the `slow` checks (what CI runs; Multi30k from
-# $(DATA); under 10 minutes on 2 CPU cores). `make test-fast` is the fast tier alone: models, search,
-# config, data hygiene and metrics on synthetic data, no corpus, under a minute; it leaves out the
-# end-to-end tier (marker `e2e`: training, resume, DDP, the CLI in subprocesses, the study).
-# `make test-slow` runs the long checks.
+# Tests in tiers, one folder each. `make test` runs everything but the `slow` checks (what CI runs;
+# Multi30k from $(DATA); under 10 minutes on 2 CPU cores). `make test-fast` is the fast tier alone
+# (tests/unit/): models, search, config, data hygiene and metrics on synthetic data, no corpus,
+# under a minute; it leaves out the end-to-end tier (tests/e2e/, every test there marked `e2e`:
+# training, resume, DDP, the CLI in subprocesses, the study). `make test-slow` runs the long checks.
 test: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q
 
@@ -74,13 +74,15 @@ clean:
 # Decode speed and quality on test_2016_flickr, greedy vs beam:
 #   make bench-decode BENCH_RUNS="runs/multi30k/bahdanau runs/multi30k/rnn"
 # (a folder of runs benchmarks each run inside it; default every run in runs/multi30k). Prints a
-# table, writes $(BENCH_DECODE_JSON).
+# table, writes $(BENCH_DECODE_JSON). BENCH_DECODE_ARGS="--quantize int8" adds int8 weights
+# against fp32 (sentences/s and BLEU side by side).
 BENCH_RUNS        ?= $(RUNS)/multi30k
 BENCH_BATCH       ?= 64
 BENCH_DECODE_JSON ?= runs/bench_decode.json
+BENCH_DECODE_ARGS ?=
 bench-decode: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_decode.py $(BENCH_RUNS) \
-		--batch-size $(BENCH_BATCH) --json $(BENCH_DECODE_JSON)
+		--batch-size $(BENCH_BATCH) $(BENCH_DECODE_ARGS) --json $(BENCH_DECODE_JSON)
 
 # Training speed on this machine: per config (CONFIGS, default configs/multi30k/*.yaml) target
 # tokens/s, peak memory and model FLOP/s vs a matmul peak, in fp32 and bf16; then peak memory with

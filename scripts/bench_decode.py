@@ -10,11 +10,15 @@ small warm-up batch runs first.
 configs/multi30k/transformer.yaml: d_model 256, 3+3 layers, 8,000 pieces) with random weights and
 random sources shaped like the test set. Random weights (almost) never emit EOS, so every sentence
 runs to its maximum length in both modes: a worst case. ``--profile`` adds a torch.profiler table
-of the beam-search run.
+of the beam-search run. ``--quantize int8`` measures every row twice, with the float weights
+and with dynamic int8 ones (``decoding.quantize``, CPU only), and prints int8 against fp32:
+sentences/s and BLEU side by side. The CPU's model name and bf16/VNNI/AMX flags head the output
+and go into the JSON (``settings.cpu``).
 
 Usage:
     python scripts/bench_decode.py runs/a runs/b --batch-size 64 --beam 5 --json bench.json
     python scripts/bench_decode.py --random configs/multi30k/transformer.yaml --profile
+    python scripts/bench_decode.py runs/multi30k --quantize int8 --json bench.json
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -30,8 +33,10 @@ import torch
 
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import DecodeConfig, data_root, load_config
+from seq2seq.cpu_features import cpu_line, cpu_report
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import read_lines, resolve_corpus_file
+from seq2seq.decoding.quantize import quantize_model
 from seq2seq.decoding.search import search
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_score
@@ -66,20 +71,29 @@ def timed(fn, repeat: int = 1):
     return best, result
 
 
+def weights(model, args) -> list[tuple[str, torch.nn.Module]]:
+    """The float model, and under ``--quantize`` its int8 copy: (label, model) pairs."""
+    out = [("fp32", model)]
+    return out + [(args.quantize, quantize_model(model, args.quantize))] if args.quantize else out
+
+
 def bench_run(run_dir: Path, args) -> list[dict]:
-    """Greedy and beam rows for one trained run."""
-    model, tok, cfg = load_for_inference(run_dir, args.device)
+    """Greedy and beam rows for one trained run (each weights variant, ``weights``)."""
+    float_model, tok, cfg = load_for_inference(run_dir, args.device)
     src_path = resolve_corpus_file(TEST_SET, cfg.data.src_lang)
     ref_path = resolve_corpus_file(TEST_SET, cfg.data.tgt_lang)
     sources, refs = read_lines(src_path), read_lines(ref_path)
     if args.limit:
         sources, refs = sources[: args.limit], refs[: args.limit]
     rows = []
-    for method, beam in (("greedy", 1), ("beam", args.beam)):
+    for (label, model), (method, beam) in (
+        (w, m) for w in weights(float_model, args) for m in (("greedy", 1), ("beam", args.beam))
+    ):
         dcfg = cfg.decode.with_method(method, beam_size=beam, batch_size=args.batch_size)
         translate_sentences(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
         seconds, res = timed(
-            lambda d=dcfg: translate_sentences(model, tok, sources, d, args.device), args.repeat
+            lambda d=dcfg, m=model: translate_sentences(m, tok, sources, d, args.device),
+            args.repeat,
         )
         hyps = [r.text for r in res]
         n_tok = sum(len(r.hypotheses[0].tokens) for r in res if r.hypotheses)
@@ -87,7 +101,8 @@ def bench_run(run_dir: Path, args) -> list[dict]:
             {
                 "run": str(run_dir),
                 "model": cfg.model.name,
-                "params": model.num_parameters(),
+                "weights": label,
+                "params": float_model.num_parameters(),
                 "mode": "greedy" if method == "greedy" else f"beam{beam}",
                 "beam": beam,
                 "batch_size": args.batch_size,
@@ -120,17 +135,19 @@ def bench_random(config: Path, args) -> list[dict]:
     seed_everything(0)
     cfg = load_config(config, [])
     vocab = cfg.tokenizer.vocab_size
-    model = build_model(cfg.model, vocab, vocab, joint_vocab=True).to(args.device).eval()
+    float_model = build_model(cfg.model, vocab, vocab, joint_vocab=True).to(args.device).eval()
     ids = sorted(random_sources(args.limit or 1000, vocab), key=len)
     batches = [
         pad_sequences(ids[k : k + args.batch_size]).to(args.device)
         for k in range(0, len(ids), args.batch_size)
     ]
     rows = []
-    for method, beam in (("greedy", 1), ("beam", args.beam)):
+    for (label, model), (method, beam) in (
+        (w, m) for w in weights(float_model, args) for m in (("greedy", 1), ("beam", args.beam))
+    ):
         dcfg = DecodeConfig(method=method, beam_size=beam, batch_size=args.batch_size)
 
-        def decode(d=dcfg):
+        def decode(d=dcfg, model=model):
             with torch.inference_mode():
                 return [h for src in batches for h in search(model, src, src != 0, d)]
 
@@ -144,7 +161,8 @@ def bench_random(config: Path, args) -> list[dict]:
             {
                 "run": f"random {config}",
                 "model": cfg.model.name,
-                "params": model.num_parameters(),
+                "weights": label,
+                "params": float_model.num_parameters(),
                 "mode": "greedy" if method == "greedy" else f"beam{beam}",
                 "beam": beam,
                 "batch_size": args.batch_size,
@@ -171,22 +189,44 @@ def profile(model, batches, dcfg: DecodeConfig) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def print_table(rows: list[dict]) -> None:
     head = (
-        f"{'run':<28} {'model':<12} {'mode':<7} {'batch':>5} {'sent/s':>8} {'tok/s':>8} "
-        f"{'BLEU':>6} {'chrF':>6} {'x greedy':>8}"
+        f"{'run':<28} {'model':<12} {'weights':<7} {'mode':<7} {'batch':>5} {'sent/s':>8} "
+        f"{'tok/s':>8} {'BLEU':>6} {'chrF':>6} {'x greedy':>8}"
     )
     print(head)
     print("-" * len(head))
-    greedy = {r["run"]: r["seconds"] for r in rows if r["mode"] == "greedy"}
+    greedy = {(r["run"], r["weights"]): r["seconds"] for r in rows if r["mode"] == "greedy"}
     for r in rows:
-        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
-        chrf = "-" if r["chrf"] is None else f"{r['chrf']:.2f}"
-        ratio = r["seconds"] / greedy[r["run"]]
+        ratio = r["seconds"] / greedy[r["run"], r["weights"]]
         print(
-            f"{r['run'][-28:]:<28} {r['model']:<12} {r['mode']:<7} "
+            f"{r['run'][-28:]:<28} {r['model']:<12} {r['weights']:<7} {r['mode']:<7} "
             f"{r['batch_size']:>5} {r['sentences_per_s']:>8.1f} {r['tgt_tokens_per_s']:>8.0f} "
-            f"{bleu:>6} {chrf:>6} {ratio:>8.2f}"
+            f"{_score(r['bleu']):>6} {_score(r['chrf']):>6} {ratio:>8.2f}"
+        )
+
+
+def print_quantized(rows: list[dict], quantize: str) -> None:
+    """Per run and mode: fp32 against ``quantize`` weights, sentences/s and BLEU side by side."""
+    fp32 = {(r["run"], r["mode"]): r for r in rows if r["weights"] == "fp32"}
+    print(f"\nfp32 vs {quantize} weights")
+    head = (
+        f"{'run':<28} {'mode':<7} {'fp32 s/s':>9} {quantize + ' s/s':>9} {'speedup':>8} "
+        f"{'fp32 BLEU':>10} {quantize + ' BLEU':>10}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        if r["weights"] != quantize:
+            continue
+        f = fp32[r["run"], r["mode"]]
+        print(
+            f"{r['run'][-28:]:<28} {r['mode']:<7} {f['sentences_per_s']:>9.1f} "
+            f"{r['sentences_per_s']:>9.1f} {r['sentences_per_s'] / f['sentences_per_s']:>7.2f}x "
+            f"{_score(f['bleu']):>10} {_score(r['bleu']):>10}"
         )
 
 
@@ -209,7 +249,14 @@ def main() -> None:
         help="also time this config's model with random weights and sources (repeatable)",
     )
     p.add_argument("--profile", action="store_true", help="torch.profiler table of beam search")
+    p.add_argument(
+        "--quantize",
+        choices=["int8"],
+        help="also decode with dynamic int8 weights (CPU only) and compare with fp32",
+    )
     args = p.parse_args()
+    if args.quantize and args.device != "cpu":
+        p.error(f"--quantize {args.quantize} decodes on the CPU: give --device cpu")
     if args.threads:
         torch.set_num_threads(args.threads)
     if not args.runs and not args.random:
@@ -221,7 +268,8 @@ def main() -> None:
         "device": args.device,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_report(),
+        "quantize": args.quantize,
         "batch_size": args.batch_size,
         "beam": args.beam,
         "data": str(data_root()),
@@ -231,9 +279,11 @@ def main() -> None:
     }
     print(
         f"decode benchmark, {TEST_SET}, batch size {args.batch_size} sentences, "
-        f"{settings['threads']} threads, {args.device}, fastest of {args.repeat}"
+        f"{settings['threads']} threads, {args.device}, fastest of {args.repeat}\n{cpu_line()}"
     )
     print_table(rows)
+    if args.quantize:
+        print_quantized(rows, args.quantize)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))

@@ -14,7 +14,10 @@ memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak 
 FLOPs are counted by seq2seq/models/flops.py (6 x weights used per token on each side, output
 projection included, embedding lookups excluded, plus the attention matmuls; the formula is printed
 with each figure). The matmul peak is the best rate of large square matmuls in each precision,
-measured first.
+measured first. Every (config, precision) in ``--precisions`` (default fp32 and bf16) is measured,
+and a last table puts each config's fp32 and bf16 tokens/s side by side with their ratio (what
+``train.precision: auto``'s probe decides on, in miniature). The CPU's model name and its bf16,
+VNNI and AMX flags head every table and go into the JSON (``cpu``).
 
 The corpus rows open Multi30k x1 and x10 (the training files repeated, in a temporary folder) with
 ``data.backend`` arrow and memory, make every batch of one epoch, and report the peak anonymous
@@ -33,7 +36,6 @@ import glob
 import hashlib
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import load_config
+from seq2seq.cpu_features import cpu_line, cpu_model, cpu_report
 from seq2seq.data.arrow import open_arrow
 from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
@@ -232,8 +235,9 @@ def repeated_corpus(cfg, work: Path, scale: int) -> str:
 
 def print_tables(report: dict) -> None:
     peaks = report["matmul_peak_flops"]
+    print(f"\n{report['cpu_line']}\ntorch {report['torch']}, {report['threads']} threads")
     print(
-        f"\nmatmul peak ({report['device']}, {report['threads']} threads): "
+        f"matmul peak ({report['device']}, {report['threads']} threads): "
         + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items())
     )
     head = (
@@ -252,6 +256,7 @@ def print_tables(report: dict) -> None:
     for cfg in dict.fromkeys(r["config"] for r in report["runs"]):
         f = next(r["formula"] for r in report["runs"] if r["config"] == cfg)
         print(f"  {Path(cfg).stem}: {f}")
+    print_side_by_side(report)
     if report["corpus"]:
         print(
             f"\n{'corpus':<10}{'backend':<9}{'pairs':>9}{'batches':>9}{'peak anon MB':>14}"
@@ -262,6 +267,21 @@ def print_tables(report: dict) -> None:
                 f"{'x' + str(c['scale']):<10}{c['backend']:<9}{c['pairs']:>9,}{c['batches']:>9,}"
                 f"{c['peak_anon_mb']:>14,.0f}{c['vm_hwm_mb']:>10,.0f}"
             )
+
+
+def print_side_by_side(report: dict) -> None:
+    """Per config: fp32 and bf16 target tokens/s and bf16's speed as a multiple of fp32's."""
+    by = {(r["config"], r["precision"]): r["tokens_per_s"] for r in report["runs"]}
+    configs = list(dict.fromkeys(r["config"] for r in report["runs"]))
+    if not any((c, "bf16") in by and (c, "fp32") in by for c in configs):
+        return
+    print(f"\nfp32 vs bf16 autocast, target tokens/s ({report['cpu_line']})")
+    print(f"{'config':<22}{'fp32':>10}{'bf16':>10}{'bf16/fp32':>11}")
+    for c in configs:
+        fp32, bf16 = by.get((c, "fp32")), by.get((c, "bf16"))
+        ratio = f"{bf16 / fp32:>10.2f}x" if fp32 and bf16 else f"{'-':>11}"
+        cells = "".join(f"{v:>10,.0f}" if v else f"{'-':>10}" for v in (fp32, bf16))
+        print(f"{Path(c).stem:<22}{cells}{ratio}")
 
 
 def main() -> None:
@@ -323,9 +343,11 @@ def measure(a, configs: list[str], work: Path) -> dict:
     device = torch.device(a.device)
     precisions = list(dict.fromkeys(["fp32", *a.precisions]))
     peaks = {prec: matmul_peak(device, prec) for prec in precisions}
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model()
     report = {
         "device": name,
+        "cpu": cpu_report(),
+        "cpu_line": cpu_line(),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "steps": a.steps,

@@ -51,8 +51,10 @@ def describe_machine() -> str:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` -> bf16 on CUDA, fp32 on the CPU, where bf16 autocast is slower (0.86x fp32's
-    speed on a Xeon with AMX, 7-25x slower on a Zen 3); other names are kept."""
+    """``auto`` without a probe -> bf16 on CUDA, fp32 on the CPU, where bf16 autocast is often
+    slower (0.86x fp32's speed on a Xeon with AMX, 7-25x slower on a Zen 3); other names are
+    kept. A training run settles ``auto`` with ``training.precision.settle_precision``, which may
+    choose bf16 on a CPU where a probe measures it faster."""
     if precision != "auto":
         return precision
     return "bf16" if device.type == "cuda" else "fp32"

@@ -1,6 +1,6 @@
 """What ``translate`` and ``eval`` share: their search options (``--method``, ``--temperature``,
-``--top-k``, ``--top-p``, ``--seed``; see ``DecodeConfig``) and ``decode_cfg``, which applies the
-options given to the run's decode settings."""
+``--top-k``, ``--top-p``, ``--seed``, ``--no-repeat-ngram``; see ``DecodeConfig``) and
+``decode_cfg``, which applies the options given to the run's decode settings."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ SEED = typer.Option(
     "--seed",
     help="sample: seed of the draws; the same input, seed and batching give the same output "
     "[default: the run's decode.seed, none = new draws every time].",
+)
+
+NO_REPEAT_NGRAM = typer.Option(
+    None,
+    "--no-repeat-ngram",
+    metavar="N",
+    help="Never repeat an n-gram of N tokens within an output: a token that would complete one "
+    "already there gets -inf (fairseq's --no-repeat-ngram-size), in every method; 0 = off "
+    "[default: the run's decode.no_repeat_ngram, 0].",
 )
 
 

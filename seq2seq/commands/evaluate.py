@@ -1,5 +1,6 @@
 """``eval``: score translations with sacrebleu, translating the sources first with a checkpoint
-(as ``translate`` does) or taking a hypothesis file."""
+(as ``translate`` does; several ``-c`` form an ensemble) or taking a hypothesis file; with
+``--paired``, compare several systems with sacreBLEU's paired significance tests."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, load_model, user_errors, warn
+from seq2seq.commands.common import OPTION_OF_FIELD, UserError, load_model, user_errors, warn
 from seq2seq.commands.decode_options import (
     METHOD,
+    NO_REPEAT_NGRAM,
     SEED,
     TEMPERATURE,
     TOP_K,
@@ -18,7 +20,9 @@ from seq2seq.commands.decode_options import (
     decode_cfg,
     given_options,
 )
+from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_runs, members
 from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -32,12 +36,14 @@ def _say_decode_file(run, dcfg, options: dict) -> dict[str, str]:
 
 
 def evaluate(
-    checkpoint: Path | None = typer.Option(
+    checkpoint: list[Path] | None = typer.Option(
         None,
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file or run directory; not needed with --hyp.",
+        help="Checkpoint file or run directory, to translate --src; not needed with --hyp. "
+        + ENSEMBLE_HELP
+        + " With --paired, each -c is instead one system to compare, translated on its own.",
     ),
     src: Path | None = typer.Option(
         None,
@@ -49,8 +55,37 @@ def evaluate(
     ref: list[Path] = typer.Option(
         ..., "--ref", metavar="FILE", help="Reference file(s) (repeat for several references)."
     ),
-    hyp: Path | None = typer.Option(
-        None, "--hyp", metavar="FILE", help="Score this hypothesis file instead of translating."
+    hyp: list[Path] | None = typer.Option(
+        None,
+        "--hyp",
+        metavar="FILE",
+        help="Score this hypothesis file instead of translating; repeat it with --paired to "
+        "compare systems (the first is the baseline).",
+    ),
+    paired: str | None = typer.Option(
+        None,
+        "--paired",
+        metavar="bs|ar",
+        help="Compare two or more systems (--hyp A --hyp B ..., or -c RUN -c RUN ... with --src) "
+        "with sacreBLEU's paired test against the first: bs = bootstrap resampling (score, "
+        "mean ± 95% CI, p-value), ar = approximate randomisation (score, p-value; the interval "
+        "from 1000 bootstrap resamples); for each metric asked (BLEU by default).",
+    ),
+    paired_n: int | None = typer.Option(
+        None,
+        "--paired-n",
+        metavar="N",
+        min=1,
+        help="--paired: bootstrap resamples (bs) or randomisation trials (ar) "
+        "[default: sacrebleu's, 1000 for bs, 10000 for ar].",
+    ),
+    paired_seed: int | None = typer.Option(
+        None,
+        "--paired-seed",
+        metavar="SEED",
+        min=1,
+        help="--paired: the seed of the resampling [default: sacrebleu's, $SACREBLEU_SEED or "
+        "12345].",
     ),
     bleu: bool = typer.Option(
         False,
@@ -89,6 +124,7 @@ def evaluate(
     top_k: int | None = TOP_K,
     top_p: float | None = TOP_P,
     seed: int | None = SEED,
+    no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
     batch_size: int | None = typer.Option(None, "--batch-size", help="Sentences per batch."),
     tgt_lang: str | None = typer.Option(
         None,
@@ -112,98 +148,182 @@ def evaluate(
         help="Write scores, signatures, by-length rows and warnings as JSON to this file "
         "(- for stdout; the scores then go to stderr); with --checkpoint also the checkpoint "
         "(path, step), the decode settings used and where each came from (config, the run's "
-        "decode.yaml, the command line).",
+        "decode.yaml, the command line); with --paired, each system's scores, intervals and "
+        "p-values.",
     ),
     device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+    quantize: str | None = QUANTIZE,
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref. Prints each score with its signature; warns on stderr when a file looks
     subword-tokenised or pre-tokenised. No line is dropped: an empty line is an empty segment.
     Translating shows a progress bar (on a terminal), and a line when the run's decode.yaml
-    (seq2seq tune-decode) sets the search.
+    (seq2seq tune-decode) sets the search. With --paired, compares two or more systems with
+    sacreBLEU's paired significance test (as sacrebleu --paired-bs / --paired-ar does).
     """
     from seq2seq.atomic import is_stdout, write_output
     from seq2seq.evaluation.metrics import parse_buckets
+    from seq2seq.evaluation.paired import format_paired
     from seq2seq.evaluation.report import evaluation_report, format_report, read_eval_texts
 
     setup_logging()
     names = [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
+    checkpoints, hyps = list(checkpoint or []), list(hyp or [])
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
-    if hyp is not None and checkpoint is not None:
+    if hyps and checkpoints:
         raise UserError("give --hyp (score a file) or --checkpoint (translate --src), not both")
-    if hyp is not None and output is not None:
+    if hyps and output is not None:
         raise UserError(
             f"--output {output}: with --hyp nothing is translated, so there are no new "
             "hypotheses to write; drop --output (the scores go to stdout, --json for a file)"
         )
-    if hyp is not None:
-        decoding = {
-            "--beam": beam,
-            "--method": method,
-            "--temperature": temperature,
-            "--top-k": top_k,
-            "--top-p": top_p,
-            "--seed": seed,
-            "--batch-size": batch_size,
-        }
-        if given := [name for name, value in decoding.items() if value is not None]:
-            raise UserError(
-                f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
-                "do not apply; drop them, or translate with --checkpoint and --src"
-            )
+    options = {
+        "beam_size": beam,
+        "batch_size": batch_size,
+        "method": method,
+        "temperature": temperature,
+        "top_k": top_k,
+        "top_p": top_p,
+        "seed": seed,
+        "no_repeat_ngram": no_repeat_ngram,
+    }
+    if hyps and (given := [_flag(k) for k, v in options.items() if v is not None]):
+        raise UserError(
+            f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
+            "do not apply; drop them, or translate with --checkpoint and --src"
+        )
+    if hyps and quantize:
+        raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
+    device = quantized_device(quantize, device)
+    _check_paired(paired, paired_n, paired_seed, hyps, checkpoints, by_length, output)
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
     check_writable(output, "--output")  # before translating and scoring
     check_writable(json_out, "--json")
     with user_errors():
         edges = parse_buckets(buckets)
-        texts = read_eval_texts(ref, src, hyp)
-    made_with = None
-    if hyp is None:
-        options = {
-            "beam_size": beam,
-            "batch_size": batch_size,
-            "method": method,
-            "temperature": temperature,
-            "top_k": top_k,
-            "top_p": top_p,
-            "seed": seed,
-        }
-        texts.hyps, run_lang, made_with = _translate_for_eval(
-            checkpoint, src, texts, options, device
+        texts = read_eval_texts(ref, src, None if paired else (hyps or [None])[0])
+    if paired:
+        report = _paired_report(
+            texts,
+            hyps,
+            checkpoints,
+            src,
+            options,
+            device,
+            names,
+            tgt_lang,
+            lowercase,
+            (paired, paired_n, paired_seed),
+            quantize,
         )
-        tgt_lang = tgt_lang or run_lang
-        if output is not None:
-            write_output(output, "".join(line + "\n" for line in texts.hyps))
-    with user_errors():
-        report = evaluation_report(
-            texts, names, by_length, edges, tgt_lang, lowercase, made_with=made_with
-        )
+        text = format_paired(report)
+    else:
+        made_with = None
+        if not hyps:
+            texts.hyps, run_lang, made_with = _translate_for_eval(
+                checkpoints, src, texts, options, device, quantize
+            )
+            tgt_lang = tgt_lang or run_lang
+            if output is not None:
+                write_output(output, "".join(line + "\n" for line in texts.hyps))
+        with user_errors():
+            report = evaluation_report(
+                texts, names, by_length, edges, tgt_lang, lowercase, made_with=made_with
+            )
+        text = format_report(report)
     for w in report["warnings"]:
         warn(w)
-    typer.echo(format_report(report), err=is_stdout(output) or is_stdout(json_out))
+    typer.echo(text, err=is_stdout(output) or is_stdout(json_out))
     if json_out is not None:
         write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 
 
-def _translate_for_eval(checkpoint, src, texts, options, device) -> tuple[list[str], str, dict]:
-    """Translate the sources of ``texts`` with the checkpoint's decode settings and ``options``
-    (as for ``decode_cfg``), as ``translate -i`` would (the same windows and batches); returns
-    the best translations, the run's target language and how they were made (eval --json's
-    checkpoint, decode and decode_source)."""
+def _flag(field: str) -> str:
+    """A DecodeConfig field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
+    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
+
+
+def _check_paired(paired, paired_n, paired_seed, hyps, checkpoints, by_length, output) -> None:
+    """--paired needs two or more systems, of one kind; --paired-n and --paired-seed need it; a
+    second --hyp needs it.
+
+    Raises:
+        UserError: one line saying which option is wrong and what to give instead.
+    """
+    if paired is None:
+        if extra := [o for o, v in (("--paired-n", paired_n), ("--paired-seed", paired_seed)) if v]:
+            raise UserError(f"{', '.join(extra)}: only with --paired bs|ar")
+        if len(hyps) > 1:
+            raise UserError(
+                f"--hyp given {len(hyps)} times: several systems are compared with --paired bs "
+                "(bootstrap) or --paired ar (randomisation), the first --hyp the baseline"
+            )
+        return
+    from seq2seq.evaluation.paired import PAIRED_TESTS
+
+    if paired not in PAIRED_TESTS:
+        raise UserError(f"--paired {paired}: choose bs (bootstrap) or ar (randomisation)")
+    systems = hyps or checkpoints
+    if len(systems) < 2:
+        given = f": {'-c' if checkpoints else '--hyp'} is given once" if systems else ""
+        raise UserError(
+            f"--paired compares two or more systems{given}; repeat --hyp FILE (or -c RUN with "
+            "--src), the first being the baseline"
+        )
+    if len({str(x) for x in systems}) < len(systems):
+        raise UserError("--paired: a system is given twice; give each system once")
+    if by_length:
+        raise UserError("--by-length with --paired: score one system at a time for buckets")
+    if output is not None:
+        raise UserError(
+            f"--output {output} with --paired: several systems are translated; translate each "
+            "with seq2seq translate -o, then compare the files with --hyp"
+        )
+
+
+def _paired_report(
+    texts, hyps, checkpoints, src, options, device, names, tgt_lang, lowercase, test, quantize=None
+) -> dict:
+    """The systems (``--hyp`` files, or ``-c`` runs each translating ``--src`` on its own) and
+    ``paired_report`` over them; ``test`` is (--paired, --paired-n, --paired-seed)."""
+    from seq2seq.evaluation.paired import System, paired_report, read_systems
+
+    with user_errors():
+        systems = read_systems(hyps, texts) if hyps else []
+    for c in checkpoints:
+        lines, run_lang, made_with = _translate_for_eval([c], src, texts, options, device, quantize)
+        systems.append(System(str(c), lines, made_with))
+        tgt_lang = tgt_lang or run_lang
+    with user_errors():
+        return paired_report(systems, texts, names, *test, tgt_lang, lowercase)
+
+
+def _translate_for_eval(
+    checkpoints, src, texts, options, device, quantize=None
+) -> tuple[list[str], str, dict]:
+    """Translate the sources of ``texts`` with the checkpoint (several: their ensemble, with the
+    first's settings) and ``options`` (as for ``decode_cfg``), as ``translate -i`` would (the
+    same windows and batches); returns the best translations, the run's target language and how
+    they were made (eval --json's checkpoint, ensemble, decode and decode_source; and quantize,
+    under --quantize)."""
     from seq2seq.decoding.files import LineTranslator, translate_lines
 
-    if checkpoint is None or src is None:
+    if not checkpoints or src is None:
         raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-    run = load_model(checkpoint, device, say_decode_file=False)  # said below, as eval uses it
+    run, runs = load_runs(checkpoints, device, False, load_model)  # decode.yaml: said below
+    run.model = quantized(run.model, quantize)
     dcfg = decode_cfg(run.cfg.decode, **options)
     sources = _say_decode_file(run, dcfg, options)
     tr = LineTranslator(run.model, run.tok, dcfg, run.device, source_name=str(src))
     out = translate_lines(tr, texts.sources)
     made_with = {
         "checkpoint": {"path": str(run.checkpoint), "step": run.step},
+        "ensemble": members(runs),
         "decode": dcfg.model_dump(mode="json"),
         "decode_source": sources,
     }
+    if quantize:
+        made_with["quantize"] = quantize
     return [t.text for t in out], run.cfg.data.tgt_lang, made_with

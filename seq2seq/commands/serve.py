@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError
+from seq2seq.commands.quantize import QUANTIZE, quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -37,8 +38,9 @@ def serve(
         None,
         "--device",
         metavar="DEVICE",
-        help="auto | cpu | cuda [default: each run's train.device].",
+        help="auto | cpu | cuda [default: each run's train.device; cpu with --quantize].",
     ),
+    quantize: str | None = QUANTIZE,
     workers: int = typer.Option(
         4,
         "--workers",
@@ -69,7 +71,8 @@ def serve(
 
     setup_logging()
     limits = Limits(workers=workers, max_queued=max_queued, timeout_s=timeout)
+    device = quantized_device(quantize, device)
     try:
-        run_server(runs, host, port, study, device, limits)
+        run_server(runs, host, port, study, device, limits, quantize)
     except ServeError as e:
         raise UserError(str(e)) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from pathlib import Path
 
 import typer
@@ -9,6 +11,7 @@ import typer
 from seq2seq.commands.common import UserError, fail, load_model, no_stdout, user_errors
 from seq2seq.commands.decode_options import (
     METHOD,
+    NO_REPEAT_NGRAM,
     SEED,
     TEMPERATURE,
     TOP_K,
@@ -16,17 +19,19 @@ from seq2seq.commands.decode_options import (
     decode_cfg,
     given_options,
 )
+from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_runs
 from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
 
 def translate(
-    checkpoint: Path = typer.Option(
+    checkpoint: list[Path] = typer.Option(
         ...,
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file or run directory (its best.pt, else last.pt).",
+        help="Checkpoint file or run directory (its best.pt, else last.pt). " + ENSEMBLE_HELP,
     ),
     input: str = typer.Option(
         "-",
@@ -55,6 +60,7 @@ def translate(
     top_k: int | None = TOP_K,
     top_p: float | None = TOP_P,
     seed: int | None = SEED,
+    no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
     n_best: int = typer.Option(
         1,
         "--n-best",
@@ -106,6 +112,7 @@ def translate(
         10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
     ),
     device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+    quantize: str | None = QUANTIZE,
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
     Lines are translated 8 batches at a time and written, in order, as each such window finishes
@@ -128,7 +135,8 @@ def translate(
         )
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
-    run = load_model(checkpoint, device)
+    run, _ = load_runs(checkpoint, quantized_device(quantize, device), load=load_model)
+    run.model = quantized(run.model, quantize)
     options = {
         "beam_size": beam,
         "batch_size": batch_size,
@@ -142,12 +150,13 @@ def translate(
         "top_k": top_k,
         "top_p": top_p,
         "seed": seed,
+        "no_repeat_ngram": no_repeat_ngram,
     }
     dcfg = decode_cfg(run.cfg.decode, **options)
     check_n_best(dcfg, n_best)
     if run.decode_file is None:  # a run with decode.yaml says so in load_model's log line
         if line := run.untuned_line(dcfg, run.decode_sources(dcfg, given_options(options))):
-            typer.echo(f"translate: {line}", err=True)
+            logging.getLogger("seq2seq").info(line)  # as load_model says a decode.yaml
     plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
     translator = LineTranslator(

@@ -42,6 +42,9 @@ class DecodeConfig(_Section):
     sentence is never right, and an undertrained model's beam otherwise often prefers EOS at once.
     A source longer than ``max_src_len`` tokens (or than a Transformer's ``max_positions`` leaves
     room for, its output included) is cut to fit, with a warning naming the line.
+
+    ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``) blocks, in every method, a
+    token that would complete an n-gram of N tokens already in the output; 0 (the default) is off.
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
@@ -62,6 +65,9 @@ class DecodeConfig(_Section):
     max_len_a: float = Field(1.5, ge=0)
     max_len_b: int = Field(10, ge=1)
     min_len: int = Field(1, ge=0, description="tokens required before EOS (0 allows empty output)")
+    no_repeat_ngram: int = Field(
+        0, ge=0, description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)"
+    )
     max_src_len: int = Field(1024, ge=1, description="longer sources are cut, with a warning")
     batch_size: int = Field(128, ge=1, description="sentences per decoding batch")
 

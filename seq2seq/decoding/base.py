@@ -13,6 +13,9 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
   probabilities are not renormalised, so scores stay the model's log-probabilities).
 - PAD and BOS are never generated.
+- ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``): a token that would complete an
+  n-gram of N tokens already in the hypothesis gets -inf (``block_repeated_ngrams``), in every
+  search; like ``min_len`` it blocks without renormalising.
 - ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
   real source positions only, so it does not depend on how the sentence was batched.
 """
@@ -70,3 +73,27 @@ def step_log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
     if step < min_len:
         logp[:, EOS] = NEG_INF
     return logp
+
+
+def block_repeated_ngrams(logp: Tensor, history: Tensor, n: int) -> Tensor:
+    """Set to -inf, in place, every token that would complete an n-gram of ``n`` tokens already in
+    the row's history (fairseq's ``--no-repeat-ngram-size``): where the history's last n - 1
+    tokens occurred before, the token that followed them then is blocked now. n = 1 blocks every
+    token already generated; n = 0 (or a history shorter than n) blocks nothing.
+
+    Args:
+        logp: (b, V) step log-probabilities of the b rows.
+        history: (b, t) the tokens each row has generated so far (no BOS).
+        n: the n-gram size N.
+
+    Returns:
+        ``logp`` itself, blocked.
+    """
+    t = history.shape[1]
+    if n <= 0 or t < n:
+        return logp
+    windows = history.unfold(1, n, 1)  # (b, t - n + 1, n): every n-gram so far
+    suffix = history[:, t - n + 1 :]  # (b, n - 1): the n-gram the next token would complete
+    seen = (windows[:, :, :-1] == suffix.unsqueeze(1)).all(-1)  # (b, t - n + 1)
+    hits = torch.zeros_like(logp).scatter_add_(1, windows[:, :, -1], seen.to(logp.dtype))
+    return logp.masked_fill_(hits > 0, NEG_INF)

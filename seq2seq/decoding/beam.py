@@ -27,6 +27,7 @@ from seq2seq.data.tokenizer import BOS, EOS, PAD
 from seq2seq.decoding.base import (
     NEG_INF,
     Hypothesis,
+    block_repeated_ngrams,
     length_penalty,
     max_lengths,
     step_log_probs,
@@ -157,6 +158,7 @@ def beam_search(
     max_len_b: int = 10,
     min_len: int = 0,
     need_attention: bool = False,
+    no_repeat_ngram: int = 0,
 ) -> list[list[Hypothesis]]:
     """Batched beam search over B sentences x K beams (see the module docstring).
 
@@ -164,6 +166,8 @@ def beam_search(
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
         beam_size: K.  n_best: N <= K hypotheses returned per sentence, best first.
         length_penalty_alpha: α of the GNMT penalty; 0 ranks by raw log-probability.
+        no_repeat_ngram: N > 0: no beam is extended by a token that repeats one of its n-grams
+            of N tokens (``base.block_repeated_ngrams``).
 
     Returns:
         For each sentence in input order, its N best hypotheses (finished ones first).
@@ -189,6 +193,8 @@ def beam_search(
             rows = torch.arange(B, device=dev).repeat_interleave(K)
             state, logp = model.select_state(state, rows), logp[rows]
             att = None if att is None else att[rows]
+        elif no_repeat_ngram:  # each beam's history: (b*K, t), in logp's row order
+            block_repeated_ngrams(logp, beams.tok[:, :, :t].reshape(-1, t), no_repeat_ngram)
         cand, parent = _expand(beams, logp, att, t)
         pool = _merge(pool, cand, K, t, length_penalty_alpha)
         beams, parent = _keep_open(cand, parent, K, t)
@@ -261,4 +267,5 @@ def decode_beam(
         cfg.max_len_b,
         cfg.min_len,
         need_attention,
+        cfg.no_repeat_ngram,
     )

@@ -13,7 +13,13 @@ from torch import Tensor
 
 from seq2seq.config import DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD
-from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths, step_log_probs
+from seq2seq.decoding.base import (
+    Hypothesis,
+    block_repeated_ngrams,
+    length_penalty,
+    max_lengths,
+    step_log_probs,
+)
 from seq2seq.models.base import Seq2SeqModel
 
 Choose = Callable[[Tensor], Tensor]
@@ -32,6 +38,7 @@ def left_to_right(
     min_len: int = 0,
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
+    no_repeat_ngram: int = 0,
 ) -> list[Hypothesis]:
     """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
     once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
@@ -41,6 +48,8 @@ def left_to_right(
         choose: picks the next tokens of the rows still decoding (see ``Choose``).
         copies: C rows per sentence, decoded from one encoding of it.
         length_penalty_alpha: only rescales the reported ``score``.
+        no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens
+            (``base.block_repeated_ngrams``) before ``choose`` sees the step.
 
     Returns:
         B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
@@ -63,6 +72,8 @@ def left_to_right(
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
         logp = step_log_probs(logits, t, min_len)
+        if no_repeat_ngram:
+            block_repeated_ngrams(logp, tokens[alive, :t], no_repeat_ngram)
         best = choose(logp)  # (b,)
         tokens[alive, t] = best
         logp_sum[alive] += logp.gather(1, best.unsqueeze(1)).squeeze(1)
@@ -110,6 +121,7 @@ def greedy_search(
     min_len: int = 0,
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
+    no_repeat_ngram: int = 0,
 ) -> list[Hypothesis]:
     """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
     the batch as soon as it produces EOS or reaches its maximum length.
@@ -117,6 +129,7 @@ def greedy_search(
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
         length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
+        no_repeat_ngram: N > 0: the most probable token that repeats no n-gram of N tokens.
 
     Returns:
         B hypotheses, in input order.
@@ -131,6 +144,7 @@ def greedy_search(
         min_len=min_len,
         need_attention=need_attention,
         length_penalty_alpha=length_penalty_alpha,
+        no_repeat_ngram=no_repeat_ngram,
     )
 
 
@@ -158,5 +172,6 @@ def decode_greedy(
         cfg.min_len,
         need_attention,
         cfg.length_penalty,
+        cfg.no_repeat_ngram,
     )
     return [[h] for h in hyps]

@@ -71,6 +71,7 @@ def sample_search(
     min_len: int = 0,
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
+    no_repeat_ngram: int = 0,
 ) -> list[list[Hypothesis]]:
     """Draw ``n_samples`` independent outputs per sentence, token by token (ancestral sampling),
     for a whole batch at once; a draw stops at EOS or at its maximum length, like greedy search.
@@ -81,6 +82,8 @@ def sample_search(
         seed: seeds the draws together with the batch's ids; None for a fresh seed.
         n_samples: N draws per sentence (duplicates possible), from one encoding.
         length_penalty_alpha: only rescales the reported ``score``.
+        no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens before the
+            draw (step 0, ahead of temperature and filtering).
 
     Returns:
         For each sentence in input order, its N draws, highest ``score`` first. ``log_prob`` is
@@ -104,6 +107,7 @@ def sample_search(
         min_len=min_len,
         need_attention=need_attention,
         length_penalty_alpha=length_penalty_alpha,
+        no_repeat_ngram=no_repeat_ngram,
     )
     per_sentence = [hyps[i : i + n_samples] for i in range(0, len(hyps), n_samples)]
     return [sorted(h, key=lambda x: -x.score) for h in per_sentence]
@@ -132,4 +136,5 @@ def decode_sample(
         cfg.min_len,
         need_attention,
         cfg.length_penalty,
+        cfg.no_repeat_ngram,
     )

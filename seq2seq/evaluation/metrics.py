@@ -55,6 +55,16 @@ def _metric(name: str, tgt_lang: str | None, lowercase: bool):
     raise ValueError(f"unknown metric {name!r}; choose bleu, chrf or ter")
 
 
+def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = False):
+    """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf`` or ``ter``), configured as
+    ``corpus_score`` configures it.
+
+    Raises:
+        ValueError: an unknown metric, or the language's BLEU tokenizer is not installed.
+    """
+    return _metric(name, tgt_lang, lowercase)
+
+
 def bleu_metric(tgt_lang: str | None = None, lowercase: bool = False) -> BLEU:
     """sacreBLEU's BLEU as ``corpus_score`` uses it (13a, or the target language's tokenizer).
 

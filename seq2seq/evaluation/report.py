@@ -89,9 +89,10 @@ def evaluation_report(
     tokenisation warnings for every file, and (``by_length``) BLEU by source length.
 
     ``made_with``: how the hypotheses were translated, when they were: ``checkpoint`` (path and
-    step), ``decode`` (the DecodeConfig used) and ``decode_source`` (each setting's origin:
-    "config", "decode.yaml (tune-decode)" or "command line"); all three are null for a
-    hypothesis file.
+    step; for an ensemble the first model's, whose settings it decodes with), ``ensemble`` (each
+    model's path and step; null for one model), ``decode`` (the DecodeConfig used) and
+    ``decode_source`` (each setting's origin: "config", "decode.yaml (tune-decode)" or "command
+    line"); all are null for a hypothesis file.
 
     Raises:
         ValueError: the hypotheses do not align with the references, or the target language's
@@ -104,6 +105,7 @@ def evaluation_report(
     report: dict = {
         "hyp": texts.hyp_name,
         "checkpoint": None,
+        "ensemble": None,
         "decode": None,
         "decode_source": None,
         **(made_with or {}),

@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from seq2seq.decoding.quantize import quantize_model
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
     Limits,
@@ -343,18 +344,22 @@ def serve(
     study: str | Path | None = None,
     device: str | None = None,
     limits: Limits = Limits(),
+    quantize: str | None = None,
 ) -> None:
-    """Load ``runs`` (paths, or ``NAME=PATH`` strings) once, then serve the page and API until
-    Ctrl-C.
+    """Load ``runs`` (paths, or ``NAME=PATH`` strings) once, with int8 weights under
+    ``quantize`` (``decoding.quantize``; on the CPU), then serve the page and API until Ctrl-C.
 
     Raises:
         ServeError: the address is taken, the study folder is unusable, or a NAME is empty,
             given twice or not a simple label.
         CheckpointError, ConfigError: a run cannot be loaded.
+        ValueError: ``quantize`` unknown, or a model not on the CPU under it.
     """
     sock = listen(host, port)  # first: a taken port fails before minutes of loading
     study_data = None if study is None else load_study(study)
     served = load_runs(runs, device)
+    for m in served:
+        m.model = quantize_model(m.model, quantize)
     app = create_app(served, study_data, limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(

@@ -114,6 +114,7 @@ def _loop(run: Run) -> None:
         run.model.train()
         while not run.stopped:
             batches = epoch_batches(run.data.train, t, st.epoch, info)
+            run.batches_in_epoch = len(batches)
             if not noted_tail:
                 noted_tail = True
                 note_short_update(len(batches), t.update_freq, run.info.is_main)
@@ -159,6 +160,7 @@ class Run(RunSetup):
         super().__init__(*args, **kwargs)
         self.updates = Updates(self, builds_ahead(self.device))
         self.last_valid, self.stopped, self.saved_step = self.state.step, "", self.state.step
+        self.batches_in_epoch = 0  # this rank's batches in the epoch under way (known in _loop)
 
     def log_start(self) -> None:
         log.info(
@@ -270,7 +272,8 @@ class Run(RunSetup):
         best = st.best_score if t.best_metric != "loss" or st.best_score is None else -st.best_score
         out = {
             "steps": st.step,
-            "epochs": st.epoch,
+            # the log's "epoch 2" is the epoch under way; this counts epochs trained: 1.5 there
+            "epochs": round(st.epoch + st.batch_in_epoch / max(self.batches_in_epoch, 1), 2),
             "stopped": self.stopped,
             "train_seconds": round(st.train_seconds, 1),
             "target_tokens": st.target_tokens,

@@ -119,8 +119,9 @@ RESUME_SCHEDULE = ("schedule", "lr", "warmup_steps", "min_lr", "decay_steps")
 
 def check_train_changes(old: TrainConfig, new: TrainConfig, state: dict, run_dir: Path) -> None:
     """What a resume with a changed ``train`` section can honour: the keys of ``RESUME_EXACT``
-    silently; a batching key mid-epoch not at all; anything else with one warning naming every
-    change (old -> new) and, when the learning rate curve changes, the rate before and after.
+    silently (and ``precision: auto``, which keeps the run's recorded precision); a batching key
+    mid-epoch not at all; anything else with one warning naming every change (old -> new) and,
+    when the learning rate curve changes, the rate before and after.
 
     Raises:
         ConfigError: ``batch_tokens`` or ``seed`` changed while the run stopped mid-epoch (the
@@ -131,6 +132,8 @@ def check_train_changes(old: TrainConfig, new: TrainConfig, state: dict, run_dir
         for k in type(new).model_fields
         if getattr(old, k) != getattr(new, k)
     }
+    if new.precision == "auto":  # keeps what the run's auto became (precision.settle_precision)
+        changed.pop("precision", None)
     mid_epoch = state.get("batch_in_epoch", 0) > 0
     for k in RESUME_BATCHING:
         if k in changed and mid_epoch:

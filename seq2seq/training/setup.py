@@ -1,8 +1,9 @@
 """A run's setup, one job a function, in the order ``RunSetup`` runs them: the run directory
 (never two runs mixed, ``--overwrite``, ``train.log``), the device and this process's rank under
-torchrun, the precision, resume (``last.pt``) or warm start (``train.init_from``), the data
-(``data.prepare``), the model, the optimizer (``build_optimizer``), DistributedDataParallel,
-``run_info.json`` and the monitor; and ``close``, what must be torn down.
+torchrun, resume (``last.pt``) or warm start (``train.init_from``), the data
+(``data.prepare``), the model, the precision (``precision``: ``auto`` may probe the model), the
+optimizer (``build_optimizer``), DistributedDataParallel, ``run_info.json`` and the monitor; and
+``close``, what must be torn down.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from seq2seq.checkpoint import config_of
 from seq2seq.config import Config, TrainConfig
 from seq2seq.data.prepare import prepare_data
 from seq2seq.data.tokenizer import Tokenizer
@@ -23,11 +25,11 @@ from seq2seq.runtime import (
     configure_device,
     pick_device,
     resolve_pad_multiple,
-    resolve_precision,
     seed_everything,
 )
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import Monitor, RunLog
+from seq2seq.training.precision import probe_batches, probe_speeds, settle_precision
 from seq2seq.training.run_dir import RunCheckpoints, check_run_dir, clear_run, load_resume, restore
 from seq2seq.training.run_info import write_run_info
 from seq2seq.training.state import TrainState
@@ -66,8 +68,9 @@ class RunSetup:
         """
         check_run_dir(run_dir, resume, overwrite)
         self.run_dir = run_dir
-        self.cfg, self.info, self.device = _device_and_rank(cfg)
-        cfg, t = self.cfg, self.cfg.train
+        self.cfg = cfg  # train.precision as given until _settle_precision
+        self.info, self.device = _device_and_rank(cfg)
+        t = cfg.train
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
         # a warm start is read before --overwrite clears the run directory (it may be the source)
@@ -84,6 +87,8 @@ class RunSetup:
         self.model = build_model(cfg.model, *vocab).to(self.device)
         if warm is not None:
             warm.load_weights(self.model)
+        self.cfg, choice = self._settle_precision(ckpt)
+        cfg, t = self.cfg, self.cfg.train
         self.optimizer = build_optimizer(self.model, t)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=t.precision == "fp16")
         self.state = TrainState()
@@ -102,8 +107,23 @@ class RunSetup:
                 "pad_multiple": self.pad_multiple,
                 "cudnn_sdp": t.cudnn_sdp,
             }
+            if choice is not None and choice.probe is not None:
+                runtime["precision_probe_tokens_per_s"] = choice.probe
             write_run_info(run_dir, cfg, self.data, self.model, runtime)
             self.monitor = Monitor(run_dir, self.state.step, t.log_every)
+
+    def _settle_precision(self, ckpt: dict | None):
+        """``train.precision`` resolved (``precision.settle_precision``: ``auto`` may probe the
+        model built here on the run's first batches), and the choice ``auto`` made, or None."""
+        resumed = config_of(ckpt, str(self.run_dir / "last.pt")) if ckpt else None
+        t, cap = self.cfg.train, self.model.max_positions
+
+        def probe() -> dict[str, float]:
+            batches = probe_batches(self.data, t, self.info, self.device, self.pad_multiple, cap)
+            return probe_speeds(self.model, t, batches, self.device)
+
+        params = self.model.num_parameters()
+        return settle_precision(self.cfg, self.device, self.info, resumed, probe, params)
 
     def close(self) -> None:
         """Close the monitor and, under torchrun, the process group. DistributedDataParallel holds
@@ -125,18 +145,17 @@ def build_optimizer(model: nn.Module, t: TrainConfig) -> torch.optim.Optimizer:
     return opt(model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay, fused=True)
 
 
-def _device_and_rank(cfg: Config) -> tuple[Config, dist.DistInfo, torch.device]:
-    """CPU threads, the device (under torchrun this rank's GPU, after joining the process group)
-    configured for speed, and ``cfg`` with the precision it resolves to there."""
+def _device_and_rank(cfg: Config) -> tuple[dist.DistInfo, torch.device]:
+    """CPU threads, and the device (under torchrun this rank's GPU, after joining the process
+    group) configured for speed; ``train.precision`` is settled later, with the model
+    (``RunSetup._settle_precision``)."""
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
     device = pick_device(cfg.train.device, cfg.train.precision)
     info = dist.init_distributed(device.type)
     device = dist.rank_device(device, info)
     configure_device(device, cfg.train.cudnn_sdp)
-    precision = resolve_precision(cfg.train.precision, device)
-    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"precision": precision})})
-    return cfg, info, device
+    return info, device
 
 
 def _warm_start(cfg: Config, resume: bool, tokenizer: Tokenizer | None) -> WarmStart | None:

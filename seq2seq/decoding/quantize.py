@@ -1,0 +1,80 @@
+"""``--quantize int8`` for ``translate``, ``eval`` and ``serve``: dynamic int8 quantization of a
+model for decoding on the CPU (torch's ``torch.ao.quantization.quantize_dynamic``).
+
+Weights of ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU`` layers are stored as int8 (one scale per
+tensor); activations are quantized on the fly per batch, and the products run on int8 units
+(VNNI where the CPU has it, ``cpu_features.VNNI_FLAGS``). Embeddings, layer norms and any weight a
+model reads directly stay float: the Transformer's attention input projection (``in_proj``, sliced
+into query and key/value parts for cross-attention) and its output projection (``out_proj``, or the
+tied embedding) are such weights. Quantized kernels exist for the CPU only.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from torch import nn
+
+QUANTIZE_MODES = ("int8",)
+# Linear layers whose ``.weight`` a model reads itself (F.linear on a slice or on the tensor),
+# which a quantized layer (its weight packed) cannot serve: left in float.
+FLOAT_LINEARS = ("in_proj", "out_proj")
+
+
+def quantize_device(quantize: str | None, device: str, option: str = "--device") -> str:
+    """The device to decode on under ``--quantize``: ``auto`` -> cpu (int8 kernels are CPU-only);
+    without ``quantize``, ``device`` unchanged.
+
+    Raises:
+        ValueError: an unknown mode, or ``device`` cuda (one line naming ``option``).
+    """
+    if quantize is None:
+        return device
+    if quantize not in QUANTIZE_MODES:
+        raise ValueError(f"--quantize {quantize!r}: choose {' or '.join(QUANTIZE_MODES)}")
+    if device.startswith("cuda"):
+        raise ValueError(
+            f"--quantize {quantize} decodes on the CPU (torch has no CUDA int8 kernels for it); "
+            f"drop {option} {device} or give {option} cpu"
+        )
+    return "cpu" if device == "auto" else device
+
+
+def quantizable(model: nn.Module) -> list[str]:
+    """Names of the modules ``quantize_model`` converts: every nn.Linear (but ``FLOAT_LINEARS``),
+    nn.LSTM and nn.GRU."""
+    names = []
+    for name, m in model.named_modules():
+        linear = isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] not in FLOAT_LINEARS
+        if linear or isinstance(m, nn.LSTM | nn.GRU):
+            names.append(name)
+    return names
+
+
+def quantize_model(model: nn.Module, quantize: str | None) -> nn.Module:
+    """``model`` (on the CPU, in eval mode) with int8 weights in its ``quantizable`` layers; a new
+    module, ``model`` is left alone. ``quantize`` None returns ``model`` itself.
+
+    Raises:
+        ValueError: an unknown mode, a model not on the CPU, or a torch without dynamic
+            quantization (one line each).
+    """
+    if quantize is None:
+        return model
+    quantize_device(quantize, "cpu")
+    elsewhere = sorted({p.device.type for p in model.parameters()} - {"cpu"})
+    if elsewhere:
+        raise ValueError(f"--quantize {quantize}: the model must be on the CPU, not {elsewhere[0]}")
+    try:
+        import torch
+        from torch.ao.quantization import default_dynamic_qconfig, quantize_dynamic
+    except ImportError:
+        raise ValueError(
+            f"--quantize {quantize}: this torch has no torch.ao.quantization.quantize_dynamic"
+        ) from None
+    spec = dict.fromkeys(quantizable(model), default_dynamic_qconfig)
+    with warnings.catch_warnings():  # torch marks torch.ao.quantization deprecated (for torchao)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        out = quantize_dynamic(model, spec, dtype=torch.qint8, inplace=False)
+    return out.eval()

@@ -1,0 +1,226 @@
+"""``eval --paired``: several systems against the first (the baseline), with sacreBLEU's own paired
+significance tests (``sacrebleu.significance.PairedTest``, what ``sacrebleu --paired-bs`` and
+``--paired-ar`` run), over BLEU, chrF and TER.
+
+- ``bs``, paired bootstrap resampling (Koehn 2004): each system's score, its bootstrap mean and
+  95% confidence interval, and the p-value of its difference from the baseline.
+- ``ar``, approximate randomisation (Riezler and Maxwell 2005): the score and the p-value; the
+  intervals come from a separate bootstrap of 1000 resamples (sacrebleu's ``n_ar_confidence``).
+
+Scores are computed as ``metrics.corpus_score`` computes them (each line right-stripped, the same
+metric objects), so a system's score here equals its ``eval`` score. The seed is sacrebleu's:
+``SACREBLEU_SEED``, else 12345, unless one is given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.data.text import read_lines
+from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, tokenisation_warnings
+from seq2seq.evaluation.report import EvalTexts, check_aligned
+
+PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
+AR_CONFIDENCE = 1000  # bootstrap resamples for the intervals of an ``ar`` test
+SIGNIFICANT = 0.05  # p-values below this are marked ``*``, as sacrebleu marks them
+
+
+@dataclass
+class System:
+    """One system's hypotheses: ``name`` (its file, or its ``-c``) and how it was translated
+    (``made_with``: checkpoint, decode, decode_source, ensemble; None for a file)."""
+
+    name: str
+    hyps: list[str]
+    made_with: dict | None = None
+
+
+def read_systems(paths: Sequence[Path], texts: EvalTexts) -> list[System]:
+    """Read each ``--hyp`` file as a system.
+
+    Raises:
+        DataError: a file is missing, unreadable or not UTF-8.
+        ValueError: a file is given twice, or its line count differs from the references' (one
+            line naming it).
+    """
+    seen: set[str] = set()
+    for p in paths:
+        if str(p) in seen:
+            raise ValueError(f"--hyp {p} is given twice; give each system once")
+        seen.add(str(p))
+    systems = [System(str(p), read_lines(p)) for p in paths]
+    streams = [(texts.ref_names[0], texts.refs[0])] + [(s.name, s.hyps) for s in systems]
+    check_aligned(streams)
+    return systems
+
+
+@contextmanager
+def _sacrebleu_seed(seed: int | None) -> Iterator[None]:
+    """``SACREBLEU_SEED`` set to ``seed`` for a moment (PairedTest reads it); None leaves it."""
+    if seed is None:
+        yield
+        return
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+
+
+def run_paired_test(
+    systems: Sequence[System],
+    refs: Sequence[Sequence[str]],
+    names: Sequence[str],
+    test: str,
+    n_samples: int | None = None,
+    seed: int | None = None,
+    tgt_lang: str | None = None,
+    lowercase: bool = False,
+):
+    """sacreBLEU's ``PairedTest`` over ``systems`` (the first is the baseline).
+
+    Args:
+        refs: one or more reference streams, each as long as every system.
+        names: metrics among ``bleu``, ``chrf``, ``ter``.
+        test: ``bs`` or ``ar``.  n_samples: resamples (bs) or trials (ar); None for sacrebleu's
+            defaults (1000 and 10000).  seed: the RNG seed (>= 1); None for sacrebleu's.
+
+    Returns:
+        The ``PairedTest`` that ran, and its ``(signatures, scores)``, keyed by sacrebleu's
+        metric names (``BLEU``, ``chrF2``, ``TER``) in the order of ``names``.
+
+    Raises:
+        ValueError: fewer than two systems, an unknown test or metric, a seed below 1 (sacrebleu
+            reads 0 as "no seed"), or the BLEU tokenizer of ``tgt_lang`` is not installed.
+    """
+    from sacrebleu.significance import PairedTest
+
+    if len(systems) < 2:
+        raise ValueError("a paired test compares two or more systems; give another one")
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"--paired {test!r}: choose bs (bootstrap) or ar (randomisation)")
+    if seed is not None and seed < 1:
+        raise ValueError(f"--paired-seed {seed}: give a seed of 1 or more")
+    metrics = {n: sacrebleu_metric(n, tgt_lang, lowercase) for n in names}
+    named = [(s.name, [h.rstrip() for h in s.hyps]) for s in systems]
+    stripped = [[x.rstrip() for x in r] for r in refs]
+    with _sacrebleu_seed(seed):
+        ps = PairedTest(
+            named,
+            metrics,
+            references=stripped,
+            test_type=test,
+            n_samples=n_samples or 0,
+            n_ar_confidence=AR_CONFIDENCE if test == "ar" else -1,
+        )
+        return ps, ps()
+
+
+def paired_report(
+    systems: Sequence[System],
+    texts: EvalTexts,
+    names: Sequence[str],
+    test: str,
+    n_samples: int | None = None,
+    seed: int | None = None,
+    tgt_lang: str | None = None,
+    lowercase: bool = False,
+) -> dict:
+    """Everything ``eval --paired`` reports, as one JSON-ready dict: the test, its resamples and
+    seed, each metric's sacrebleu name and signature (with the test's settings), warnings,
+    and per system (baseline first) how it was made and, per metric, ``score``, ``mean`` and
+    ``ci`` (the bootstrap mean and the half-width of its 95% interval) and ``p_value`` (None for
+    the baseline).
+
+    Raises:
+        ValueError: as ``run_paired_test``.
+    """
+    ps, (sigs, scores) = run_paired_test(
+        systems, texts.refs, names, test, n_samples, seed, tgt_lang, lowercase
+    )
+    keys = dict(zip(names, ps.metrics, strict=True))  # ours -> sacrebleu's metric name
+    warnings = [w for s in systems for w in tokenisation_warnings(s.hyps, s.name)]
+    for lines, name in zip(texts.refs, texts.ref_names, strict=True):
+        warnings += tokenisation_warnings(lines, name)
+    warnings += [
+        f"{s.name} is line for line the baseline: sacrebleu's test gives no difference p = "
+        f"1/({ps.n_samples}+1), as if significant; compare distinct systems"
+        for s in systems[1:]
+        if [h.rstrip() for h in s.hyps] == [h.rstrip() for h in systems[0].hyps]
+    ]
+    rows = []
+    for i, s in enumerate(systems):
+        row: dict = {"name": s.name, "baseline": i == 0}
+        row.update(
+            s.made_with or dict.fromkeys(("checkpoint", "ensemble", "decode", "decode_source"))
+        )
+        for n, key in keys.items():
+            r = scores[key][i]
+            row[n] = {k: _num(getattr(r, k)) for k in ("score", "mean", "ci", "p_value")}
+        rows.append(row)
+    used_seed = seed if seed is not None else os.environ.get("SACREBLEU_SEED", "12345")
+    return {
+        "paired": test,
+        "test": PAIRED_TESTS[test],
+        "n_samples": ps.n_samples,
+        "seed": None if str(used_seed).lower() == "none" else int(used_seed),
+        "baseline": systems[0].name,
+        "refs": list(texts.ref_names),
+        "sentences": len(systems[0].hyps),
+        "tgt_lang": tgt_lang,
+        "lowercase": lowercase,
+        "warnings": warnings,
+        "metric_names": keys,
+        "signatures": {n: sigs[key].format() for n, key in keys.items()},
+        "systems": rows,
+    }
+
+
+def _num(x) -> float | None:
+    """A sacrebleu number (numpy float32/64 or Python float) as a Python float; None stays."""
+    return None if x is None else float(x)
+
+
+def _cell(r: dict) -> str:
+    """``31.42 (31.40 ± 1.20) p = 0.0010*`` (the baseline has no p-value)."""
+    text = f"{r['score']:.2f}"
+    if r["mean"] is not None:
+        text += f" ({r['mean']:.2f} ± {r['ci']:.2f})"
+    if r["p_value"] is not None:
+        star = "*" if r["p_value"] < SIGNIFICANT else ""
+        text += f" p = {r['p_value']:.4f}{star}"
+    return text
+
+
+def format_paired(report: dict) -> str:
+    """The paired report as plain text: a header naming the test, one row per system (score,
+    bootstrap mean ± 95% interval, p-value against the baseline), the signatures, the legend."""
+    names = [n for n in METRICS if n in report["signatures"]]
+    unit = "resamples" if report["paired"] == "bs" else "trials"
+    head = (
+        f"{report['test']} (sacreBLEU), {report['n_samples']} {unit}, seed {report['seed']}: "
+        f"each system against the baseline {report['baseline']}"
+    )
+    label = report["metric_names"]  # sacrebleu's: BLEU, chrF2, TER
+    table = [["system"] + [f"{label[n]} (μ ± 95% CI)" for n in names]]
+    for row in report["systems"]:
+        name = ("Baseline: " if row["baseline"] else "") + row["name"]
+        table.append([name] + [_cell(row[n]) for n in names])
+    widths = [max(len(r[c]) for r in table) for c in range(len(table[0]))]
+    lines = [head] + [
+        "  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in table
+    ]
+    lines += [f"  {label[n]} signature: {report['signatures'][n]}" for n in names]
+    lines.append(
+        f"p: the chance of a difference this large from the baseline were the two the same "
+        f"system; * marks p < {SIGNIFICANT}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""``train.precision: auto``, settled once per run: bf16 autocast on CUDA; on the CPU, bf16 only
+where it pays, fp32 otherwise.
+
+On the CPU bf16 autocast pays only with native bf16 arithmetic (``cpu_features.BF16_FLAGS``), and
+not always then (0.86x fp32's speed on a Xeon with AMX, for a small Transformer): there, a short
+probe trains a copy of the run's own model on the run's first batches in both precisions and
+bf16 is chosen only when it measures at least ``BF16_MIN_GAIN`` times fp32's target tokens/s. A
+model too small for bf16 to pay, or a run too short to repay the probe, gets fp32 without one.
+
+The choice goes into the run's config (``config.yaml``, every checkpoint's config) and
+``run_info.json``; a resumed run keeps the precision its ``last.pt`` recorded and probes nothing,
+so it trains on as it started.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seq2seq.config import Config, TrainConfig
+from seq2seq.cpu_features import BF16_FLAGS, cpu_flags, native_bf16
+from seq2seq.data.batch import Batch
+from seq2seq.data.prepare import TrainData, epoch_batches, make_batch
+from seq2seq.runtime import resolve_precision, rng_states, set_rng_states
+from seq2seq.training import distributed as dist
+from seq2seq.training.step import TeacherForcing, train_step
+
+log = logging.getLogger("seq2seq")
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+BF16_MIN_GAIN = 1.05  # bf16 must be this much faster: a smaller gain is noise, not worth rounding
+MIN_PROBE_PARAMETERS = 1_000_000  # below: casts cost more than bf16 matmuls save; no probe
+MIN_PROBE_STEPS = 100  # a run of fewer max_steps cannot repay the probe's ~10 steps
+PROBE_BATCHES = 3  # the run's first batches of epoch 0, cycled
+PROBE_SECONDS = 2.0  # timed seconds (both precisions) after which the probe stops
+PROBE_MAX_ROUNDS = 6  # rounds of one timed step in each precision, at most
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """What ``auto`` became and why.
+
+    Attributes:
+        precision: fp32, bf16 or fp16.
+        line: the log line naming the choice and its reason (with both speeds after a probe).
+        probe: target tokens/s by precision when a probe ran, else None.
+    """
+
+    precision: str
+    line: str
+    probe: dict[str, float] | None = None
+
+
+def choose_cpu_precision(
+    flags: frozenset[str],
+    parameters: int,
+    max_steps: int | None,
+    probe: Callable[[], dict[str, float]],
+) -> PrecisionChoice:
+    """``auto`` on the CPU: fp32 without a probe when ``flags`` hold no native bf16, the model
+    has fewer than ``MIN_PROBE_PARAMETERS`` parameters or ``max_steps`` is below
+    ``MIN_PROBE_STEPS``; else ``probe()`` (-> target tokens/s for "fp32" and "bf16") decides:
+    bf16 when it is at least ``BF16_MIN_GAIN`` times as fast."""
+    if not native_bf16(flags):
+        why = f"this CPU has no native bf16: no {' or '.join(BF16_FLAGS)} flag"
+        return PrecisionChoice("fp32", f"precision auto: fp32 ({why}; no probe)")
+    if parameters < MIN_PROBE_PARAMETERS:
+        why = f"{parameters:,} parameters, too few for bf16 to pay"
+        return PrecisionChoice("fp32", f"precision auto: fp32 ({why}; no probe)")
+    if max_steps is not None and max_steps < MIN_PROBE_STEPS:
+        why = f"max_steps {max_steps}, too few to repay a probe"
+        return PrecisionChoice("fp32", f"precision auto: fp32 ({why})")
+    speeds = probe()
+    bf16, fp32 = speeds["bf16"], speeds["fp32"]
+    choice = "bf16" if bf16 >= BF16_MIN_GAIN * fp32 else "fp32"
+    short = (
+        f", under the {BF16_MIN_GAIN:.2f}x bf16 needs" if choice == "fp32" and bf16 > fp32 else ""
+    )
+    speeds_said = f"{bf16:,.0f} tok/s bf16 against {fp32:,.0f} fp32{short}"
+    line = f"precision auto: {choice} (probe: {speeds_said})"
+    return PrecisionChoice(choice, line, {"bf16": round(bf16, 1), "fp32": round(fp32, 1)})
+
+
+def probe_batches(
+    data: TrainData, t: TrainConfig, info: dist.DistInfo, device, pad_multiple: int, cap
+) -> list[Batch]:
+    """This rank's first ``PROBE_BATCHES`` batches of epoch 0 on ``device``, padded as the run
+    pads them (``cap``: the model's position limit, or None)."""
+    items = epoch_batches(data.train, t, 0, info)[:PROBE_BATCHES]
+    return [make_batch(data.train, item, device, pad_multiple, cap) for item in items]
+
+
+def probe_speeds(
+    model: nn.Module,
+    t: TrainConfig,
+    batches: list[Batch],
+    device: torch.device,
+    seconds: float = PROBE_SECONDS,
+    max_rounds: int = PROBE_MAX_ROUNDS,
+) -> dict[str, float]:
+    """Target tokens/s of the run's own update (``step.train_step``: forward, loss, backward,
+    clipping, ``t``'s fused optimizer) in fp32 and in bf16 autocast, on a copy of ``model``.
+
+    One warm-up step in each precision, then rounds of one timed step in each (the order
+    alternating by round, so neither always runs on a warmer cache) over ``batches`` in turn,
+    until ``seconds`` of timed steps or ``max_rounds`` rounds. ``model`` and every RNG are left as
+    they were. Takes 2 + 2 x rounds steps: 1.3-1.7 s for a 44k- or a 1.2M-parameter Transformer
+    on one busy Zen 4 thread, most of it the first bf16 step's setup.
+    """
+    from seq2seq.training.setup import build_optimizer  # setup imports this module
+
+    saved = rng_states()
+    twin = copy.deepcopy(model).train()
+    wrapper, optimizer = TeacherForcing(twin), build_optimizer(twin, t)
+    scaler = torch.amp.GradScaler(device.type, enabled=False)
+    cfgs = {p: t.model_copy(update={"precision": p, "update_freq": 1}) for p in ("fp32", "bf16")}
+    alone = dist.DistInfo()
+
+    def step(precision: str, batch: Batch) -> float:
+        start = time.perf_counter()
+        out = train_step(wrapper, optimizer, scaler, [batch], cfgs[precision], t.lr, device, alone)
+        float(out["loss"])  # waits for the device
+        return time.perf_counter() - start
+
+    try:
+        for precision in cfgs:
+            step(precision, batches[0])
+        spent, tokens = dict.fromkeys(cfgs, 0.0), dict.fromkeys(cfgs, 0)
+        for r in range(max_rounds):
+            batch = batches[r % len(batches)]
+            for precision in list(cfgs)[:: 1 if r % 2 == 0 else -1]:
+                spent[precision] += step(precision, batch)
+                tokens[precision] += batch.n_tokens
+            if sum(spent.values()) >= seconds:
+                break
+        return {p: tokens[p] / spent[p] for p in cfgs}
+    finally:
+        set_rng_states(saved)  # the copy and its optimizer go when this returns
+
+
+def settle_precision(
+    cfg: Config,
+    device: torch.device,
+    info: dist.DistInfo,
+    resumed: Config | None,
+    probe: Callable[[], dict[str, float]],
+    parameters: int,
+) -> tuple[Config, PrecisionChoice | None]:
+    """``cfg`` with ``train.precision`` resolved, and the choice ``auto`` made (None when the
+    config named a precision).
+
+    ``auto``: a resumed run (``resumed``: its ``last.pt``'s config) keeps the precision it
+    recorded; else bf16 on CUDA, and on the CPU ``choose_cpu_precision`` with this CPU's flags,
+    ``parameters`` and ``probe`` (-> target tokens/s by precision). Under torchrun rank 0's choice
+    holds on every rank. Rank 0 logs the choice.
+    """
+    t = cfg.train
+    if t.precision != "auto":
+        return cfg, None
+    kept = resumed.train.precision if resumed is not None else "auto"
+    if kept != "auto" and (kept != "fp16" or device.type == "cuda"):
+        choice = PrecisionChoice(kept, f"precision auto: {kept} (kept from the run's last.pt)")
+    elif device.type != "cpu":
+        precision = resolve_precision("auto", device)
+        choice = PrecisionChoice(precision, f"precision auto: {precision} ({device.type})")
+    else:
+        choice = choose_cpu_precision(cpu_flags(), parameters, t.max_steps, probe)
+    precision = dist.broadcast_choice(choice.precision, PRECISIONS, info, device)
+    if precision != choice.precision:
+        choice = PrecisionChoice(precision, f"precision auto: {precision} (rank 0's choice)")
+    if info.is_main:
+        log.info(choice.line)
+    return cfg.model_copy(update={"train": t.model_copy(update={"precision": precision})}), choice
