@@ -272,8 +272,7 @@ class Run(RunSetup):
         best = st.best_score if t.best_metric != "loss" or st.best_score is None else -st.best_score
         out = {
             "steps": st.step,
-            # the log's "epoch 2" is the epoch under way; this counts epochs trained: 1.5 there
-            "epochs": round(st.epoch + st.batch_in_epoch / max(self.batches_in_epoch, 1), 2),
+            "epochs": self.epochs_trained(),
             "stopped": self.stopped,
             "train_seconds": round(st.train_seconds, 1),
             "target_tokens": st.target_tokens,
@@ -290,6 +289,16 @@ class Run(RunSetup):
             if len(set(digests)) > 1:
                 log.error("ranks hold different weights after training: %s", digests)
         return out
+
+    def epochs_trained(self) -> float:
+        """Epochs trained, to 2 decimals: 1.5 half-way through the epoch the log calls
+        "epoch 2"."""
+        st = self.state
+        if st.batch_in_epoch and not self.batches_in_epoch:  # resumed mid-epoch, stopped at once
+            self.batches_in_epoch = len(
+                epoch_batches(self.data.train, self.cfg.train, st.epoch, self.info)
+            )
+        return round(st.epoch + st.batch_in_epoch / max(self.batches_in_epoch, 1), 2)
 
     def write_summary(self, summary: dict) -> None:
         """``train_summary.json`` (rank 0, atomically): what ``train`` prints, kept with the run."""

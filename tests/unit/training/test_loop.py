@@ -83,3 +83,23 @@ def test_update_freq_groups_stop_at_the_epoch_end_and_the_start_says_so(
     n, tail = int(found[1]), int(found[2])
     assert tail == n % 3 != 0
     assert summary["epochs"] == 2 and summary["steps"] == 2 * math.ceil(n / 3)
+
+
+def test_the_summary_counts_epochs_trained_as_the_log_counts_the_epoch_under_way(
+    tmp_path, caplog, synth_corpus, synth_tokenizer
+):
+    """Stopped half-way through its second epoch, a run has trained 1.5 epochs, and the log's
+    last line says "epoch 2"; a whole number of epochs is that number."""
+    from tests.toys import synth_run_config
+
+    cfg = synth_run_config(synth_corpus, max_epochs=1, batch_tokens=2000)
+    n = train(cfg, tmp_path / "one", tokenizer=synth_tokenizer)["steps"]  # batches an epoch
+    assert n >= 4 and train(cfg, tmp_path / "one", resume=True)["epochs"] == 1
+    cfg = synth_run_config(synth_corpus, max_steps=n + n // 2, batch_tokens=2000, log_every=1)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        summary = train(cfg, tmp_path / "run", tokenizer=synth_tokenizer)
+    assert summary["epochs"] == round(1 + (n // 2) / n, 2) and 1 < summary["epochs"] < 2
+    steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert steps[-1].startswith(f"step {n + n // 2} epoch 2 ")
+    # resumed with nothing left to do, it says the same
+    assert train(cfg, tmp_path / "run", resume=True)["epochs"] == summary["epochs"]
