@@ -26,7 +26,9 @@ class Config(_Section):
     """A whole experiment."""
 
     name: str = "experiment"
-    run_dir: str | None = Field(None, description="default: runs/<name>")
+    run_dir: str | None = Field(
+        None, description="default: runs/<name>; relative to the working folder; not from base:"
+    )
     data: DataConfig = DataConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
     model: ModelConfig = BahdanauConfig()

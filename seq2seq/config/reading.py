@@ -132,12 +132,18 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     return raw
 
 
+OWN_KEYS = ("run_dir",)
+"""Top-level keys a config never takes from its ``base:``: a derived config (a recipe built on a
+zoo config) trains into its own folder, ``runs/<its name>`` unless it sets ``run_dir`` itself,
+never into its base's."""
+
+
 def read_config_file(
     p: Path, chain: tuple[Path, ...] = (), layers: list[tuple[str, dict]] | None = None
 ) -> dict:
     """One config file's mapping, its ``base:`` (a config path relative to this file) merged under
-    it section by section: the file says only what differs from its base. ``layers`` collects
-    (file, its own mapping) for each file of the chain, the derived one first.
+    it section by section: the file says only what differs from its base, ``OWN_KEYS`` aside.
+    ``layers`` collects (file, its own mapping) for each file of the chain, the derived one first.
 
     Raises:
         ConfigError: missing file, bad YAML, a key given twice, not a mapping, or a ``base``
@@ -179,7 +185,10 @@ def read_config_file(
             f"{p}: base {base}: config file not found ({p.parent / base}); the path is relative "
             "to this file"
         )
-    return merge(read_config_file(p.parent / base, (*chain, p.resolve()), layers), raw)
+    inherited = read_config_file(p.parent / base, (*chain, p.resolve()), layers)
+    for key in OWN_KEYS:
+        inherited.pop(key, None)
+    return merge(inherited, raw)
 
 
 def merge(base: dict, over: dict) -> dict:

@@ -3,6 +3,8 @@ empty or non-UTF-8 config is one line, and a config derives from its ``base:`` k
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -91,6 +93,24 @@ def test_a_config_derives_from_its_base_key_by_key(tmp_path):
     assert cfg.name == "best"
     assert (cfg.model.d_model, cfg.model.n_heads, cfg.model.d_ff) == (64, 4, 256)
     assert (cfg.train.max_time, cfg.train.lr) == (60, 0.002)
+
+
+def test_a_derived_config_trains_into_its_own_folder_not_its_bases(tmp_path):
+    (tmp_path / "zoo.yaml").write_text("name: zoo\nrun_dir: runs/zoo/x\n")
+    (tmp_path / "best.yaml").write_text("base: zoo.yaml\nname: best\n")
+    (tmp_path / "mine.yaml").write_text("base: zoo.yaml\nname: mine\nrun_dir: elsewhere\n")
+    assert load_config(tmp_path / "zoo.yaml").run_dir == "runs/zoo/x"
+    assert load_config(tmp_path / "best.yaml").run_dir is None  # so train picks runs/best
+    assert load_config(tmp_path / "mine.yaml").run_dir == "elsewhere"
+
+
+def test_the_zoo_configs_train_where_make_demo_does():
+    """``seq2seq train configs/multi30k/X.yaml`` and ``make demo`` (scripts/train_zoo.sh with
+    RUNS=runs/multi30k: RUNS/<file stem>) use one folder."""
+    configs = sorted(Path("configs/multi30k").glob("*.yaml"))
+    assert configs
+    for path in configs:
+        assert load_config(path).run_dir == f"runs/multi30k/{path.stem}", path
 
 
 @pytest.mark.parametrize(
