@@ -192,11 +192,11 @@ def load_model(checkpoint: Path, device: str, say_decode_file: bool = True) -> L
     """``--checkpoint`` and ``--device`` -> the model in eval mode, its tokenizer, the run config
     and the device (``model, tok, cfg, dev = load_model(...)``), and which checkpoint and step
     were read and what the run's decode.yaml changed (``LoadedRun``). ``say_decode_file=False``
-    leaves out ``load_for_inference``'s log line on decode.yaml, for a caller that words it
+    leaves out ``checkpoint.with_tuned_decode``'s log line on decode.yaml, for a caller that words it
     itself (``LoadedRun.decode_file_line``).
 
     Raises:
-        CheckpointError: as ``load_for_inference``.
+        CheckpointError: a missing, damaged or incompatible checkpoint (``checkpoint.py``).
     """
     from seq2seq.checkpoint import (
         DECODE_FILE,

@@ -1,7 +1,7 @@
 """Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> token ids (batched in
 ``batch.py``).
 
-Reading policy (stated in the README, "Data hygiene"):
+Reading policy (stated in docs/data.md, "Data hygiene"):
 - A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are
   read as plain text. Characters that other readers treat as line breaks inside a line (a lone
   ``\\r``, U+0085, U+2028, U+2029, vertical tab, form feed) become one space, so a file of N lines

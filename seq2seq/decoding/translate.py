@@ -1,7 +1,7 @@
 """Sentences -> batches -> search -> detokenised text; shared by ``translate``, ``eval`` and
 validation.
 
-Input policy (stated in the README, "Data hygiene"):
+Input policy (stated in docs/data.md, "Data hygiene"):
 - Empty and blank-looking inputs (only whitespace and invisible format characters), and inputs that
   encode to no tokens, are never sent to the model: they come back as empty outputs in their place,
   so the output always has one line per input line, in order.
