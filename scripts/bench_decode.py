@@ -12,20 +12,27 @@ random sources shaped like the test set. Random weights (almost) never emit EOS,
 runs to its maximum length in both modes: a worst case. ``--profile`` adds a torch.profiler table
 of the beam-search run. ``--quantize int8`` measures every row twice, with the float weights
 and with dynamic int8 ones (``decoding.quantize``, CPU only), and prints int8 against fp32:
-sentences/s and BLEU side by side. The CPU's model name and bf16/VNNI/AMX flags head the output
+sentences/s and BLEU side by side. ``--ctranslate2`` adds rows for each Transformer run's
+CTranslate2 export (``seq2seq export --format ctranslate2``, into a temporary folder), decoded by
+CTranslate2 in fp32 (``ct2-fp32``) and int8 (``ct2-int8``) with the same batches, tokenizer and
+scoring. The CPU's model name and bf16/VNNI/AMX flags head the output
 and go into the JSON (``settings.cpu``).
 
 Usage:
     python scripts/bench_decode.py runs/a runs/b --batch-size 64 --beam 5 --json bench.json
     python scripts/bench_decode.py --random configs/multi30k/transformer.yaml --profile
     python scripts/bench_decode.py runs/multi30k --quantize int8 --json bench.json
+    python scripts/bench_decode.py runs/multi30k/transformer --quantize int8 --ctranslate2
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,8 +84,42 @@ def weights(model, args) -> list[tuple[str, torch.nn.Module]]:
     return out + [(args.quantize, quantize_model(model, args.quantize))] if args.quantize else out
 
 
+def engines(float_model, run_dir: Path, cfg, args) -> list[tuple[str, object]]:
+    """(label, model) pairs to decode with: ``weights``, then under ``--ctranslate2`` (a
+    Transformer run) its CTranslate2 export decoded in fp32 and in int8 (``compute_type`` int8
+    on the fp32 export), exported into a temporary folder."""
+    out: list[tuple[str, object]] = list(weights(float_model, args))
+    if not args.ctranslate2:
+        return out
+    if cfg.model.name != "transformer":
+        print(f"{run_dir}: --ctranslate2 skipped, a {cfg.model.name} run (Transformers only)")
+        return out
+    from seq2seq.decoding.ctranslate2 import CTranslate2Model
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    tmp = tempfile.mkdtemp(prefix="bench_ct2_")
+    atexit.register(shutil.rmtree, tmp, True)
+    folder = Path(tmp) / "ct2"
+    done = export_ctranslate2(run_dir, folder)
+    print(f"{run_dir}: CTranslate2 export {done.out_bytes / 1e6:.1f} MB in {folder}")
+    for label, quantize in (("ct2-fp32", None), ("ct2-int8", "int8")):
+        out.append(
+            (label, CTranslate2Model(folder, args.device, quantize, cfg.model.max_positions))
+        )
+    return out
+
+
+def decode_with(model, tok, sources, dcfg, device):
+    """Our search, or CTranslate2's for a ``CTranslate2Model``."""
+    from seq2seq.decoding.ctranslate2 import CTranslate2Model, translate_ctranslate2
+
+    if isinstance(model, CTranslate2Model):
+        return translate_ctranslate2(model, tok, sources, dcfg)
+    return translate_sentences(model, tok, sources, dcfg, device)
+
+
 def bench_run(run_dir: Path, args) -> list[dict]:
-    """Greedy and beam rows for one trained run (each weights variant, ``weights``)."""
+    """Greedy and beam rows for one trained run (each engine and weights variant, ``engines``)."""
     float_model, tok, cfg = load_for_inference(run_dir, args.device)
     src_path = resolve_corpus_file(TEST_SET, cfg.data.src_lang)
     ref_path = resolve_corpus_file(TEST_SET, cfg.data.tgt_lang)
@@ -87,13 +128,14 @@ def bench_run(run_dir: Path, args) -> list[dict]:
         sources, refs = sources[: args.limit], refs[: args.limit]
     rows = []
     for (label, model), (method, beam) in (
-        (w, m) for w in weights(float_model, args) for m in (("greedy", 1), ("beam", args.beam))
+        (w, m)
+        for w in engines(float_model, run_dir, cfg, args)
+        for m in (("greedy", 1), ("beam", args.beam))
     ):
         dcfg = cfg.decode.with_method(method, beam_size=beam, batch_size=args.batch_size)
-        translate_sentences(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
+        decode_with(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
         seconds, res = timed(
-            lambda d=dcfg, m=model: translate_sentences(m, tok, sources, d, args.device),
-            args.repeat,
+            lambda d=dcfg, m=model: decode_with(m, tok, sources, d, args.device), args.repeat
         )
         hyps = [r.text for r in res]
         n_tok = sum(len(r.hypotheses[0].tokens) for r in res if r.hypotheses)
@@ -189,13 +231,19 @@ def profile(model, batches, dcfg: DecodeConfig) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
+def _ct2_version() -> str:
+    import ctranslate2
+
+    return ctranslate2.__version__
+
+
 def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
 def print_table(rows: list[dict]) -> None:
     head = (
-        f"{'run':<28} {'model':<12} {'weights':<7} {'mode':<7} {'batch':>5} {'sent/s':>8} "
+        f"{'run':<28} {'model':<12} {'weights':<8} {'mode':<7} {'batch':>5} {'sent/s':>8} "
         f"{'tok/s':>8} {'BLEU':>6} {'chrF':>6} {'x greedy':>8}"
     )
     print(head)
@@ -204,7 +252,7 @@ def print_table(rows: list[dict]) -> None:
     for r in rows:
         ratio = r["seconds"] / greedy[r["run"], r["weights"]]
         print(
-            f"{r['run'][-28:]:<28} {r['model']:<12} {r['weights']:<7} {r['mode']:<7} "
+            f"{r['run'][-28:]:<28} {r['model']:<12} {r['weights']:<8} {r['mode']:<7} "
             f"{r['batch_size']:>5} {r['sentences_per_s']:>8.1f} {r['tgt_tokens_per_s']:>8.0f} "
             f"{_score(r['bleu']):>6} {_score(r['chrf']):>6} {ratio:>8.2f}"
         )
@@ -227,6 +275,25 @@ def print_quantized(rows: list[dict], quantize: str) -> None:
             f"{r['run'][-28:]:<28} {r['mode']:<7} {f['sentences_per_s']:>9.1f} "
             f"{r['sentences_per_s']:>9.1f} {r['sentences_per_s'] / f['sentences_per_s']:>7.2f}x "
             f"{_score(f['bleu']):>10} {_score(r['bleu']):>10}"
+        )
+
+
+def print_ctranslate2(rows: list[dict]) -> None:
+    """Per run and mode: ours (fp32) against CTranslate2 fp32 and int8, sentences/s and BLEU."""
+    by = {(r["run"], r["mode"], r["weights"]): r for r in rows}
+    runs = sorted({(r["run"], r["mode"]) for r in rows if r["weights"] == "ct2-fp32"})
+    print("\nours (fp32) vs CTranslate2 fp32 and int8")
+    head = (
+        f"{'run':<28} {'mode':<7} {'ours s/s':>9} {'ct2 s/s':>8} {'int8 s/s':>9} "
+        f"{'ours BLEU':>10} {'ct2 BLEU':>9} {'int8 BLEU':>10}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for run, mode in runs:
+        o, c, q = (by[run, mode, w] for w in ("fp32", "ct2-fp32", "ct2-int8"))
+        print(
+            f"{run[-28:]:<28} {mode:<7} {o['sentences_per_s']:>9.1f} {c['sentences_per_s']:>8.1f} "
+            f"{q['sentences_per_s']:>9.1f} {_score(o['bleu']):>10} {_score(c['bleu']):>9} "
+            f"{_score(q['bleu']):>10}"
         )
 
 
@@ -254,6 +321,12 @@ def main() -> None:
         choices=["int8"],
         help="also decode with dynamic int8 weights (CPU only) and compare with fp32",
     )
+    p.add_argument(
+        "--ctranslate2",
+        action="store_true",
+        help="also decode each Transformer run's CTranslate2 export, fp32 and int8 "
+        '(pip install -e ".[export]")',
+    )
     args = p.parse_args()
     if args.quantize and args.device != "cpu":
         p.error(f"--quantize {args.quantize} decodes on the CPU: give --device cpu")
@@ -270,6 +343,7 @@ def main() -> None:
         "torch": torch.__version__,
         "cpu": cpu_report(),
         "quantize": args.quantize,
+        "ctranslate2": _ct2_version() if args.ctranslate2 else None,
         "batch_size": args.batch_size,
         "beam": args.beam,
         "data": str(data_root()),
@@ -284,6 +358,8 @@ def main() -> None:
     print_table(rows)
     if args.quantize:
         print_quantized(rows, args.quantize)
+    if args.ctranslate2 and any(r["weights"] == "ct2-fp32" for r in rows):
+        print_ctranslate2(rows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))

@@ -62,18 +62,37 @@ def link_checkpoint(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
+# ``seq2seq export -o DIR`` writes the weights and tokenizer as DIR/model.pt (a checkpoint
+# without optimizer, RNG or training state); ``--format ctranslate2`` writes CTranslate2's files
+# and this one, which says what the folder is (see ``export/ctranslate2.py``).
+EXPORT_FILE = "model.pt"
+CTRANSLATE2_META = "seq2seq_export.json"
+CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file's format and version
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
-    """A run directory means its ``best.pt`` (else ``last.pt``); a file means itself.
+    """A run directory means its ``best.pt`` (else ``last.pt``), an export folder its
+    ``model.pt``; a file means itself.
 
     Raises:
-        CheckpointError: nothing usable at ``path``.
+        CheckpointError: nothing usable at ``path`` (a CTranslate2 export says that only
+            ``translate`` reads it).
     """
     p = Path(path)
     if p.is_dir():
-        for name in ("best.pt", "last.pt"):
+        for name in ("best.pt", "last.pt", EXPORT_FILE):
             if (p / name).is_file():
                 return p / name
-        raise CheckpointError(f"{p}: run directory holds no best.pt or last.pt; train first")
+        if (p / CTRANSLATE2_META).is_file():
+            raise CheckpointError(
+                f"{p}: a CTranslate2 export (seq2seq export --format ctranslate2), which only "
+                f"`seq2seq translate -c {p}` reads; score its output with `seq2seq eval --hyp`, "
+                "or export the run without --format for eval and serve"
+            )
+        raise CheckpointError(
+            f"{p}: run directory holds no best.pt or last.pt (nor an export's {EXPORT_FILE}); "
+            "train first"
+        )
     if not p.is_file():
         raise CheckpointError(f"{p}: no such checkpoint or run directory")
     return p

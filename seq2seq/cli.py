@@ -4,7 +4,8 @@ of every command; the commands themselves live in ``commands/``.
 ``train`` and ``average`` are in ``commands/training.py``, ``translate`` in
 ``commands/translate.py``, ``eval`` in ``commands/evaluate.py`` (the search options the two share
 in ``commands/decode_options.py``), ``tune-decode`` in ``commands/tune.py``, ``compare`` and
-``synth`` in ``commands/study.py``, ``serve`` in ``commands/serve.py``, and what they share in
+``synth`` in ``commands/study.py``, ``serve`` in ``commands/serve.py``, ``export`` in
+``commands/export.py``, and what they share in
 ``commands/common.py`` (and ``commands/outputs.py``: every output path is checked writable before
 the work starts).
 Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
@@ -18,7 +19,7 @@ import os
 
 import typer
 
-from seq2seq.commands import evaluate, serve, study, training, translate, tune
+from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
 app = typer.Typer(
@@ -26,7 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
     "Transformer. Train, translate, evaluate, average checkpoints, tune the search on "
-    "validation, make synthetic corpora, compare models.",
+    "validation, make synthetic corpora, compare models, export for deployment.",
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
     context_settings={"help_option_names": ["-h", "--help"]},  # every command's -h
@@ -69,6 +70,7 @@ SUMMARIES = {
     "compare": "The bottleneck-versus-attention study.",
     "synth": "Write a synthetic parallel corpus (copy, reverse, ...).",
     "serve": "Serve a local page and JSON API over trained runs.",
+    "export": "Write a run's weights and tokenizer for deployment.",
 }
 
 app.command(short_help=SUMMARIES["train"])(training.train)
@@ -79,6 +81,7 @@ app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode
 app.command(short_help=SUMMARIES["compare"])(study.compare)
 app.command(short_help=SUMMARIES["synth"])(study.synth)
 app.command(short_help=SUMMARIES["serve"])(serve.serve)
+app.command(short_help=SUMMARIES["export"])(export.export)
 
 
 def main() -> None:

@@ -119,6 +119,20 @@ def synth_run(tmp_path_factory, synth_corpus, synth_tokenizer) -> Path:
     return run
 
 
+@pytest.fixture(scope="session")
+def synth_transformer_run(tmp_path_factory, synth_corpus, synth_tokenizer) -> Path:
+    """A run folder of the tiny Transformer (post-norm, sinusoidal positions, shared embeddings,
+    joint vocabulary) after 300 updates on ``synth_corpus``: trained enough that most greedy
+    translations end with EOS, in about 5 seconds. The export tests' run."""
+    from seq2seq.training.loop import train
+    from tests.toys import synth_run_config
+
+    run = tmp_path_factory.mktemp("synth_transformer_run") / "run"
+    cfg = synth_run_config(synth_corpus, model="transformer", max_steps=300, lr=0.005)
+    train(cfg, run, tokenizer=synth_tokenizer)
+    return run
+
+
 class Collect(logging.Handler):
     """Every log record's message, in order."""
 

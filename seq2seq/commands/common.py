@@ -86,7 +86,8 @@ class LoadedRun:
     Attributes:
         cfg: the run's config, its decode section with ``decode.yaml`` applied.
         checkpoint: the checkpoint file read (a run folder's best.pt, else last.pt).
-        step: the update it was saved at (its train_state), None for one without (averaged).
+        step: the update it was saved at (its train_state, or an export's exported_from), None
+            for one without (averaged).
         config_decode: the decode settings of the checkpoint's own config.
         decode_file: the run's ``decode.yaml`` when it exists, and ``decode_file_keys`` the
             settings it names.
@@ -192,8 +193,8 @@ def load_model(checkpoint: Path, device: str, say_decode_file: bool = True) -> L
     """``--checkpoint`` and ``--device`` -> the model in eval mode, its tokenizer, the run config
     and the device (``model, tok, cfg, dev = load_model(...)``), and which checkpoint and step
     were read and what the run's decode.yaml changed (``LoadedRun``). ``say_decode_file=False``
-    leaves out ``checkpoint.with_tuned_decode``'s log line on decode.yaml, for a caller that words it
-    itself (``LoadedRun.decode_file_line``).
+    leaves out ``checkpoint.with_tuned_decode``'s log line on decode.yaml, for a caller that words
+    it itself (``LoadedRun.decode_file_line``).
 
     Raises:
         CheckpointError: a missing, damaged or incompatible checkpoint (``checkpoint.py``).
@@ -211,7 +212,7 @@ def load_model(checkpoint: Path, device: str, say_decode_file: bool = True) -> L
     path = resolve_checkpoint(checkpoint)
     ckpt = load_checkpoint(path)
     model, tok, cfg = model_from_checkpoint(ckpt, str(path))
-    step = (ckpt.get("train_state") or {}).get("step")
+    step = (ckpt.get("train_state") or ckpt.get("exported_from") or {}).get("step")
     del ckpt
     with nullcontext() if say_decode_file else _quiet_info():
         tuned = with_tuned_decode(cfg, path.parent)

@@ -30,7 +30,9 @@ def translate(
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file or run directory (its best.pt, else last.pt). " + ENSEMBLE_HELP,
+        help="Checkpoint file or run directory (its best.pt, else last.pt), or a `seq2seq "
+        "export` folder (its model.pt; a CTranslate2 export is decoded by CTranslate2). "
+        + ENSEMBLE_HELP,
     ),
     input: str = typer.Option(
         "-",
@@ -65,8 +67,32 @@ def translate(
         "--n-best",
         min=1,
         help="Write the N best per line as TSV: line number, score, hypothesis (a backslash, "
-        "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); beam search "
-        "needs --beam N or more, sampling draws N per line.",
+        "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); the score is "
+        "the length-penalised one the search ranks by, log P / ((5 + |Y|) / 6)^alpha with alpha "
+        "= --length-penalty (log P itself at alpha 0). With --format jsonl, N hypotheses per "
+        "object instead. Beam search needs --beam N or more, sampling draws N per line.",
+    ),
+    output_format: str | None = typer.Option(
+        None,
+        "--format",
+        metavar="text|nbest|jsonl",
+        help="text: the best translation, one line per input line. nbest: the --n-best TSV "
+        "(rows as --n-best says). jsonl: one JSON object per input line, in order: line (its "
+        "number), translation, score (as in the TSV), log_prob (sum of the token log-probs), "
+        "finished, tokens (target pieces, EOS </s> included), token_log_probs (one per piece, "
+        "EOS included), alignment (Pharaoh i-j: source word i, target word j, 0-based, from "
+        "each target piece's argmax cross-attention, pieces mapped to words; null for a model "
+        "without attention); with --n-best N, {line, hypotheses: [N such]}. A blank line gives "
+        "an empty translation. [default: nbest with --n-best above 1, else text]",
+    ),
+    align_layer: int | None = typer.Option(
+        None,
+        "--align-layer",
+        metavar="N",
+        help="--format jsonl: align with decoder layer N's cross-attention (0-based), heads "
+        "averaged, recomputed teacher-forced on each hypothesis. RNN attention models have one "
+        "layer (0) [default: the attention the search returns: the Transformer's last decoder "
+        "layer averaged over heads, the RNN decoders' one attention].",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
@@ -122,6 +148,9 @@ def translate(
     model is ready; Ctrl-D ends."""
     import sys
 
+    from seq2seq.commands.export import CTranslate2Run, ctranslate2_run
+    from seq2seq.decoding.alignment_output import output_format as output_format_of
+    from seq2seq.decoding.ctranslate2 import CTranslate2LineTranslator
     from seq2seq.decoding.files import LineTranslator, TranslationInterrupted, translate_io
     from seq2seq.decoding.search import check_n_best
 
@@ -134,8 +163,10 @@ def translate(
         )
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
-    run, _ = load_runs(checkpoint, quantized_device(quantize, device), load=load_model)
-    run.model = quantized(run.model, quantize)
+    run = ctranslate2_run(checkpoint, device, quantize, attention_dir)  # a CTranslate2 export
+    if run is None:
+        run, _ = load_runs(checkpoint, quantized_device(quantize, device), load=load_model)
+        run.model = quantized(run.model, quantize)
     options = {
         "beam_size": beam,
         "batch_size": batch_size,
@@ -153,14 +184,17 @@ def translate(
     }
     dcfg = decode_cfg(run.cfg.decode, **options)
     check_n_best(dcfg, n_best)
+    fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     if run.decode_file is None:  # a run with decode.yaml says so in load_model's log line
         if line := run.untuned_line(dcfg, run.decode_sources(dcfg, given_options(options))):
             logging.getLogger("seq2seq").info(line)  # as load_model says a decode.yaml
     plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
-    translator = LineTranslator(
+    make = CTranslate2LineTranslator if isinstance(run, CTranslate2Run) else LineTranslator
+    translator = make(
         run.model, run.tok, dcfg, run.device, n_best, batch_tokens, attention_n, plot, source_name
     )
+    translator.output_format, translator.align_layer = fmt, align_layer
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
     try:

@@ -18,6 +18,8 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
   search; like ``min_len`` it blocks without renormalising.
 - ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
   real source positions only, so it does not depend on how the sentence was batched.
+- ``token_log_probs`` holds, for each of the |Y| tokens (EOS included), the model's log-probability
+  of it at its step, as the search summed it into ``log_prob`` (blocking never renormalises).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class Hypothesis:
         log_prob: log P(tokens | source) under the model.
         finished: False for a hypothesis cut at the maximum length.
         attention: (T, S_i) cross-attention over the real source positions, or None.
+        token_log_probs: T floats, the log-probability of each token at its step; they sum to
+            ``log_prob`` (up to float32 rounding).
     """
 
     tokens: list[int]
@@ -49,6 +53,7 @@ class Hypothesis:
     log_prob: float
     finished: bool
     attention: Tensor | None = None
+    token_log_probs: list[float] | None = None
 
 
 def max_lengths(src_mask: Tensor, a: float, b: int) -> Tensor:

@@ -41,10 +41,12 @@ class _Beams:
 
     lp: Tensor  # (b, K) cumulative log-probabilities
     tok: Tensor  # (b, K, L)
+    tlp: Tensor  # (b, K, L) each token's log-probability at its step
     att: Tensor | None  # (b, K, L, S)
 
     def select(self, keep: Tensor) -> _Beams:
-        return _Beams(self.lp[keep], self.tok[keep], None if self.att is None else self.att[keep])
+        att = None if self.att is None else self.att[keep]
+        return _Beams(self.lp[keep], self.tok[keep], self.tlp[keep], att)
 
 
 @dataclass
@@ -54,12 +56,15 @@ class _Pool:
     score: Tensor  # (b, N)
     lp: Tensor  # (b, N)
     tok: Tensor  # (b, N, L)
+    tlp: Tensor  # (b, N, L)
     length: Tensor  # (b, N)
     att: Tensor | None  # (b, N, L, S)
 
     def select(self, keep: Tensor) -> _Pool:
         att = None if self.att is None else self.att[keep]
-        return _Pool(self.score[keep], self.lp[keep], self.tok[keep], self.length[keep], att)
+        return _Pool(
+            self.score[keep], self.lp[keep], self.tok[keep], self.tlp[keep], self.length[keep], att
+        )
 
 
 def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, _Pool]:
@@ -72,10 +77,11 @@ def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, 
         torch.full((B, N), NEG_INF, device=dev),
         torch.full((B, N), NEG_INF, device=dev),
         torch.full((B, N, L), PAD, dtype=torch.long, device=dev),
+        torch.zeros(B, N, L, device=dev),
         torch.zeros(B, N, dtype=torch.long, device=dev),
         None if S is None else torch.zeros(B, N, L, S, device=dev),
     )
-    return _Beams(lp, tok, att), pool
+    return _Beams(lp, tok, torch.zeros(B, K, L, device=dev), att), pool
 
 
 def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
@@ -98,16 +104,19 @@ def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_B
     # 3) the 2K best, sorted
     top_lp, top_idx = cand.topk(min(2 * K, K * n), dim=1)
     parent, token = top_idx // n, row_tok.view(b, K * n).gather(1, top_idx)
-    # 4) copy each parent's history and append the new token (and its attention row)
-    tok = beams.tok.gather(1, parent.unsqueeze(2).expand(-1, -1, L)).clone()
+    # 4) copy each parent's history and append the new token (its log-probability, attention row)
+    history = parent.unsqueeze(2).expand(-1, -1, L)
+    tok = beams.tok.gather(1, history).clone()
     tok[:, :, t] = token
+    tlp = beams.tlp.gather(1, history).clone()
+    tlp[:, :, t] = row_top.view(b, K * n).gather(1, top_idx)
     cand_att = None
     if beams.att is not None and att is not None:
         S = beams.att.shape[-1]
         cand_att = beams.att.gather(1, parent[:, :, None, None].expand(-1, -1, L, S)).clone()
         step_att = att.float().view(b, K, S)
         cand_att[:, :, t] = step_att.gather(1, parent.unsqueeze(2).expand(-1, -1, S))
-    return _Beams(top_lp, tok, cand_att), parent
+    return _Beams(top_lp, tok, tlp, cand_att), parent
 
 
 def _keep_open(cand: _Beams, parent: Tensor, K: int, t: int) -> tuple[_Beams, Tensor]:
@@ -121,8 +130,9 @@ def _keep_open(cand: _Beams, parent: Tensor, K: int, t: int) -> tuple[_Beams, Te
         if cand.att is None
         else cand.att.gather(1, pos[:, :, None, None].expand(-1, -1, *cand.att.shape[2:]))
     )
-    tok = cand.tok.gather(1, pos.unsqueeze(2).expand(-1, -1, cand.tok.shape[2]))
-    return _Beams(cand.lp.gather(1, pos), tok, att), parent.gather(1, pos)
+    history = pos.unsqueeze(2).expand(-1, -1, cand.tok.shape[2])
+    tok, tlp = cand.tok.gather(1, history), cand.tlp.gather(1, history)
+    return _Beams(cand.lp.gather(1, pos), tok, tlp, att), parent.gather(1, pos)
 
 
 def _merge(pool: _Pool, cand: _Beams, K: int, t: int, alpha: float) -> _Pool:
@@ -137,10 +147,12 @@ def _merge(pool: _Pool, cand: _Beams, K: int, t: int, alpha: float) -> _Pool:
     if pool.att is not None and cand.att is not None:
         merged = torch.cat([pool.att, cand.att[:, :K]], 1)
         att = merged.gather(1, pick[:, :, None, None].expand(-1, -1, *merged.shape[2:]))
+    history = pick.unsqueeze(2).expand(-1, -1, L)
     return _Pool(
         best,
         torch.cat([pool.lp, lp], 1).gather(1, pick),
-        torch.cat([pool.tok, tok], 1).gather(1, pick.unsqueeze(2).expand(-1, -1, L)),
+        torch.cat([pool.tok, tok], 1).gather(1, history),
+        torch.cat([pool.tlp, cand.tlp[:, :K]], 1).gather(1, history),
         length.gather(1, pick),
         att,
     )
@@ -228,7 +240,8 @@ def _finished(pool: _Pool, i: int) -> list[Hypothesis]:
     for j, (s, lp, n) in enumerate(rows):
         if s != NEG_INF:
             att = None if pool.att is None else pool.att[i, j, :n]
-            out.append(Hypothesis(pool.tok[i, j, :n].tolist(), s, lp, True, att))
+            toks, tlp = pool.tok[i, j, :n].tolist(), pool.tlp[i, j, :n].tolist()
+            out.append(Hypothesis(toks, s, lp, True, att, tlp))
     return out
 
 
@@ -239,7 +252,8 @@ def _cut(beams: _Beams, i: int, t: int, alpha: float) -> list[Hypothesis]:
     for j, lp in enumerate(beams.lp[i].tolist()):
         if lp != NEG_INF:
             att = None if beams.att is None else beams.att[i, j, : t + 1]
-            out.append(Hypothesis(beams.tok[i, j, : t + 1].tolist(), lp / penalty, lp, False, att))
+            toks, tlp = beams.tok[i, j, : t + 1].tolist(), beams.tlp[i, j, : t + 1].tolist()
+            out.append(Hypothesis(toks, lp / penalty, lp, False, att, tlp))
     return out
 
 

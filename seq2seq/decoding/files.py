@@ -1,5 +1,6 @@
 """Line-oriented translation, as ``translate`` does it: a file or standard input in, and for every
-input line, in order, one output line (or its N-best rows) out.
+input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
+JSON object per line (``alignment_output.py``), as ``LineTranslator.output_format`` says.
 
 Input is translated a window of lines at a time (``WINDOW_BATCHES`` batches), and each window's
 output is written in input order and flushed before the next is read: from a file, the next window;
@@ -28,6 +29,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.console import counted
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_lines
 from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import Translation, TranslationReport, translate_sentences
 from seq2seq.models import Seq2SeqModel
@@ -64,12 +66,16 @@ class LineTranslator:
     """One model and its settings, applied to numbered runs of input lines.
 
     Attributes:
-        n_best: hypotheses per line; above 1, ``render`` writes TSV rows.
+        n_best: hypotheses per line; above 1, ``render`` writes TSV rows by default.
         batch_tokens: batch by padded source tokens instead of ``cfg.batch_size`` sentences.
         attention_n: input lines 1..N are decoded with attention and handed to ``plot``.
         plot: receives those translations (None: nothing is decoded with attention).
         source_name: the input's name in warnings.
         report: counts over everything translated (``TranslationReport.summary``).
+        output_format: what ``render`` writes, ``text`` | ``nbest`` | ``jsonl``; None: ``nbest``
+            when ``n_best`` > 1, else ``text`` (``alignment_output.output_format`` checks it).
+        align_layer: with ``jsonl``, align with this decoder layer's cross-attention
+            (``alignment_output.attach_layer_attention``); None: the attention the search returns.
     """
 
     model: Seq2SeqModel
@@ -83,6 +89,20 @@ class LineTranslator:
     source_name: str = "input"
     report: TranslationReport = field(default_factory=TranslationReport)
     progress: Callable[[int], None] | None = None
+    output_format: str | None = None
+    align_layer: int | None = None
+
+    @property
+    def format(self) -> str:
+        """The output format ``render`` writes (``output_format``, or its default)."""
+        if self.output_format is not None:
+            return self.output_format
+        return "nbest" if self.n_best > 1 else "text"
+
+    @property
+    def _search_attention(self) -> bool:
+        """``jsonl`` aligns every line with the attention the search returns."""
+        return self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
 
     @property
     def window(self) -> int:
@@ -102,7 +122,7 @@ class LineTranslator:
         head = self._translate(lines[:n_att], first_line_no, need_attention=True) if n_att else []
         if head and self.plot is not None:
             self.plot(head, first_line_no)
-        tail = self._translate(lines[n_att:], first_line_no + n_att)
+        tail = self._translate(lines[n_att:], first_line_no + n_att, self._search_attention)
         self.report.add(head + tail)
         return head + tail
 
@@ -122,11 +142,21 @@ class LineTranslator:
         )
 
     def render(self, lines: Sequence[str], first_line_no: int = 1) -> list[str]:
-        """Output lines for ``lines``: the best translation of each or, with ``n_best`` > 1, TSV
-        rows ``line number, score, hypothesis`` (one row with empty fields for a blank line; the
-        hypothesis escaped by ``escape_tsv_field``)."""
+        """Output lines for ``lines``, by ``format``: ``text``, the best translation of each;
+        ``nbest``, TSV rows ``line number, score, hypothesis`` (one row with empty fields for a
+        blank line; the score is the length-penalised one the search ranks by; the hypothesis
+        escaped by ``escape_tsv_field``); ``jsonl``, one JSON object per line
+        (``alignment_output.jsonl_record``)."""
         results = self.translate(lines, first_line_no)
-        if self.n_best == 1:
+        fmt = self.format
+        if fmt == "jsonl":
+            if self.align_layer is not None and has_attention(self.model):
+                attach_layer_attention(
+                    self.model, results, self.align_layer, self.device, self.cfg.batch_size
+                )
+            with_attention = has_attention(self.model)
+            return jsonl_lines(results, first_line_no, self.tok, self.n_best, with_attention)
+        if fmt == "text":
             return [r.text for r in results]
         out = []
         for k, r in enumerate(results):
@@ -167,7 +197,7 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
         lines = read_lines(input)
         total = len(lines)
         windows = (lines[k : k + tr.window] for k in range(0, total, tr.window))
-    with _OutputLines(output, total, tr.n_best) as out, _progress(tr, total):
+    with _OutputLines(output, total, tr.format) as out, _progress(tr, total):
         for window in windows:
             out.write(tr.render(window, out.lines + 1), len(window))
 
@@ -188,8 +218,8 @@ class _OutputLines:
     to ``path`` when the input is done (fsync'ed, then the folder). Counts the input lines whose
     output was written (``lines``)."""
 
-    def __init__(self, path: str, total: int | None, n_best: int):
-        self.path, self.total, self.n_best = path, total, n_best
+    def __init__(self, path: str, total: int | None, fmt: str):
+        self.path, self.total, self.format = path, total, fmt
         self.lines = 0
         self.partial = None if is_stdout(path) else Path(f"{path}.partial")
         self._file: IO[str] | None = None
@@ -231,11 +261,11 @@ class _OutputLines:
         if self.lines == 0:
             return f"{said}: nothing written"
         where = "standard output" if self.partial is None else str(self.partial)
-        what = (
-            f"the first {counted(self.lines, 'translation')}"
-            if self.n_best == 1
-            else f"the n-best rows of the first {counted(self.lines, 'line')}"
-        )
+        what = {
+            "text": f"the first {counted(self.lines, 'translation')}",
+            "nbest": f"the n-best rows of the first {counted(self.lines, 'line')}",
+            "jsonl": f"the JSON objects of the first {counted(self.lines, 'line')}",
+        }[self.format]
         return f"{said}: {where} holds {what}"
 
 

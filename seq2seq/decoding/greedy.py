@@ -53,7 +53,7 @@ def left_to_right(
 
     Returns:
         B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
-        log-probabilities of the chosen tokens.
+        log-probabilities of the chosen tokens, each kept in ``token_log_probs``.
     """
     dev, S = src.device, src.shape[1]
     state = model.init_state(model.encode(src, src_mask))
@@ -65,6 +65,7 @@ def left_to_right(
     L = int(max_len.max())
     tokens = torch.full((b, L), PAD, dtype=torch.long, device=dev)
     logp_sum = torch.zeros(b, device=dev)
+    token_lp = torch.zeros(b, L, device=dev)  # each chosen token's log-probability
     attn = torch.zeros(b, L, S, device=dev) if need_attention else None
     length = torch.zeros(b, dtype=torch.long, device=dev)
     alive = torch.arange(b, device=dev)  # original rows still decoding
@@ -76,7 +77,9 @@ def left_to_right(
             block_repeated_ngrams(logp, tokens[alive, :t], no_repeat_ngram)
         best = choose(logp)  # (b,)
         tokens[alive, t] = best
-        logp_sum[alive] += logp.gather(1, best.unsqueeze(1)).squeeze(1)
+        chosen = logp.gather(1, best.unsqueeze(1)).squeeze(1)
+        token_lp[alive, t] = chosen
+        logp_sum[alive] += chosen
         length[alive] = t + 1
         if a is None:
             attn = None
@@ -89,26 +92,27 @@ def left_to_right(
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    return _hypotheses(tokens, length, logp_sum, attn, src_mask, length_penalty_alpha)
+    return _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, length_penalty_alpha)
 
 
 def _hypotheses(
     tokens: Tensor,
     length: Tensor,
     logp_sum: Tensor,
+    token_lp: Tensor,
     attn: Tensor | None,
     src_mask: Tensor,
     alpha: float,
 ) -> list[Hypothesis]:
-    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L, S)
-    attention (or None) and the (b, S) source mask."""
+    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L)
+    token log-probabilities, (b, L, S) attention (or None) and the (b, S) source mask."""
     score = logp_sum / length_penalty(length, alpha).to(logp_sum.device)
     out = []
-    rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), strict=True)
-    for i, (n, s, lp) in enumerate(rows):
+    rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), token_lp.tolist(), strict=True)
+    for i, (n, s, lp, tlp) in enumerate(rows):
         toks = tokens[i, :n].tolist()
         att = None if attn is None else attn[i, :n][:, src_mask[i]]
-        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att))
+        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att, tlp[:n]))
     return out
 
 

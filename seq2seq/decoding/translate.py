@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -37,6 +37,8 @@ class Translation:
 
     ``uncovered``: the source has characters the tokenizer cannot spell (they became ``<unk>``).
     ``truncated``: the source was cut to ``source_limit`` tokens.
+    ``source_ids``: the source ids the model read (cut when ``truncated``; none for an empty input),
+    whose positions the hypotheses' attention columns are.
     """
 
     source: str
@@ -44,6 +46,7 @@ class Translation:
     texts: list[str]
     uncovered: bool = False
     truncated: bool = False
+    source_ids: list[int] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -200,6 +203,7 @@ def _prepare(
                 limit,
             )
             results[i].truncated, e = True, e[:limit]
+        results[i].source_ids = e
         jobs.append(i)
         ids.append(e)
     return results, jobs, ids

@@ -3,7 +3,7 @@ log-probabilities, decode times and cross-attention maps.
 
 Shape notation: L decoder layers, H heads, T output tokens (EOS included), S source tokens.
 
-Text follows the data hygiene rules of docs/data.md, as ``seq2seq translate`` reads it: a line ends at
+Text follows docs/data.md's data hygiene rules, as ``seq2seq translate`` reads it: a line ends at
 ``\\n`` only (the ``\\r`` of ``\\r\\n`` is dropped, a final newline adds no empty line), each line
 is cleaned by ``data.text.clean_line``, and a blank line gets no translation (``null``) in its
 place; an empty text holds no line, so its answer lists are empty (as ``translate`` writes

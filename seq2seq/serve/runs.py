@@ -145,7 +145,9 @@ def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
     model = model.to(dev).eval()
     source_limit(model, cfg.decode)  # fails now, not on the first request
     served = ServedModel(name, model, tok, cfg, dev, attention_shape(model, dev))
-    served.info = model_info(served, ckpt_path, ckpt.get("train_state") or {})
+    # an export (seq2seq export) keeps the step it was exported at, and no training state
+    state = ckpt.get("train_state") or ckpt.get("exported_from") or {}
+    served.info = model_info(served, ckpt_path, state)
     return served
 
 

@@ -49,3 +49,22 @@ def test_a_bad_decode_file_is_refused_in_one_line(tmp_path, text, needle):
         with_tuned_decode(Config(), tmp_path)
     msg = str(e.value)
     assert "\n" not in msg and "decode.yaml" in msg and "tune-decode" in msg
+
+
+def test_a_folder_means_best_pt_then_last_pt_then_an_exports_model_pt(tmp_path):
+    from seq2seq.checkpoint import CTRANSLATE2_META, resolve_checkpoint
+
+    for name in ("model.pt", "last.pt", "best.pt"):
+        (tmp_path / name).write_bytes(b"")
+        assert resolve_checkpoint(tmp_path) == tmp_path / name
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="holds no best.pt or last.pt"):
+        resolve_checkpoint(tmp_path / "empty")
+    ct2 = tmp_path / "ct2"
+    ct2.mkdir()
+    (ct2 / CTRANSLATE2_META).write_text("{}")
+    with pytest.raises(CheckpointError) as e:
+        resolve_checkpoint(ct2)
+    msg = str(e.value)
+    assert "CTranslate2 export" in msg and f"seq2seq translate -c {ct2}" in msg
+    assert "eval --hyp" in msg and "\n" not in msg

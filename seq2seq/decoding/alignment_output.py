@@ -1,0 +1,272 @@
+"""``translate --format jsonl``: one JSON object per input line, with each hypothesis's scores,
+target pieces, per-piece log-probabilities and a word alignment read off the cross-attention.
+
+An object (``jsonl_record``) holds, for input line ``line`` (numbered from 1):
+
+- ``translation``: the hypothesis text, as ``--format text`` writes it;
+- ``score``: the score the search ranks by, log P / ((5 + |Y|) / 6)^α (GNMT, ``decoding/base.py``;
+  α = ``--length-penalty``, so ``score`` = ``log_prob`` at α = 0);
+- ``log_prob``: log P(Y | X), the sum of the model's log-probabilities of the target pieces;
+- ``finished``: False for a hypothesis cut at the maximum length (no EOS);
+- ``tokens``: the target pieces, EOS (``</s>``) included when the hypothesis finished;
+- ``token_log_probs``: one per piece of ``tokens`` (EOS included): each piece's log-probability at
+  its step, as the search summed it into ``log_prob`` (null from a search that keeps none);
+- ``alignment``: Pharaoh ``i-j`` pairs, source word i and target word j (0-based), space-separated
+  (``pharaoh``), or null for a model without cross-attention (``rnn``, ``rnnencdec``).
+
+With ``--n-best N`` the object is ``{"line": n, "hypotheses": [N entries as above]}``, best first.
+A blank input line (never sent to the model) gives an empty hypothesis: ``translation`` "",
+``tokens`` and ``token_log_probs`` [], ``score``, ``log_prob`` and ``finished`` null, alignment
+"" (null without attention); with ``--n-best`` an empty ``hypotheses`` list.
+
+Words are the pieces grouped as sentencepiece detokenises them (``piece_words``): a piece starting
+with ``▁`` starts a word, so word i is the i-th whitespace-separated word of the (normalised)
+source and word j the j-th of ``translation``. For each target piece the source piece it attends
+to most (argmax of its cross-attention row) gives one pair of their words; pairs are deduplicated
+and listed in target order. EOS and ``<unk>`` target pieces (absent from the text) are not aligned.
+
+The attention is what the search returns (``Seq2SeqModel.decode_step``): the RNN decoders' one
+attention, the Transformer's last decoder layer averaged over its heads, an ensemble's members'
+mean. ``--align-layer N`` instead takes decoder layer N (0-based) of ``cross_attention_maps``,
+heads averaged, teacher-forced on each hypothesis after the search.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seq2seq.config import ConfigError
+from seq2seq.data.batch import pad_sequences
+from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
+from seq2seq.decoding.base import Hypothesis
+from seq2seq.decoding.translate import Translation
+from seq2seq.models import Seq2SeqModel
+
+OUTPUT_FORMATS = ("text", "nbest", "jsonl")
+WORD_START = "▁"  # sentencepiece's whitespace mark, U+2581
+# Target ids whose pieces the text leaves out (decode_tgt drops them): not words, never aligned.
+UNWRITTEN = frozenset({PAD, BOS, EOS, UNK})
+
+
+def output_format(
+    fmt: str | None,
+    n_best: int,
+    align_layer: int | None,
+    model: Seq2SeqModel,
+    device: torch.device | str = "cpu",
+) -> str:
+    """The output format ``translate`` writes: ``fmt``, or by default ``nbest`` with ``--n-best``
+    above 1 and ``text`` otherwise (the output before ``--format`` existed).
+
+    Raises:
+        ConfigError: an unknown format, ``text`` with ``n_best`` > 1, ``align_layer`` without
+            ``jsonl``, or a layer the model does not have.
+    """
+    if fmt is None:
+        fmt = "nbest" if n_best > 1 else "text"
+    if fmt not in OUTPUT_FORMATS:
+        raise ConfigError(f"--format {fmt}: one of {' | '.join(OUTPUT_FORMATS)}")
+    if fmt == "text" and n_best > 1:
+        raise ConfigError(
+            f"--format text writes one line per input line; --n-best {n_best} needs "
+            "--format nbest (TSV rows) or --format jsonl"
+        )
+    if align_layer is not None:
+        if fmt != "jsonl":
+            raise ConfigError("--align-layer: only --format jsonl writes alignments")
+        layers = attention_layers(model, device)
+        if layers is None:
+            raise ConfigError(
+                "--align-layer: this model has no cross-attention (its alignment is null)"
+            )
+        if not 0 <= align_layer < layers:
+            raise ConfigError(
+                f"--align-layer {align_layer}: the model's cross-attention has {layers} "
+                f"layer{'s' if layers > 1 else ''}: 0 to {layers - 1}"
+            )
+    return fmt
+
+
+def has_attention(model: Seq2SeqModel) -> bool:
+    return bool(getattr(model, "has_attention", False))
+
+
+@torch.inference_mode()
+def attention_layers(model: Seq2SeqModel, device: torch.device | str = "cpu") -> int | None:
+    """How many layers ``model.cross_attention_maps`` returns (the Transformer: its decoder
+    layers; RNN decoders and ensembles: 1), or None for a model without cross-attention."""
+    if not has_attention(model):
+        return None
+    src = torch.full((1, 1), UNK, dtype=torch.long, device=device)
+    tgt_in = torch.full((1, 1), BOS, dtype=torch.long, device=device)
+    maps = model.cross_attention_maps(src, src != PAD, tgt_in)
+    return None if maps is None else int(maps.shape[1])
+
+
+def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
+    """The word (0-based) each piece belongs to, as sentencepiece detokenises: a piece starting
+    with ``▁`` starts a word, the others continue the current one (the first piece starts word 0
+    either way). A piece that is only ``▁`` belongs to the word the next piece starts; None for a
+    trailing one and for a None piece (one the text leaves out, e.g. EOS).
+
+    >>> piece_words(["▁a", "b", "▁c", "▁", ",", None])
+    [0, 0, 1, 2, 2, None]
+    """
+    out: list[int | None] = []
+    word, starts, waiting = -1, True, []  # waiting: lone-▁ pieces before the next word
+    for k, piece in enumerate(pieces):
+        if piece is None:
+            out.append(None)
+            continue
+        if piece.startswith(WORD_START):
+            starts = True
+            piece = piece.lstrip(WORD_START)
+        if not piece:
+            waiting.append(k)
+            out.append(None)
+            continue
+        if starts:
+            word, starts = word + 1, False
+            for w in waiting:
+                out[w] = word
+            waiting = []
+        out.append(word)
+    return out
+
+
+def pharaoh(
+    attention: Tensor, src_words: Sequence[int | None], tgt_words: Sequence[int | None]
+) -> str:
+    """Pharaoh ``i-j`` pairs from a (T, S) cross-attention: for each target piece t with a word,
+    the source piece s = argmax attention[t] gives (src_words[s], tgt_words[t]); deduplicated,
+    in target order (then source order), space-separated; "" when no piece aligns.
+
+    Raises:
+        ValueError: the attention's shape is not (len(tgt_words), len(src_words)).
+    """
+    if tuple(attention.shape) != (len(tgt_words), len(src_words)):
+        raise ValueError(
+            f"attention {tuple(attention.shape)} does not match {len(tgt_words)} target and "
+            f"{len(src_words)} source pieces"
+        )
+    pairs = set()
+    for t, s in enumerate(attention.float().argmax(-1).tolist()):
+        i, j = src_words[s], tgt_words[t]
+        if i is not None and j is not None:
+            pairs.add((i, j))
+    return " ".join(f"{i}-{j}" for i, j in sorted(pairs, key=lambda p: (p[1], p[0])))
+
+
+def source_pieces(tok: Tokenizer, ids: Sequence[int]) -> list[str]:
+    """The source pieces of ``ids`` (``<unk>`` stands for characters the text does have)."""
+    return [tok.src_sp.id_to_piece(int(i)) for i in ids]
+
+
+def alignment(tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis) -> str | None:
+    """``h``'s Pharaoh alignment to the source ``src_ids`` (``pharaoh``), or None without
+    attention."""
+    if h.attention is None:
+        return None
+    src_words = piece_words(source_pieces(tok, src_ids))
+    pieces = tok.tgt_pieces(h.tokens)
+    tgt = [None if t in UNWRITTEN else p for t, p in zip(h.tokens, pieces, strict=True)]
+    return pharaoh(h.attention, src_words, piece_words(tgt))
+
+
+def _number(x: float | None) -> float | None:
+    """A JSON number, or null for none and for -inf / NaN (JSON has neither)."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def hypothesis_entry(
+    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str
+) -> dict[str, Any]:
+    """One hypothesis as the JSON values of the module docstring."""
+    token_lps = h.token_log_probs
+    return {
+        "translation": text,
+        "score": _number(h.score),
+        "log_prob": _number(h.log_prob),
+        "finished": h.finished,
+        "tokens": tok.tgt_pieces(h.tokens),
+        "token_log_probs": None if token_lps is None else [_number(x) for x in token_lps],
+        "alignment": alignment(tok, src_ids, h),
+    }
+
+
+def empty_entry(with_attention: bool) -> dict[str, Any]:
+    """The entry of a blank input line: an empty hypothesis, never scored."""
+    return {
+        "translation": "",
+        "score": None,
+        "log_prob": None,
+        "finished": None,
+        "tokens": [],
+        "token_log_probs": [],
+        "alignment": "" if with_attention else None,
+    }
+
+
+def jsonl_record(
+    r: Translation, line_no: int, tok: Tokenizer, n_best: int, with_attention: bool
+) -> dict[str, Any]:
+    """Input line ``line_no``'s object: its best hypothesis's entry, or with ``n_best`` > 1 the
+    list ``hypotheses`` of entries, best first."""
+    entries = [
+        hypothesis_entry(tok, r.source_ids, h, text)
+        for h, text in zip(r.hypotheses, r.texts, strict=True)
+    ]
+    if n_best > 1:
+        return {"line": line_no, "hypotheses": entries}
+    return {"line": line_no, **(entries[0] if entries else empty_entry(with_attention))}
+
+
+def jsonl_lines(
+    results: Sequence[Translation],
+    first_line_no: int,
+    tok: Tokenizer,
+    n_best: int,
+    with_attention: bool,
+) -> list[str]:
+    """One JSON line per translation (``jsonl_record``), numbered from ``first_line_no``."""
+    return [
+        json.dumps(
+            jsonl_record(r, first_line_no + k, tok, n_best, with_attention),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        for k, r in enumerate(results)
+    ]
+
+
+@torch.inference_mode()
+def attach_layer_attention(
+    model: Seq2SeqModel,
+    results: Sequence[Translation],
+    layer: int,
+    device: torch.device | str = "cpu",
+    batch_size: int = 32,
+) -> None:
+    """Replace every hypothesis's ``attention`` by decoder layer ``layer`` of
+    ``model.cross_attention_maps`` (heads averaged), teacher-forced on its own tokens, in batches
+    of ``batch_size`` hypotheses (``--align-layer``)."""
+    rows = [(r.source_ids, h) for r in results for h in r.hypotheses]
+    was_training = model.training
+    model.eval()
+    try:
+        for k in range(0, len(rows), batch_size):
+            chunk = rows[k : k + batch_size]
+            src = pad_sequences([list(ids) for ids, _ in chunk]).to(device)
+            tgt_in = pad_sequences([[BOS, *h.tokens[:-1]] for _, h in chunk]).to(device)
+            maps = model.cross_attention_maps(src, src != PAD, tgt_in)  # (n, L, H, T, S)
+            att = maps[:, layer].float().mean(1)  # (n, T, S)
+            for (ids, h), a in zip(chunk, att, strict=True):
+                h.attention = a[: len(h.tokens), : len(ids)].cpu()
+    finally:
+        model.train(was_training)

@@ -1,0 +1,301 @@
+"""Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``): ``translate -c
+DIR`` finds ``DIR/seq2seq_export.json`` and decodes with ``ctranslate2.Translator`` instead of our
+search; tokenizing, cleaning, source cuts, batching and detokenizing stay ours
+(``translate._prepare``, ``_batches``, ``Tokenizer.decode_tgt``), so only the search differs.
+
+The decode settings map onto ``Translator.translate_batch``:
+
+- greedy: ``beam_size`` 1 (CTranslate2's greedy search: the arg max at every step, as ours).
+- beam: ``beam_size`` K. CTranslate2's own length penalty divides the log-probability by
+  |Y|^alpha, not by GNMT's ((5 + |Y|) / 6)^alpha as ours (``base.length_penalty``), so with
+  alpha > 0 it is asked for all K hypotheses it finishes (it stops once K have) and they are
+  re-ranked by our GNMT score (``_ranked``); at alpha 0 both rank by the raw log-probability.
+  Pruning is on the log-probability in both. On the test toy, beam 5 at alpha 0, 0.6 and 1 gave
+  our output on every sentence where a hypothesis finished; a sentence whose beams all run to the
+  length limit may differ (see length, below).
+- sample: ``sampling_topk`` (0 for all), ``sampling_topp``, ``sampling_temperature``; ``seed``
+  seeds CTranslate2's own generator, so the draws differ from ours.
+- ``min_len`` -> ``min_decoding_length`` (EOS blocked before it), ``no_repeat_ngram`` ->
+  ``no_repeat_ngram_size``; PAD and BOS are suppressed, as our searches never emit them (CTranslate2
+  masks them before its softmax, ours after: the scores differ by that renormalisation, the arg
+  max does not).
+- length: one ``max_decoding_length`` per batch, the largest floor(a * S + b) in it (EOS
+  included, as ours); each hypothesis longer than its own sentence's limit is then cut to it
+  (``finished`` False, as ours). For greedy search the cut output is exactly ours (a prefix does
+  not depend on later steps); a cut hypothesis's score still counts the cut tokens.
+
+Devices: ``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``--quantize int8`` is
+CTranslate2's ``compute_type`` int8 (weights quantized when loaded; an int8 export is int8
+already). CPU threads: torch's count (``torch.get_num_threads``), so both engines get the same.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.checkpoint import (
+    CTRANSLATE2_FORMAT,
+    CTRANSLATE2_META,
+    CTRANSLATE2_VERSION,
+    CheckpointError,
+    config_of,
+    with_tuned_decode,
+)
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
+from seq2seq.decoding.base import Hypothesis, length_penalty
+from seq2seq.decoding.files import LineTranslator
+from seq2seq.decoding.search import check_n_best
+from seq2seq.decoding.translate import Translation, _batches, _prepare, source_limit
+
+log = logging.getLogger("seq2seq")
+
+
+def export_folder(path: str | Path) -> Path | None:
+    """The CTranslate2 export ``path`` names (the folder, or a file inside it such as
+    ``model.bin``), or None when it is not one."""
+    p = Path(path)
+    for folder in (p, p.parent) if p.is_file() else (p,):
+        if (folder / CTRANSLATE2_META).is_file():
+            return folder
+    return None
+
+
+@dataclass
+class CTranslate2Export:
+    """A CTranslate2 export's own files read back: its tokenizer, its run's config (decode.yaml
+    applied) and provenance."""
+
+    folder: Path
+    tok: Tokenizer
+    cfg: Config
+    config_decode: DecodeConfig
+    step: int | None
+    max_positions: int | None
+    quantization: str
+
+
+def read_export(folder: Path) -> CTranslate2Export:
+    """Read ``folder``'s ``seq2seq_export.json``, sentencepiece models and decode.yaml.
+
+    Raises:
+        CheckpointError: a file is missing or not what the export writes.
+    """
+    meta_path = folder / CTRANSLATE2_META
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format") != CTRANSLATE2_FORMAT:
+            raise ValueError(f"format is {meta.get('format')!r}, not {CTRANSLATE2_FORMAT}")
+        if meta.get("version", 0) > CTRANSLATE2_VERSION:
+            raise ValueError(f"version {meta['version']} is newer than this seq2seq's")
+        tok = Tokenizer.load(folder)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:  # sentencepiece: RuntimeError
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(
+            f"{folder}: not a readable CTranslate2 export ({first}); export the run again"
+        ) from None
+    cfg = config_of(meta, str(meta_path))
+    return CTranslate2Export(
+        folder=folder,
+        tok=tok,
+        cfg=with_tuned_decode(cfg, folder),
+        config_decode=cfg.decode,
+        step=(meta.get("exported_from") or {}).get("step"),
+        max_positions=meta.get("max_positions"),
+        quantization=meta.get("quantization", ""),
+    )
+
+
+def ctranslate2_device(device: str) -> str:
+    """``--device`` for CTranslate2: auto is cuda when it sees a GPU, else cpu.
+
+    Raises:
+        ValueError: cuda asked for and none seen, or an unknown device (one line).
+    """
+    import ctranslate2
+
+    gpus = ctranslate2.get_cuda_device_count()
+    if device == "auto":
+        return "cuda" if gpus else "cpu"
+    if device == "cuda" and not gpus:
+        raise ValueError("--device cuda: CTranslate2 sees no CUDA device; give --device cpu")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"--device {device}: CTranslate2 runs on cpu or cuda")
+    return device
+
+
+def load_translator(
+    folder: Path, device: str, quantize: str | None = None, seed: int | None = None
+):
+    """``ctranslate2.Translator`` over ``folder`` on ``device`` (cpu or cuda), with int8
+    computation under ``quantize`` int8 and torch's CPU thread count. ``seed`` seeds its sampling:
+    CTranslate2's generators belong to the translator's threads and take the seed when they
+    start, so it is set before the translator is made."""
+    import ctranslate2
+
+    if seed is not None:
+        ctranslate2.set_random_seed(seed)
+    compute = {None: "default", "int8": "int8"}[quantize]
+    try:
+        return ctranslate2.Translator(
+            str(folder), device=device, compute_type=compute, intra_threads=torch.get_num_threads()
+        )
+    except (RuntimeError, ValueError, OSError) as e:  # a damaged model.bin, an unknown type
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(
+            f"{folder}: CTranslate2 cannot load this export ({first}); export the run again"
+        ) from None
+
+
+@dataclass
+class CTranslate2Model:
+    """What ``translate`` holds as the model of a CTranslate2 export: the translator, how it was
+    made, and the positions its tables hold (``source_limit`` reads them)."""
+
+    folder: Path
+    device: str = "cpu"
+    quantize: str | None = None
+    max_positions: int | None = None
+    translator: Any = None
+    seed: int | None = None  # the seed the translator's generators started from
+
+    def __post_init__(self) -> None:
+        if self.translator is None:  # loaded now: a damaged model.bin fails before any input
+            self.translator = load_translator(self.folder, self.device, self.quantize)
+
+    def for_search(self, cfg: DecodeConfig):
+        """The translator for ``cfg``: sampling with a seed it did not start from makes a new
+        one from that seed (once per seed), so a seeded run repeats its draws."""
+        if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
+            self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
+            self.seed = cfg.seed
+        return self.translator
+
+
+def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
+    """``translate_batch`` keyword arguments for ``cfg`` (see the module docstring)."""
+    opts: dict[str, Any] = {
+        "beam_size": 1,
+        "num_hypotheses": n_best,
+        "length_penalty": 0.0,
+        "max_decoding_length": max_len,
+        "min_decoding_length": cfg.min_len,
+        "no_repeat_ngram_size": cfg.no_repeat_ngram,
+        "max_input_length": 0,  # sources are cut to source_limit before, with a warning
+        "return_scores": True,
+        "return_end_token": True,  # tells a finished hypothesis from a cut one
+    }
+    if cfg.method == "beam":
+        # alpha > 0: every hypothesis CTranslate2 finished, re-ranked the GNMT way (``_ranked``)
+        k = cfg.beam_size if cfg.length_penalty else n_best
+        opts.update(beam_size=cfg.beam_size, length_penalty=cfg.length_penalty, num_hypotheses=k)
+    elif cfg.method == "sample":
+        opts.update(
+            sampling_topk=cfg.top_k or 0,
+            sampling_topp=cfg.top_p,
+            sampling_temperature=cfg.temperature,
+        )
+    return opts
+
+
+def translate_ctranslate2(
+    model: CTranslate2Model,
+    tok: Tokenizer,
+    sentences: Sequence[str],
+    cfg: DecodeConfig,
+    n_best: int = 1,
+    progress=None,
+    first_line_no: int = 1,
+    batch_tokens: int | None = None,
+    source_name: str = "input",
+) -> list[Translation]:
+    """``translate.translate_sentences`` with CTranslate2's search: the same cleaning, cuts,
+    length-sorted batches and detokenizing, one ``translate_batch`` call per batch.
+
+    Raises:
+        ConfigError: as ``translate_sentences``.
+    """
+    check_n_best(cfg, n_best)
+    limit = source_limit(model, cfg)
+    results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
+    order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
+    translator = model.for_search(cfg)
+    src_piece = tok.src_sp.id_to_piece
+    tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
+    suppress = [[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]]
+    for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
+        lengths = torch.tensor([len(ids[j]) for j in chunk], dtype=torch.float32)
+        limits = (lengths * cfg.max_len_a + cfg.max_len_b).floor().long().clamp(min=1).tolist()
+        out = translator.translate_batch(
+            [[src_piece(i) for i in ids[j]] for j in chunk],
+            suppress_sequences=suppress,
+            **search_options(cfg, n_best, max(limits)),
+        )
+        for j, own, res in zip(chunk, limits, out, strict=True):
+            hyps = _ranked(
+                [
+                    _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
+                    for pieces, score in zip(res.hypotheses, res.scores, strict=True)
+                ],
+                cfg,
+            )[:n_best]
+            r = results[jobs[j]]
+            r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
+        if progress is not None:
+            progress(len(chunk))
+    return results
+
+
+def _ranked(hyps: list[Hypothesis], cfg: DecodeConfig) -> list[Hypothesis]:
+    """Best first by our score (log P / GNMT lp), as our searches return them; beam search puts
+    finished hypotheses before cut ones, as ours returns a cut one only to fill the n-best."""
+    if cfg.method == "beam":
+        return sorted(hyps, key=lambda h: (not h.finished, -h.score))
+    return sorted(hyps, key=lambda h: -h.score)
+
+
+def _hypothesis(tokens: list[int], score: float, limit: int, cfg: DecodeConfig) -> Hypothesis:
+    """One CTranslate2 hypothesis (its ids, EOS included) as ours: cut to ``limit``, EOS last iff
+    finished, its log-probability (CTranslate2's score times |Y|^alpha, the length it divided by)
+    and the GNMT-normalised score of ``base.length_penalty``."""
+    alpha = cfg.length_penalty if cfg.method == "beam" else 0.0
+    log_prob = score * len(tokens) ** alpha if tokens else score
+    if len(tokens) > limit:
+        tokens = tokens[:limit]
+    finished = bool(tokens) and tokens[-1] == EOS
+    lp = float(length_penalty(len(tokens), cfg.length_penalty)) if tokens else 1.0
+    return Hypothesis(tokens, log_prob / lp, log_prob, finished)
+
+
+@dataclass
+class CTranslate2LineTranslator(LineTranslator):
+    """``LineTranslator`` whose ``model`` is a ``CTranslate2Model``; the windows, n-best rows and
+    report are the same. No attention: ``attention_n`` must stay 0."""
+
+    def __post_init__(self) -> None:
+        if self.cfg.method == "beam" and self.cfg.length_penalty:
+            log.info(
+                "beam search by CTranslate2, its finished hypotheses re-ranked by the GNMT length "
+                "penalty (alpha %s), as seq2seq ranks them; CTranslate2's own divides by |Y|^alpha",
+                self.cfg.length_penalty,
+            )
+
+    def _translate(self, lines, first_line_no: int, need_attention: bool = False):
+        return translate_ctranslate2(
+            self.model,
+            self.tok,
+            lines,
+            self.cfg,
+            n_best=self.n_best,
+            progress=self.progress,
+            first_line_no=first_line_no,
+            batch_tokens=self.batch_tokens,
+            source_name=self.source_name,
+        )

@@ -1,0 +1,106 @@
+"""An export's output folder: checked before anything is read or converted, written whole into a
+temporary folder beside it, then swapped into place, so ``DIR`` is never half written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from seq2seq.atomic import _UMASK
+from seq2seq.checkpoint import CTRANSLATE2_META, EXPORT_FILE
+from seq2seq.export import ExportError
+
+MB = 1e6  # sizes are printed in MB of 10^6 bytes, as ls -h --si and most registries show them
+
+
+def is_export(folder: Path) -> bool:
+    """``folder`` holds an earlier export (``model.pt``, or a CTranslate2 export's meta file)."""
+    return (folder / EXPORT_FILE).is_file() or (folder / CTRANSLATE2_META).is_file()
+
+
+def check_output(out: Path, source: Path, overwrite: bool) -> None:
+    """Refuse, in one line, an output folder the export may not write.
+
+    Raises:
+        ExportError: ``out`` is a file; it exists and ``overwrite`` is not given; with
+            ``overwrite`` it holds something other than an earlier export (it is never emptied
+            for us); or the checkpoint being exported lies inside it (the run folder itself).
+    """
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"-o {out}: is a file; give a folder for the export")
+    src = source.resolve()
+    if out.is_dir() and src.is_relative_to(out.resolve()):
+        raise ExportError(
+            f"-o {out}: holds the checkpoint being exported ({source}); give a new folder"
+        )
+    if not out.exists():
+        return
+    if not overwrite:
+        raise ExportError(
+            f"-o {out}: already exists; give --overwrite to replace it, or another folder"
+        )
+    if any(out.iterdir()) and not is_export(out):
+        raise ExportError(
+            f"-o {out}: --overwrite replaces only an earlier export, and this folder holds other "
+            "files; remove it yourself or give another folder"
+        )
+
+
+def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
+    """Make ``out`` with ``fill(tmp)``: a new folder beside it that ``fill`` writes into, every
+    file fsync'ed, then renamed to ``out`` (an earlier ``out`` is moved aside first and removed
+    after). An error in ``fill`` removes the temporary folder and leaves ``out`` as it was.
+
+    Returns:
+        Each file's name (relative to ``out``) and size in bytes.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    old = None
+    try:
+        os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes it 0700; give it mkdir's mode
+        fill(tmp)
+        files = {}
+        for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+            files[str(f.relative_to(tmp))] = f.stat().st_size
+        _fsync_folder(tmp)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
+            os.replace(out, old / out.name)
+        os.replace(tmp, out)
+        _fsync_folder(out.parent)
+    except BaseException:
+        if old is not None and not out.exists():
+            os.replace(old / out.name, out)  # the earlier export back in its place
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return files
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def megabytes(n: int) -> str:
+    """``n`` bytes as ``12.3 MB`` (two decimals under 10 MB: a toy's sizes stay readable)."""
+    return f"{n / MB:.2f} MB" if n < 10 * MB else f"{n / MB:.1f} MB"
+
+
+def size(n: int) -> str:
+    """``n`` bytes as ``512 B``, ``104 kB`` or ``12.3 MB`` (one file of an export)."""
+    if n < 1e3:
+        return f"{n} B"
+    return f"{n / 1e3:.0f} kB" if n < MB else f"{n / MB:.1f} MB"

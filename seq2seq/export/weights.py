@@ -1,0 +1,146 @@
+"""``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else.
+
+``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos)
+without the optimizer, gradient scaler, RNG states and training position that only a resume
+needs, so ``translate``, ``eval`` and ``serve`` read ``-c DIR`` (or ``-c DIR/model.pt``) as they
+read a run. ``exported_from`` records the checkpoint read, its step and the weights' dtype. The
+run's ``decode.yaml`` (``seq2seq tune-decode``) is copied beside it, where every command looks
+for it.
+
+``dtype`` fp16 or bf16 stores the floating-point weights at half the size; they are widened back
+to fp32 when loaded (``load_state_dict`` copies into the fp32 model), so decoding computes in fp32
+with rounded weights: output may differ slightly from the fp32 export's. Weights shared by two
+names (tied embeddings) stay one tensor.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import (
+    DECODE_FILE,
+    EXPORT_FILE,
+    load_checkpoint,
+    model_from_checkpoint,
+    resolve_checkpoint,
+    save_checkpoint,
+)
+from seq2seq.export import ExportError
+from seq2seq.export.folder import check_output, size, write_folder
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass
+class Exported:
+    """What an export read and wrote: the checkpoint file and its size, the folder and each
+    file's size in bytes."""
+
+    source: Path
+    source_bytes: int
+    out: Path
+    files: dict[str, int] = field(default_factory=dict)
+    what: str = ""  # what the files hold, e.g. "model.pt: fp16 weights 104 kB, tokenizer 245 kB"
+
+    @property
+    def out_bytes(self) -> int:
+        return sum(self.files.values())
+
+
+def check_dtype(dtype: str) -> torch.dtype:
+    """Raises ExportError for a dtype other than fp32, fp16, bf16."""
+    if dtype not in DTYPES:
+        raise ExportError(f"--dtype {dtype}: choose fp32, fp16 or bf16")
+    return DTYPES[dtype]
+
+
+def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torch.Tensor]:
+    """The floating-point tensors of a state dict in ``dtype`` (others as they are); tensors that
+    share storage (tied embeddings) are cast once and stay shared.
+
+    Raises:
+        ExportError: a weight has values beyond ``dtype``'s range (fp16's 65504), which would
+            become inf.
+    """
+    target = check_dtype(dtype)
+    done: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], torch.Tensor] = {}
+    out = {}
+    for name, t in weights.items():
+        if not t.is_floating_point() or t.dtype == target:
+            out[name] = t
+            continue
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+        if key not in done:
+            cast = t.to(target)
+            if not torch.isfinite(cast).all() and torch.isfinite(t).all():
+                limit = torch.finfo(target).max
+                raise ExportError(
+                    f"--dtype {dtype}: weight {name} has values beyond {dtype}'s range "
+                    f"(+-{limit:g}); export with --dtype bf16 or fp32"
+                )
+            done[key] = cast
+        out[name] = done[key]
+    return out
+
+
+def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
+    """The checkpoint dict of an export: config, weights (in ``dtype``), tokenizer, provenance."""
+    state = ckpt.get("train_state") or {}
+    return {
+        "config": ckpt["config"],
+        "model": cast_weights(ckpt["model"], dtype),
+        "tokenizer": ckpt["tokenizer"],
+        "exported_from": {
+            "checkpoint": str(source),
+            "step": state.get("step", (ckpt.get("exported_from") or {}).get("step")),
+            "dtype": dtype,
+            **({"averaged_from": ckpt["averaged_from"]} if "averaged_from" in ckpt else {}),
+        },
+    }
+
+
+def export_checkpoint(
+    run: str | Path, out: str | Path, dtype: str = "fp32", overwrite: bool = False
+) -> Exported:
+    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run`` (a run folder, its best.pt
+    else last.pt, or any checkpoint file), atomically.
+
+    Raises:
+        CheckpointError: nothing readable at ``run``.
+        ExportError: as ``check_output``, ``check_dtype`` and ``cast_weights``.
+    """
+    check_dtype(dtype)
+    source = resolve_checkpoint(run)
+    out = Path(out)
+    check_output(out, source, overwrite)
+    ckpt = load_checkpoint(source)
+    model_from_checkpoint(ckpt, str(source))  # the weights fit the config: never export a misfit
+    payload = export_payload(ckpt, source, dtype)
+    del ckpt
+    decode_file = source.parent / DECODE_FILE
+
+    def fill(folder: Path) -> None:
+        save_checkpoint(folder / EXPORT_FILE, payload)
+        if decode_file.is_file():
+            shutil.copyfile(decode_file, folder / DECODE_FILE)
+
+    files = write_folder(out, fill)
+    tokenizer = sum(len(b) for b in payload["tokenizer"].values() if b is not None)
+    what = (
+        f"{EXPORT_FILE}: {dtype} weights {size(weight_bytes(payload['model']))}, "
+        f"tokenizer {size(tokenizer)}"
+    )
+    return Exported(source, source.stat().st_size, out, files, what)
+
+
+def weight_bytes(weights: dict[str, torch.Tensor]) -> int:
+    """Bytes of the tensors of a state dict, a storage shared by several names counted once."""
+    seen: dict[int, int] = {}
+    for t in weights.values():
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())

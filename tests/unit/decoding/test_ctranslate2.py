@@ -1,0 +1,170 @@
+"""``seq2seq/decoding/ctranslate2.py``: translating with a CTranslate2 export. Greedy search gives
+our greedy tokens; beam search at alpha 0 gives ours wherever both finish; n-best, sampling and
+the output length limit follow our conventions. Skipped without ctranslate2
+(``pip install -e ".[export]"``; ``make install`` adds it)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seq2seq.checkpoint import load_for_inference
+from seq2seq.data.tokenizer import BOS, EOS
+from seq2seq.decoding.ctranslate2 import (
+    CTranslate2LineTranslator,
+    CTranslate2Model,
+    export_folder,
+    read_export,
+    translate_ctranslate2,
+)
+from seq2seq.decoding.files import translate_lines
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.export.ctranslate2 import export_ctranslate2
+
+pytest.importorskip(
+    "ctranslate2",
+    reason='ctranslate2 is not installed (pip install -e ".[export]"; make install adds it)',
+)
+
+
+@pytest.fixture(scope="module")
+def exported(synth_transformer_run, tmp_path_factory):
+    """The tiny Transformer run, its CTranslate2 export read back and loaded on the CPU."""
+    folder = tmp_path_factory.mktemp("ct2") / "export"
+    export_ctranslate2(synth_transformer_run, folder)
+    model, tok, cfg = load_for_inference(synth_transformer_run)
+    exp = read_export(folder)
+    return {
+        "model": model,
+        "tok": tok,
+        "cfg": cfg,
+        "folder": folder,
+        "export": exp,
+        "ct2": CTranslate2Model(folder, "cpu", max_positions=exp.max_positions),
+    }
+
+
+@pytest.fixture(scope="module")
+def sources(synth_corpus):
+    return (synth_corpus / "val.de").read_text().splitlines()
+
+
+def _both(exported, sources, **decode):
+    cfg = exported["cfg"].decode.with_method(decode.pop("method", "greedy"), **decode)
+    ours = translate_sentences(exported["model"], exported["tok"], sources, cfg)
+    theirs = translate_ctranslate2(exported["ct2"], exported["tok"], sources, cfg)
+    return ours, theirs
+
+
+def _near_tie(model, tok, source: str, prefix: list[int]) -> float:
+    """Our margin between the two most probable next tokens after ``prefix``."""
+    src = torch.tensor([tok.encode_src([source])[0]])
+    with torch.no_grad():
+        logits = model(src, src != 0, torch.tensor([[BOS, *prefix]]))[0, -1]
+    top = torch.log_softmax(logits, -1).topk(2).values
+    return float(top[0] - top[1])
+
+
+def test_greedy_search_gives_our_greedy_tokens(exported, sources):
+    """The two engines compute the same log-probabilities to about 1e-6 (test_ctranslate2.py of
+    export/); greedy search takes the arg max, so their tokens agree unless two candidates are
+    within that rounding of each other. Any sentence that differs must differ at such a tie."""
+    ours, theirs = _both(exported, sources)
+    same = 0
+    for o, t, src in zip(ours, theirs, sources, strict=True):
+        a, b = o.hypotheses[0], t.hypotheses[0]
+        if a.tokens == b.tokens:
+            same += 1
+            assert o.text == t.text and a.finished == b.finished
+            if a.finished:  # (a cut one's CTranslate2 log-probability counts the cut tokens)
+                # CTranslate2 blocks PAD and BOS before its softmax (the rest renormalised), ours
+                # after: its log-probability is ours or a little higher, never lower
+                assert a.log_prob - 1e-4 <= b.log_prob <= a.log_prob + 0.5
+            continue
+        k = next(i for i, (x, y) in enumerate(zip(a.tokens, b.tokens, strict=False)) if x != y)
+        assert _near_tie(exported["model"], exported["tok"], src, a.tokens[:k]) < 1e-4
+    assert same >= len(sources) - 2
+    assert sum(r.hypotheses[0].finished for r in ours) >= len(sources) // 2  # a model that stops
+
+
+def test_beam_search_at_alpha_0_gives_ours_wherever_both_finish(exported, sources):
+    """At alpha 0 both rank by the raw log-probability; they differ in which hypothesis a beam
+    that never reaches EOS returns (CTranslate2 returns it whole at the length limit, ours only
+    when nothing finished), so only sentences where both finish are compared."""
+    ours, theirs = _both(exported, sources, method="beam", beam_size=4, length_penalty=0.0)
+    both = [
+        (o, t)
+        for o, t in zip(ours, theirs, strict=True)
+        if o.hypotheses[0].finished and t.hypotheses[0].finished
+    ]
+    assert len(both) >= len(sources) // 2
+    assert [o.text for o, _ in both] == [t.text for _, t in both]
+
+
+def test_n_best_rows_are_best_first_and_sampling_repeats_with_a_seed(exported, sources):
+    _, theirs = _both(exported, sources[:10], method="beam", beam_size=3)
+    cfg = exported["cfg"].decode.with_method("beam", beam_size=3)
+    nbest = translate_ctranslate2(exported["ct2"], exported["tok"], sources[:10], cfg, n_best=3)
+    for r in nbest:
+        scores = [h.score for h in r.hypotheses]
+        assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    assert [r.text for r in nbest] == [r.text for r in theirs]
+    draws = []
+    for _ in range(2):  # a fresh model each time, as two runs of translate
+        model = CTranslate2Model(exported["folder"], "cpu", max_positions=1024)
+        sample = exported["cfg"].decode.with_method("sample", seed=7, top_k=5)
+        out = translate_ctranslate2(model, exported["tok"], sources[:10], sample, n_best=2)
+        draws.append([r.texts for r in out])
+    assert draws[0] == draws[1] and all(len(t) == 2 for t in draws[0])
+
+
+def test_the_length_limit_is_each_sentences_own(exported, sources):
+    """One batch, sources of different lengths, a limit of floor(0.5 * S + 2) tokens (EOS
+    included): each hypothesis stops at its own, cut ones unfinished and without EOS, exactly
+    as our greedy search does."""
+    lines = sorted(sources[:30], key=len)[::3]
+    ours, theirs = _both(exported, lines, max_len_a=0.5, max_len_b=2)
+    for o, t in zip(ours, theirs, strict=True):
+        h = t.hypotheses[0]
+        limit = int(len(exported["tok"].encode_src([t.source])[0]) * 0.5 + 2)
+        assert len(h.tokens) <= limit and h.finished == (h.tokens[-1] == EOS)
+        assert (h.tokens, h.finished) == (o.hypotheses[0].tokens, o.hypotheses[0].finished)
+    assert any(not r.hypotheses[0].finished for r in theirs)
+
+
+def test_the_line_translator_reads_windows_as_ours_does(exported, sources):
+    from seq2seq.decoding.files import LineTranslator
+
+    cfg = exported["cfg"].decode
+    lines = sources[:20] + ["", " \t "]
+    theirs = translate_lines(
+        CTranslate2LineTranslator(exported["ct2"], exported["tok"], cfg), lines
+    )
+    ours = translate_lines(LineTranslator(exported["model"], exported["tok"], cfg), lines)
+    assert [r.text for r in theirs] == [r.text for r in ours]
+    assert theirs[-1].hypotheses == [] and theirs[-1].text == ""
+
+
+def test_an_export_is_found_by_its_folder_or_a_file_in_it(exported, synth_transformer_run):
+    folder = exported["folder"]
+    assert export_folder(folder) == folder
+    assert export_folder(folder / "model.bin") == folder
+    assert export_folder(synth_transformer_run) is None
+    assert exported["export"].cfg.model.name == "transformer"
+    assert exported["export"].max_positions == exported["cfg"].model.max_positions
+
+
+def test_a_damaged_export_is_refused_in_one_line(exported, tmp_path):
+    import shutil
+
+    from seq2seq.checkpoint import CheckpointError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(exported["folder"], bad)
+    (bad / "model.bin").write_bytes((exported["folder"] / "model.bin").read_bytes()[:5000])
+    with pytest.raises(CheckpointError) as e:
+        CTranslate2Model(bad)
+    assert "CTranslate2 cannot load this export" in str(e.value) and "\n" not in str(e.value)
+    (bad / "seq2seq_export.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="not a readable CTranslate2 export"):
+        read_export(bad)
