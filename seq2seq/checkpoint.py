@@ -1,7 +1,9 @@
 """Self-describing, atomic checkpoints.
 
 A checkpoint is one ``torch.save`` dict: format tag, resolved config, model weights, tokenizer
-protos, and (for resuming) optimizer, scaler, RNG states and the training position (the learning
+protos, the target vocabulary (``"target_vocab"``: the sorted ids of the pieces seen in the
+training targets, and EOS; absent from checkpoints written before it, which decode unmasked), and
+(for resuming) optimizer, scaler, RNG states and the training position (the learning
 rate is a pure function of the step, see ``schedules``). It is
 written to a temporary file in the same folder, flushed and fsync'ed, then renamed over the target,
 so a crash leaves either the old file or the new one, never half of one.
@@ -23,6 +25,7 @@ from pydantic import ValidationError
 
 from seq2seq.atomic import atomic_write_bytes
 from seq2seq.config import Config, ConfigError, _one_line, load_yaml, validate_config
+from seq2seq.data.batch import target_vocab_mask
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel, build_model
 
@@ -135,7 +138,9 @@ def config_of(ckpt: dict[str, Any], source: str = "checkpoint") -> Config:
 def model_from_checkpoint(
     ckpt: dict[str, Any], source: str = "checkpoint"
 ) -> tuple[Seq2SeqModel, Tokenizer, Config]:
-    """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint.
+    """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint. The model
+    carries the checkpoint's target vocabulary as ``model.target_vocab`` ((V,) bool on the CPU,
+    or None; ``unpack_target_vocab``), a plain attribute: ``to()`` leaves it, the searches move it.
 
     Raises:
         CheckpointError: the weights do not fit the architecture in the checkpoint's config.
@@ -149,7 +154,33 @@ def model_from_checkpoint(
         first = str(e).strip().splitlines()[0]
         msg = f"{source}: weights do not match the model config ({first})"
         raise CheckpointError(msg) from None
+    model.target_vocab = unpack_target_vocab(ckpt, tok.tgt_vocab_size, source)
     return model.eval(), tok, cfg
+
+
+def pack_target_vocab(mask: torch.Tensor | None) -> dict[str, list[int]]:
+    """A (V,) bool target vocabulary (``data.prepare.TrainData.target_vocab``) as a checkpoint's
+    entry: ``{"target_vocab": its True ids, sorted}``, or {} for None."""
+    return {} if mask is None else {"target_vocab": mask.nonzero().squeeze(1).tolist()}
+
+
+def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> torch.Tensor | None:
+    """A checkpoint's target vocabulary as the (V,) bool mask the searches read from
+    ``model.target_vocab`` (``decoding.base.allowed_tokens``); None without one (a checkpoint
+    from before it): the searches then allow every piece, as they did.
+
+    Raises:
+        CheckpointError: an id outside the tokenizer's target vocabulary.
+    """
+    ids = ckpt.get("target_vocab")
+    if ids is None:
+        return None
+    try:
+        return target_vocab_mask([torch.as_tensor(ids, dtype=torch.long).numpy()], vocab_size)
+    except ValueError as e:
+        raise CheckpointError(
+            f"{source}: its target_vocab does not fit its tokenizer ({e})"
+        ) from None
 
 
 def load_for_inference(

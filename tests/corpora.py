@@ -1,7 +1,8 @@
 """Made-up corpora and the files tests write: the synthetic word-for-word "translation" of the fast
 tier (``synth_pairs``), the copy corpus (``SENTENCES``), the toy corpus with planted bad lines
 (``toy_pairs``; the ``toy`` fixture trains on it), joined evaluation sets, Hugging Face datasets
-saved to disk, and a few writers of parallel files."""
+saved to disk, and a few writers of parallel files (``write_source_only_words``: a joint
+vocabulary with source-only pieces)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,17 @@ def write_split(d, prefix, src, tgt=None, src_lang="de", tgt_lang="en", raw=Fals
         else:
             path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     return str(d / prefix)
+
+
+def write_source_only_words(d: Path) -> tuple[str, list[str]]:
+    """The copy corpus (``SENTENCES`` x3) as training pairs whose source says "die" / "ein" where
+    the target says "the" / "a" (pieces only the source side uses, with a joint vocabulary), and
+    one pair whose target (31 x "zebra", over a ``data.max_len`` of 30) is dropped: its piece is
+    in the vocabulary but in no kept target. Returns the training prefix and the kept targets."""
+    d.mkdir(exist_ok=True)
+    tgt = SENTENCES * 3
+    src = [f" {s} ".replace(" the ", " die ").replace(" a ", " ein ").strip() for s in tgt]
+    return write_split(d, "train", [*src, "ein zebra"], [*tgt, " ".join(["zebra"] * 31)]), tgt
 
 
 # ---- the toy corpus: lowercase ASCII, the target the source's words reversed -------------------

@@ -45,6 +45,12 @@ class DecodeConfig(_Section):
 
     ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``) blocks, in every method, a
     token that would complete an n-gram of N tokens already in the output; 0 (the default) is off.
+
+    ``target_vocab_mask`` (every method) keeps the output to the pieces seen in the training
+    targets, and EOS (the mask a run's checkpoints carry, ``checkpoint.unpack_target_vocab``):
+    with a joint vocabulary nothing else stops a search from writing source-language pieces.
+    It blocks without renormalising, like ``min_len``; a checkpoint without a mask (written
+    before it) decodes unmasked whatever this says. On by default, pending measurements.
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
@@ -67,6 +73,9 @@ class DecodeConfig(_Section):
     min_len: int = Field(1, ge=0, description="tokens required before EOS (0 allows empty output)")
     no_repeat_ngram: int = Field(
         0, ge=0, description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)"
+    )
+    target_vocab_mask: bool = Field(
+        True, description="output only pieces seen in the training targets (and EOS)"
     )
     max_src_len: int = Field(1024, ge=1, description="longer sources are cut, with a warning")
     batch_size: int = Field(128, ge=1, description="sentences per decoding batch")

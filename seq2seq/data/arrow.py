@@ -19,11 +19,12 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from seq2seq.config import DataConfig
-from seq2seq.data.batch import Batch, length_batches, shard
+from seq2seq.data.batch import Batch, length_batches, shard, target_vocab_mask
 from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
     Drops,
@@ -36,6 +37,9 @@ from seq2seq.data.corpus import (
 from seq2seq.data.hf import open_hf
 from seq2seq.data.text import resolve_corpus_file, sha256_file, split_origin
 from seq2seq.data.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("seq2seq")
 
@@ -140,6 +144,24 @@ class ArrowCorpus:
         """The pairs ``idx`` as a ``Batch`` on the CPU; unpadded and unpinned (``pad_multiple``,
         ``max_width`` and ``pin`` are the memory backend's, see ``data.pad_multiple``)."""
         return table_batch(self.ds[self.rows[idx].tolist()])
+
+    def target_vocab(self, vocab_size: int) -> torch.Tensor:
+        """(V,) bool: the target ids of the kept pairs, and EOS (``batch.target_vocab_mask``); one
+        pass over the memory-mapped ``tgt_ids`` column, a chunk (of ~1000 rows) at a time."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keep = np.zeros(self.ds.num_rows, dtype=bool)
+        keep[self.rows] = True
+
+        def chunks() -> Iterator[np.ndarray]:
+            start = 0
+            for chunk in self.ds.data.column("tgt_ids").chunks:
+                kept = pa.array(keep[start : start + len(chunk)])
+                start += len(chunk)
+                yield pc.list_flatten(chunk.filter(kept)).to_numpy(zero_copy_only=False)
+
+        return target_vocab_mask(chunks(), vocab_size)
 
 
 def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -> None:

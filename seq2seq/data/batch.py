@@ -1,7 +1,8 @@
 """Batching: length-bucketed batches of example indices, one rule for every backend, and the
-teacher-forced ``Batch`` (the teacher-forcing shift happens there, once).
+teacher-forced ``Batch`` (the teacher-forcing shift happens there, once); and
+``target_vocab_mask``, the one rule every backend's ``target_vocab`` follows.
 
-Shape notation: B batch, S source length, T target length (EOS included).
+Shape notation: B batch, S source length, T target length (EOS included), V target vocabulary.
 """
 
 from __future__ import annotations
@@ -196,3 +197,34 @@ def token_batches(
     return [
         b.tolist() for b in length_batches(src_lens, tgt_lens, batch_tokens, seed, epoch, shuffle)
     ]
+
+
+def target_vocab_mask(id_arrays: Iterable[np.ndarray], vocab_size: int) -> torch.Tensor:
+    """The pieces a search may emit, from the target ids of the training pairs: every id seen,
+    and EOS (never in the stored ids: the teacher-forcing shift adds it); PAD and BOS stay False
+    (no search emits them, ``decoding.base``). ``decode.target_vocab_mask`` applies it.
+
+    Args:
+        id_arrays: target ids of the kept training pairs in any number of (N_i,) integer arrays
+            (no BOS/EOS), e.g. one per Arrow chunk.
+        vocab_size: V, the target vocabulary size.
+
+    Returns:
+        (V,) bool, True = seen in the training targets (or EOS).
+
+    Raises:
+        ValueError: an id outside [0, V).
+    """
+    seen = np.zeros(vocab_size, dtype=bool)
+    for ids in id_arrays:
+        ids = np.asarray(ids)
+        if not ids.size:
+            continue
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = high if high >= vocab_size else low
+            raise ValueError(f"target id {bad} is outside a vocabulary of {vocab_size} pieces")
+        seen[ids] = True
+    seen[[PAD, BOS]] = False
+    seen[EOS] = True
+    return torch.from_numpy(seen)

@@ -79,15 +79,29 @@ class Corpus(Protocol):
         its lengths up to ``pad_multiple`` (at most ``max_width``), in pinned memory if ``pin``."""
         ...
 
+    def target_vocab(self, vocab_size: int) -> torch.Tensor | None:
+        """(V,) bool: True for every target id of the kept pairs, and EOS; PAD and BOS False
+        (``batch.target_vocab_mask``). Memory and arrow read their stored ids, stream keeps what
+        its counting pass saw; None would mean "no mask" (searches then allow every piece)."""
+        ...
+
 
 @dataclass
 class TrainData:
-    """What a run trains and validates on."""
+    """What a run trains and validates on.
+
+    ``target_vocab``: (V,) bool, the pieces seen in the training targets, and EOS
+    (``Corpus.target_vocab``), or None. With a joint vocabulary it leaves out the pieces only the
+    source side uses; a run's checkpoints carry it and ``decode.target_vocab_mask`` keeps the
+    searches to it. With separate vocabularies it is computed all the same (the target model's
+    pieces that no training target encodes to are left out: harmless, the model never learned them).
+    """
 
     tok: Tokenizer
     train: Corpus
     valid: TokenizedPairs
     valid_text: ParallelText
+    target_vocab: torch.Tensor | None = None
 
 
 def _alone() -> None:
@@ -125,7 +139,23 @@ def prepare_data(
             f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
             f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
         )
-    return TrainData(tok, train, valid, valid_text)
+    return TrainData(tok, train, valid, valid_text, _target_vocab(train, tok))
+
+
+def _target_vocab(train: Corpus, tok: Tokenizer) -> torch.Tensor | None:
+    """``train.target_vocab``, with one log line saying how much of the vocabulary it keeps."""
+    V = tok.tgt_vocab_size
+    mask = train.target_vocab(V)
+    if mask is None:
+        log.info("target vocabulary: no mask made; searches may output any of the %d pieces", V)
+    else:
+        log.info(
+            "target vocabulary: %d of %d pieces (EOS included) seen in the training targets%s",
+            int(mask.sum()),
+            V,
+            " (joint vocabulary)" if tok.joint else "",
+        )
+    return mask
 
 
 def epoch_batches(corpus: Corpus, t: TrainConfig, epoch: int, ranks: Ranks) -> Sequence:

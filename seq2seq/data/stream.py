@@ -6,7 +6,8 @@ buffers of ``data.shuffle_buffer`` pairs (pyarrow Tables), and each buffer is sh
 length and cut by ``length_batches`` seeded with (seed, epoch, buffer). Pairs mix within a buffer,
 never across buffers: shuffle a corpus whose order matters (one sorted by domain or length) once
 beforehand. A counting pass at start-up keeps each buffer's histogram of lengths, which is all it
-takes to know how many batches an epoch has. Every rank reads the whole stream and keeps its share.
+takes to know how many batches an epoch has, and its distinct target ids (``target_vocab``).
+Every rank reads the whole stream and keeps its share.
 
 Resume is exact: an epoch's batches are a pure function of (seed, epoch), and ``StreamEpoch``
 replays the epoch's stream up to the batch a resumed run starts from (reading and tokenising, not
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from seq2seq.config import DataConfig
-from seq2seq.data.batch import Batch, cut_runs, length_batches
+from seq2seq.data.batch import Batch, cut_runs, length_batches, target_vocab_mask
 from seq2seq.data.corpus import (
     Drops,
     clean_rows,
@@ -31,6 +33,9 @@ from seq2seq.data.corpus import (
 )
 from seq2seq.data.text import split_origin
 from seq2seq.data.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 
 class StreamCorpus:
@@ -43,16 +48,24 @@ class StreamCorpus:
         # batch.length_batches sorts them, and how many pairs have each (K,); enough to count an
         # epoch's batches for any budget.
         self.lengths: list[tuple[np.ndarray, np.ndarray]] = []
+        # ... and the distinct target ids of each buffer, for ``target_vocab`` (no pass of its own)
+        self.tgt_ids_seen: list[np.ndarray] = []
         drops = Drops(cfg.max_len)
         for buf in self._buffers(drops):
             src_lens, tgt_lens = table_lengths(buf)
             lens = np.stack([tgt_lens, src_lens], 1)
             self.lengths.append(np.unique(lens, axis=0, return_counts=True))
+            self.tgt_ids_seen.append(np.unique(_flat(buf.column("tgt_ids"))))
         drops.log(what, split_origin(cfg, split))
         self.n = int(sum(counts.sum() for _, counts in self.lengths))
 
     def __len__(self) -> int:
         return self.n
+
+    def target_vocab(self, vocab_size: int) -> torch.Tensor:
+        """(V,) bool: the target ids of the kept pairs, and EOS (``batch.target_vocab_mask``),
+        gathered by the counting pass at start-up: no further pass over the stream."""
+        return target_vocab_mask(self.tgt_ids_seen, vocab_size)
 
     def dataset(self):
         """The ``datasets.IterableDataset`` of rows {line_no, src_ids, tgt_ids, drop}."""
@@ -159,3 +172,10 @@ class StreamEpoch(Sequence):
         out = list(itertools.islice(self.it, max(0, stop - start)))
         self.pos += len(out)
         return out
+
+
+def _flat(ids) -> np.ndarray:
+    """A pyarrow list<int> column (chunked or not) -> (N,) its values, in row order."""
+    import pyarrow.compute as pc
+
+    return pc.list_flatten(ids).to_numpy(zero_copy_only=False)

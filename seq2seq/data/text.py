@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import logging
 import random
 import unicodedata
@@ -28,8 +29,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import torch
+
 from seq2seq.config import DataConfig, data_root
-from seq2seq.data.batch import Batch, shard, token_batches
+from seq2seq.data.batch import Batch, shard, target_vocab_mask, token_batches
 from seq2seq.data.errors import DataError as DataError  # re-exported: most callers import it here
 from seq2seq.data.hf import hf_column, hf_fields, open_hf
 
@@ -269,6 +273,11 @@ class TokenizedPairs:
         most ``max_width``), in pinned memory if ``pin``."""
         src, tgt = [self.src[i] for i in idx], [self.tgt[i] for i in idx]
         return Batch.from_ids(src, tgt, pad_multiple, max_width, pin)
+
+    def target_vocab(self, vocab_size: int) -> torch.Tensor:
+        """(V,) bool: the target ids of these pairs, and EOS (``batch.target_vocab_mask``)."""
+        flat = np.fromiter(itertools.chain.from_iterable(self.tgt), np.int64)
+        return target_vocab_mask([flat], vocab_size)
 
 
 def tokenize_pairs(

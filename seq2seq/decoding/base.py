@@ -1,7 +1,7 @@
 """What every search shares: the ``Hypothesis`` it returns, output length limits, the GNMT length
 penalty, and the step log-probabilities with the tokens no search may emit blocked.
 
-Shape notation: B sentences (b of them still decoding), S source length, V vocabulary.
+Shape notation: B sentences (b of them still decoding), S source length, V target vocabulary.
 
 Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
@@ -13,6 +13,13 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
   probabilities are not renormalised, so scores stay the model's log-probabilities).
 - PAD and BOS are never generated.
+- ``target_vocab_mask`` (``DecodeConfig``, on by default): a piece the model's target vocabulary
+  leaves out (``model.target_vocab``, (V,) bool: the pieces seen in the training targets, and EOS;
+  carried by the checkpoint, see ``checkpoint.unpack_target_vocab``) gets -inf, in every search;
+  like ``min_len`` it blocks without renormalising (sampling renormalises over what is left, as
+  it does after top-k). ``allowed_tokens`` reads the mask once per search call; a model without
+  one (None, an older checkpoint, a toy) decodes as before. With a joint source/target vocabulary
+  this keeps source-only pieces out of the output.
 - ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``): a token that would complete an
   n-gram of N tokens already in the hypothesis gets -inf (``block_repeated_ngrams``), in every
   search; like ``min_len`` it blocks without renormalising.
@@ -66,13 +73,26 @@ def length_penalty(length: Tensor | int, alpha: float) -> Tensor:
     return ((5.0 + torch.as_tensor(length, dtype=torch.float)) / 6.0) ** alpha
 
 
-def step_log_probs(logits: Tensor, step: int, min_len: int) -> Tensor:
-    """(b, V) logits -> (b, V) log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf.
+def allowed_tokens(model, use: bool, device: torch.device | str) -> Tensor | None:
+    """The (V,) bool mask of the pieces ``model`` may output (its ``target_vocab`` attribute; an
+    ``Ensemble``'s is its members' union) on ``device``, or None when ``use`` is False or the model
+    has none: every piece is allowed."""
+    mask = getattr(model, "target_vocab", None) if use else None
+    return None if mask is None else mask.to(device=device, dtype=torch.bool)
+
+
+def step_log_probs(
+    logits: Tensor, step: int, min_len: int, allowed: Tensor | None = None
+) -> Tensor:
+    """(b, V) logits -> (b, V) log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf,
+    and every piece that ``allowed`` ((V,) bool on the logits' device, or None) leaves out.
 
     Blocking happens after the softmax, so it never renormalises: scores stay the model's
     log-probabilities.
     """
     logp = torch.log_softmax(logits.float(), -1)
+    if allowed is not None:
+        logp.masked_fill_(~allowed, NEG_INF)
     logp[:, PAD] = NEG_INF
     logp[:, BOS] = NEG_INF
     if step < min_len:

@@ -27,6 +27,7 @@ from seq2seq.data.tokenizer import BOS, EOS, PAD
 from seq2seq.decoding.base import (
     NEG_INF,
     Hypothesis,
+    allowed_tokens,
     block_repeated_ngrams,
     length_penalty,
     max_lengths,
@@ -171,6 +172,7 @@ def beam_search(
     min_len: int = 0,
     need_attention: bool = False,
     no_repeat_ngram: int = 0,
+    target_vocab_mask: bool = True,
 ) -> list[list[Hypothesis]]:
     """Batched beam search over B sentences x K beams (see the module docstring).
 
@@ -180,6 +182,8 @@ def beam_search(
         length_penalty_alpha: α of the GNMT penalty; 0 ranks by raw log-probability.
         no_repeat_ngram: N > 0: no beam is extended by a token that repeats one of its n-grams
             of N tokens (``base.block_repeated_ngrams``).
+        target_vocab_mask: no beam is extended by a piece outside ``model.target_vocab`` (when
+            the model has one; ``base.allowed_tokens``).
 
     Returns:
         For each sentence in input order, its N best hypotheses (finished ones first).
@@ -193,6 +197,7 @@ def beam_search(
     max_len = max_lengths(src_mask, max_len_a, max_len_b)
     L = int(max_len.max())
     bound_lp = length_penalty(max_len, length_penalty_alpha).to(dev)  # (B,) most favourable lp
+    allowed = allowed_tokens(model, target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))
     beams, pool = _start(B, K, n_best, L, src.shape[1] if need_attention else None, dev)
     results: list[list[Hypothesis]] = [[] for _ in range(B)]
@@ -200,7 +205,7 @@ def beam_search(
     prev = torch.full((B,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, att, state = model.decode_step(prev, state, need_attention)
-        logp = step_log_probs(logits, t, min_len)
+        logp = step_log_probs(logits, t, min_len, allowed)
         if t == 0:  # a sentence's K beams are all still BOS: decoded once, copied to K rows here
             rows = torch.arange(B, device=dev).repeat_interleave(K)
             state, logp = model.select_state(state, rows), logp[rows]
@@ -282,4 +287,5 @@ def decode_beam(
         cfg.min_len,
         need_attention,
         cfg.no_repeat_ngram,
+        cfg.target_vocab_mask,
     )

@@ -18,7 +18,8 @@ The decode settings map onto ``Translator.translate_batch``:
 - ``min_len`` -> ``min_decoding_length`` (EOS blocked before it), ``no_repeat_ngram`` ->
   ``no_repeat_ngram_size``; PAD and BOS are suppressed, as our searches never emit them (CTranslate2
   masks them before its softmax, ours after: the scores differ by that renormalisation, the arg
-  max does not).
+  max does not). ``target_vocab_mask`` is not applied: a CTranslate2 export carries no target
+  vocabulary, so its searches may output any piece (as ours did before the mask).
 - length: one ``max_decoding_length`` per batch, the largest floor(a * S + b) in it (EOS
   included, as ours); each hypothesis longer than its own sentence's limit is then cut to it
   (``finished`` False, as ours). For greedy search the cut output is exactly ours (a prefix does

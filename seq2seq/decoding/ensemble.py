@@ -55,6 +55,9 @@ class Ensemble(Seq2SeqModel):
         has_attention: True when any member returns cross-attention; the step attention is the
             mean over the members that do.
         max_positions: the smallest of the members' (None when none has a limit).
+        target_vocab: (V,) bool, the union of the members' target vocabularies (a piece any of
+            them saw in its training targets), or None when a member has none (see
+            ``decoding.base.allowed_tokens``).
     """
 
     def __init__(self, models: Sequence[Seq2SeqModel]):
@@ -84,6 +87,13 @@ class Ensemble(Seq2SeqModel):
         self.static_state_keys = frozenset(
             f"{i}/{k}" for i, m in enumerate(models) for k in m.static_state_keys
         )
+
+    @property
+    def target_vocab(self) -> Tensor | None:
+        masks = [getattr(m, "target_vocab", None) for m in self.models]
+        if any(mask is None for mask in masks):
+            return None
+        return torch.stack([mask.cpu().bool() for mask in masks]).any(0)
 
     def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
         """(B, S) ids and mask -> every member's encoder state, keys prefixed ``"<m>/"``."""

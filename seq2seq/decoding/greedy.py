@@ -15,6 +15,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD
 from seq2seq.decoding.base import (
     Hypothesis,
+    allowed_tokens,
     block_repeated_ngrams,
     length_penalty,
     max_lengths,
@@ -39,6 +40,7 @@ def left_to_right(
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
     no_repeat_ngram: int = 0,
+    target_vocab_mask: bool = True,
 ) -> list[Hypothesis]:
     """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
     once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
@@ -50,12 +52,15 @@ def left_to_right(
         length_penalty_alpha: only rescales the reported ``score``.
         no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens
             (``base.block_repeated_ngrams``) before ``choose`` sees the step.
+        target_vocab_mask: block the pieces outside ``model.target_vocab`` (``base``), if it has
+            one, before ``choose`` sees the step.
 
     Returns:
         B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
         log-probabilities of the chosen tokens, each kept in ``token_log_probs``.
     """
     dev, S = src.device, src.shape[1]
+    allowed = allowed_tokens(model, target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))
     if copies > 1:  # one encoding, C decoder rows per sentence
         rows = torch.arange(src.shape[0], device=dev).repeat_interleave(copies)
@@ -72,7 +77,7 @@ def left_to_right(
     prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
-        logp = step_log_probs(logits, t, min_len)
+        logp = step_log_probs(logits, t, min_len, allowed)
         if no_repeat_ngram:
             block_repeated_ngrams(logp, tokens[alive, :t], no_repeat_ngram)
         best = choose(logp)  # (b,)
@@ -126,6 +131,7 @@ def greedy_search(
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
     no_repeat_ngram: int = 0,
+    target_vocab_mask: bool = True,
 ) -> list[Hypothesis]:
     """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
     the batch as soon as it produces EOS or reaches its maximum length.
@@ -134,6 +140,7 @@ def greedy_search(
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
         length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
         no_repeat_ngram: N > 0: the most probable token that repeats no n-gram of N tokens.
+        target_vocab_mask: the most probable piece of ``model.target_vocab`` (when it has one).
 
     Returns:
         B hypotheses, in input order.
@@ -149,6 +156,7 @@ def greedy_search(
         need_attention=need_attention,
         length_penalty_alpha=length_penalty_alpha,
         no_repeat_ngram=no_repeat_ngram,
+        target_vocab_mask=target_vocab_mask,
     )
 
 
@@ -177,5 +185,6 @@ def decode_greedy(
         need_attention,
         cfg.length_penalty,
         cfg.no_repeat_ngram,
+        cfg.target_vocab_mask,
     )
     return [[h] for h in hyps]

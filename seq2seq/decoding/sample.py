@@ -72,6 +72,7 @@ def sample_search(
     need_attention: bool = False,
     length_penalty_alpha: float = 0.0,
     no_repeat_ngram: int = 0,
+    target_vocab_mask: bool = True,
 ) -> list[list[Hypothesis]]:
     """Draw ``n_samples`` independent outputs per sentence, token by token (ancestral sampling),
     for a whole batch at once; a draw stops at EOS or at its maximum length, like greedy search.
@@ -84,6 +85,9 @@ def sample_search(
         length_penalty_alpha: only rescales the reported ``score``.
         no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens before the
             draw (step 0, ahead of temperature and filtering).
+        target_vocab_mask: never draw a piece outside ``model.target_vocab`` (when it has one):
+            blocked before the draw like ``no_repeat_ngram``, so the draw renormalises over the
+            rest.
 
     Returns:
         For each sentence in input order, its N draws, highest ``score`` first. ``log_prob`` is
@@ -108,6 +112,7 @@ def sample_search(
         need_attention=need_attention,
         length_penalty_alpha=length_penalty_alpha,
         no_repeat_ngram=no_repeat_ngram,
+        target_vocab_mask=target_vocab_mask,
     )
     per_sentence = [hyps[i : i + n_samples] for i in range(0, len(hyps), n_samples)]
     return [sorted(h, key=lambda x: -x.score) for h in per_sentence]
@@ -137,4 +142,5 @@ def decode_sample(
         need_attention,
         cfg.length_penalty,
         cfg.no_repeat_ngram,
+        cfg.target_vocab_mask,
     )

@@ -1,11 +1,11 @@
 """``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else.
 
-``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos)
-without the optimizer, gradient scaler, RNG states and training position that only a resume
-needs, so ``translate``, ``eval`` and ``serve`` read ``-c DIR`` (or ``-c DIR/model.pt``) as they
-read a run. ``exported_from`` records the checkpoint read, its step and the weights' dtype. The
-run's ``decode.yaml`` (``seq2seq tune-decode``) is copied beside it, where every command looks
-for it.
+``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos,
+the target vocabulary when the run's checkpoint has one) without the optimizer, gradient scaler,
+RNG states and training position that only a resume needs, so ``translate``, ``eval`` and
+``serve`` read ``-c DIR`` (or ``-c DIR/model.pt``) as they read a run. ``exported_from``
+records the checkpoint read, its step and the weights' dtype. The run's ``decode.yaml``
+(``seq2seq tune-decode``) is copied beside it, where every command looks for it.
 
 ``dtype`` fp16 or bf16 stores the floating-point weights at half the size; they are widened back
 to fp32 when loaded (``load_state_dict`` copies into the fp32 model), so decoding computes in fp32
@@ -88,12 +88,14 @@ def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torc
 
 
 def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
-    """The checkpoint dict of an export: config, weights (in ``dtype``), tokenizer, provenance."""
+    """The checkpoint dict of an export: config, weights (in ``dtype``), tokenizer, target
+    vocabulary (when ``ckpt`` has one), provenance."""
     state = ckpt.get("train_state") or {}
     return {
         "config": ckpt["config"],
         "model": cast_weights(ckpt["model"], dtype),
         "tokenizer": ckpt["tokenizer"],
+        **({"target_vocab": ckpt["target_vocab"]} if "target_vocab" in ckpt else {}),
         "exported_from": {
             "checkpoint": str(source),
             "step": state.get("step", (ckpt.get("exported_from") or {}).get("step")),

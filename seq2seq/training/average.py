@@ -62,8 +62,10 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
 
 def average_checkpoints(paths: list[Path]) -> dict:
     """Mean of the floating-point weights of ``paths`` (in float64, cast back); everything else
-    (integer buffers, config, tokenizer) comes from the last one. No optimizer or RNG state: the
-    result translates but cannot resume training.
+    (integer buffers, config, tokenizer) comes from the last one. The target vocabulary is the
+    union of the inputs' (a run resumed after an upgrade has older checkpoints without one); the
+    average has none when no input has one. No optimizer or RNG state: the result translates but
+    cannot resume training.
 
     Raises:
         CheckpointError: no paths, or checkpoints of different models or tokenizers.
@@ -86,10 +88,12 @@ def average_checkpoints(paths: list[Path]) -> dict:
             model[name] = mean.to(t.dtype)
         else:
             model[name] = t
+    vocabs = [set(c["target_vocab"]) for c in ckpts if c.get("target_vocab") is not None]
     return {
         "config": ref["config"],
         "model": model,
         "tokenizer": ref["tokenizer"],
+        **({"target_vocab": sorted(set.union(*vocabs))} if vocabs else {}),
         "averaged_from": [str(p) for p in paths],
     }
 

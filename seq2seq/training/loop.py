@@ -35,7 +35,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
-from seq2seq.checkpoint import weights_digest
+from seq2seq.checkpoint import pack_target_vocab, weights_digest
 from seq2seq.config import Config
 from seq2seq.data.prepare import epoch_batches
 from seq2seq.data.tokenizer import Tokenizer
@@ -173,7 +173,8 @@ class Run(RunSetup):
         )
 
     def payload(self) -> dict:
-        """The checkpoint dict: everything ``--resume`` needs, and the config to translate."""
+        """The checkpoint dict: everything ``--resume`` needs, the config to translate, and the
+        target vocabulary (``checkpoint.pack_target_vocab``; a resume computes it afresh)."""
         return {
             "config": self.cfg.model_dump(mode="json"),
             "model": self.model.state_dict(),
@@ -182,6 +183,7 @@ class Run(RunSetup):
             "scaler": self.scaler.state_dict(),
             "train_state": asdict(self.state),
             "rng": rng_states(),
+            **pack_target_vocab(self.data.target_vocab),
         }
 
     def save_last(self) -> None:

@@ -85,6 +85,9 @@ class RunSetup:
         self.data = prepare_data(cfg, run_dir, tokenizer, self.info, barrier)
         vocab = (self.data.tok.src_vocab_size, self.data.tok.tgt_vocab_size, self.data.tok.joint)
         self.model = build_model(cfg.model, *vocab).to(self.device)
+        # validation BLEU decodes as translate will: kept to the pieces of the training targets
+        # (decode.target_vocab_mask); the checkpoints carry the same mask (loop.Run.payload)
+        self.model.target_vocab = self.data.target_vocab
         if warm is not None:
             warm.load_weights(self.model)
         self.cfg, choice = self._settle_precision(ckpt)

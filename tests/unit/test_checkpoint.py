@@ -1,13 +1,16 @@
-"""``seq2seq/checkpoint.py``: non-finite weights are never saved, and a run's tuned decode.yaml is
-read or refused in one line."""
+"""``seq2seq/checkpoint.py``: non-finite weights are never saved, a run's tuned decode.yaml is
+read or refused in one line, and a run's target vocabulary travels in its checkpoints to the
+model."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from seq2seq.checkpoint import CheckpointError, save_checkpoint, with_tuned_decode
 from seq2seq.config import Config
-from tests.toys import tiny_model
+from tests.corpora import SENTENCES, write_source_only_words
+from tests.toys import copy_run_config, tiny_model
 
 
 def test_a_tuned_decode_file_with_a_key_twice_is_refused(tmp_path):
@@ -68,3 +71,45 @@ def test_a_folder_means_best_pt_then_last_pt_then_an_exports_model_pt(tmp_path):
     msg = str(e.value)
     assert "CTranslate2 export" in msg and f"seq2seq translate -c {ct2}" in msg
     assert "eval --hyp" in msg and "\n" not in msg
+
+
+def test_a_run_stores_its_target_vocabulary_and_the_model_carries_it(tmp_path):
+    """A tiny run on pairs whose source has pieces no target has: last.pt and best.pt hold the
+    sorted ids of the training targets' pieces and EOS, the rebuilt model carries them as a (V,)
+    bool mask its searches keep to; without the key (an older checkpoint) it carries None and
+    decodes as the mask switched off."""
+    from seq2seq.checkpoint import load_checkpoint, model_from_checkpoint
+    from seq2seq.data.tokenizer import EOS
+    from seq2seq.decoding.translate import translate_sentences
+    from seq2seq.training.loop import train
+
+    prefix, kept = write_source_only_words(tmp_path / "src-only")
+    cfg = copy_run_config(tmp_path, train=prefix)
+    train(cfg, tmp_path / "run")
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    model, tok, _ = model_from_checkpoint(ckpt)
+    expected = sorted({i for ids in tok.encode_tgt(kept) for i in ids} | {EOS})
+    assert ckpt["target_vocab"] == expected
+    assert load_checkpoint(tmp_path / "run" / "best.pt")["target_vocab"] == expected
+    mask = model.target_vocab
+    assert mask.dtype == torch.bool and mask.shape == (tok.tgt_vocab_size,)
+    assert mask.nonzero().squeeze(1).tolist() == expected
+    assert not mask[[i for ids in tok.encode_src(["die ein zebra"]) for i in ids]].any()
+
+    sources = SENTENCES[:6]
+    for method, extra in (("greedy", {}), ("beam", {"beam_size": 3}), ("sample", {"seed": 1})):
+        dcfg = cfg.decode.with_method(method, **extra)
+        out = translate_sentences(model, tok, sources, dcfg, n_best=2 if method != "greedy" else 1)
+        assert all(mask[h.tokens].all() for r in out for h in r.hypotheses), method
+    old = {k: v for k, v in ckpt.items() if k != "target_vocab"}
+    old_model, _, _ = model_from_checkpoint(old)
+    assert old_model.target_vocab is None
+    on = cfg.decode.with_method("beam", beam_size=3)  # the mask on, but none to apply
+    off = on.model_copy(update={"target_vocab_mask": False})
+    unmasked = [r.hypotheses for r in translate_sentences(model, tok, sources, off)]
+    before = [r.hypotheses for r in translate_sentences(old_model, tok, sources, on)]
+    assert [[(h.tokens, h.score) for h in hs] for hs in before] == [
+        [(h.tokens, h.score) for h in hs] for hs in unmasked
+    ]
+    with pytest.raises(CheckpointError, match="its target_vocab does not fit its tokenizer"):
+        model_from_checkpoint({**ckpt, "target_vocab": [3, tok.tgt_vocab_size]})

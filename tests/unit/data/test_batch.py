@@ -1,5 +1,6 @@
 """``seq2seq/data/batch.py``: one length-batching rule (every example once, within the token
-budget), and ``Batch``: one padded buffer, padding to a multiple that changes no real position."""
+budget), ``Batch``: one padded buffer, padding to a multiple that changes no real position, and
+``target_vocab_mask``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from seq2seq.data.batch import Batch, cut_runs, length_batches, padded_width, token_batches
+from seq2seq.data.batch import (
+    Batch,
+    cut_runs,
+    length_batches,
+    padded_width,
+    target_vocab_mask,
+    token_batches,
+)
 from seq2seq.data.text import DataError
 from seq2seq.data.tokenizer import BOS, EOS, PAD
 from seq2seq.training.loss import token_loss_sum
@@ -117,3 +125,11 @@ def test_padding_to_a_multiple_changes_no_real_position(name):
     assert torch.allclose(loss_a, loss_b, atol=1e-4)
     for ga, gb in zip(grads_a, grads_b, strict=True):
         assert torch.allclose(ga, gb, atol=1e-5)
+
+
+def test_target_vocab_mask_is_the_ids_seen_and_eos_never_pad_or_bos():
+    mask = target_vocab_mask([np.array([5, 7, 5]), np.array([], dtype=np.int32), [PAD, BOS, 4]], 9)
+    assert mask.dtype == torch.bool and mask.nonzero().squeeze(1).tolist() == [EOS, 4, 5, 7]
+    for bad in (9, -1):
+        with pytest.raises(ValueError, match=f"target id {bad} is outside a vocabulary of 9"):
+            target_vocab_mask([np.array([4, bad])], 9)

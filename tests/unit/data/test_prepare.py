@@ -1,17 +1,25 @@
 """``seq2seq/data/prepare.py``: a run's data -- unusable validation sets and bad files refused
 before the first update with the same error on every backend, and each rank's share of an
-epoch's batches."""
+epoch's batches, and the target vocabulary (the kept targets' pieces and EOS) of every
+backend."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from seq2seq.config import TrainConfig, validate_config
 from seq2seq.data.prepare import epoch_batches
 from seq2seq.data.text import DataError
 from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loop import train
-from tests.corpora import SENTENCES, toy_pairs, write_raw_lines, write_split
+from tests.corpora import (
+    SENTENCES,
+    toy_pairs,
+    write_raw_lines,
+    write_source_only_words,
+    write_split,
+)
 from tests.toys import copy_run_config
 
 
@@ -113,3 +121,36 @@ def test_epoch_batches_are_sharded_per_rank(synth_corpus, synth_tokenizer):
     assert len(r0) == len(r1) == len(whole) // 2
     assert r0 == whole[0 : 2 * len(r0) : 2] and r1 == whole[1 : 2 * len(r1) : 2]
     assert not {i for b in r0 for i in b} & {i for b in r1 for i in b}
+
+
+@pytest.mark.parametrize("backend", ["memory", "arrow", "stream"])
+def test_the_target_vocabulary_is_every_kept_targets_pieces_and_eos(tmp_path, backend):
+    from seq2seq.data.prepare import prepare_data
+    from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK
+
+    prefix, kept = write_source_only_words(tmp_path / "src-only")
+    data = {"backend": backend, "cache_dir": str(tmp_path / "cache")}
+    cfg = copy_run_config(tmp_path, train=prefix, data=data)
+    (tmp_path / "run").mkdir()
+    d = prepare_data(cfg, tmp_path / "run", None, DistInfo())
+    tok, mask = d.tok, d.target_vocab
+    assert tok.joint and mask.dtype == torch.bool and mask.shape == (tok.tgt_vocab_size,)
+    expected = {i for ids in tok.encode_tgt(kept) for i in ids} | {EOS}
+    assert set(mask.nonzero().squeeze(1).tolist()) == expected
+    assert not mask[[PAD, BOS]].any()
+    source_only = [i for ids in tok.encode_src(["die ein zebra"]) for i in ids]
+    assert len(source_only) == 3 and UNK not in source_only and not mask[source_only].any()
+    assert d.train.target_vocab(tok.tgt_vocab_size).equal(mask)  # the Corpus method itself
+
+
+def test_separate_vocabularies_get_a_target_vocabulary_too(tmp_path):
+    from seq2seq.data.prepare import prepare_data
+    from seq2seq.data.tokenizer import EOS
+
+    prefix, kept = write_source_only_words(tmp_path / "src-only")
+    cfg = copy_run_config(tmp_path, train=prefix, tokenizer={"joint": False})
+    (tmp_path / "run").mkdir()
+    d = prepare_data(cfg, tmp_path / "run", None, DistInfo())
+    assert not d.tok.joint
+    expected = {i for ids in d.tok.encode_tgt(kept) for i in ids} | {EOS}
+    assert set(d.target_vocab.nonzero().squeeze(1).tolist()) == expected

@@ -2,7 +2,8 @@
 One model, or two copies of it, decode as the model alone (greedy and beam, tokens and scores);
 two scripted oracles decode, by hand, to the argmax of their averaged distribution; two toy models
 of different families follow the step-by-step argmax of their mean probability; the members must
-share one tokenizer."""
+share one tokenizer; the target vocabulary mask is the union of the members' (none if one has
+none)."""
 
 from __future__ import annotations
 
@@ -138,3 +139,23 @@ def test_models_with_another_tokenizer_are_one_line_naming_the_difference(tokeni
     assert "\n" not in msg
     assert msg.startswith("-c b: its tokenizer (sha256 ")
     assert "differs from -c a's" in msg and "target vocabulary of 150 pieces, not 200" in msg
+
+
+def test_the_target_vocabulary_is_the_union_of_the_members_or_none():
+    def member(*ids):
+        model = Oracle({(SENT, ()): {C: 0.5, A: 0.3, B: 0.2}})
+        if ids:
+            model.target_vocab = torch.zeros(8, dtype=torch.bool)
+            model.target_vocab[[*ids, EOS]] = True
+        return model
+
+    both = Ensemble([member(A), member(B)])
+    assert both.target_vocab.nonzero().squeeze(1).tolist() == [EOS, A, B]
+    assert Ensemble([member(A), member()]).target_vocab is None  # one member allows everything
+    src = torch.tensor([[SENT]])
+    (h,) = greedy_search(both, src, src != PAD, max_len_b=3)
+    assert h.tokens == [A, EOS]  # C, the members' favourite, is in neither vocabulary
+    (h,) = greedy_search(Ensemble([member(A)]), src, src != PAD, max_len_b=3)
+    assert h.tokens == [A, EOS]
+    (h,) = greedy_search(Ensemble([member(B), member()]), src, src != PAD, max_len_b=3)
+    assert h.tokens == [C, EOS]

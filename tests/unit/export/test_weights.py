@@ -1,6 +1,6 @@
-"""``seq2seq/export/weights.py`` (and ``export/folder.py``): an export holds the weights and the
-tokenizer alone, translates as its source does, halves in fp16/bf16, and is written whole or not
-at all."""
+"""``seq2seq/export/weights.py`` (and ``export/folder.py``): an export holds the weights, the
+tokenizer and the target vocabulary (when its source has one) alone, translates as its source
+does, halves in fp16/bf16, and is written whole or not at all."""
 
 from __future__ import annotations
 
@@ -17,9 +17,14 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.export import ExportError
-from seq2seq.export.weights import cast_weights, export_checkpoint, weight_bytes
+from seq2seq.export.weights import (
+    cast_weights,
+    export_checkpoint,
+    export_payload,
+    weight_bytes,
+)
 
-EXPORT_KEYS = {"format", "version", "config", "model", "tokenizer", "exported_from"}
+EXPORT_KEYS = {"format", "version", "config", "model", "tokenizer", "target_vocab", "exported_from"}
 
 
 def _sources(synth_corpus, n=40):
@@ -44,6 +49,10 @@ def test_an_fp32_export_translates_as_its_source_and_holds_no_training_state(
     assert exported["exported_from"]["dtype"] == "fp32"
     assert weights_digest(exported["model"]) == weights_digest(source["model"])
     assert exported["tokenizer"] == source["tokenizer"]
+    assert exported["target_vocab"] == source["target_vocab"]  # the run's target vocabulary
+    assert load_for_inference(tmp_path / "export")[0].target_vocab.equal(
+        load_for_inference(synth_transformer_run)[0].target_vocab
+    )
     assert done.files == {"model.pt": (tmp_path / "export" / "model.pt").stat().st_size}
     assert done.out_bytes < done.source_bytes  # the optimizer's two moments are gone
     lines = _sources(synth_corpus)
@@ -134,3 +143,10 @@ def test_a_failed_export_leaves_the_earlier_one_as_it_was(
         export_checkpoint(synth_transformer_run, out, overwrite=True)
     assert (out / "model.pt").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["export"]  # no temporary folder left
+
+
+def test_an_export_of_a_checkpoint_without_a_target_vocabulary_has_none(tmp_path):
+    old = {"config": {}, "model": {}, "tokenizer": {"src": b"", "tgt": None}}
+    assert "target_vocab" not in export_payload(old, tmp_path / "old.pt", "fp32")
+    kept = export_payload({**old, "target_vocab": [3, 7]}, tmp_path / "new.pt", "fp16")
+    assert kept["target_vocab"] == [3, 7]

@@ -1,4 +1,5 @@
-"""``seq2seq/training/average.py``: checkpoints of different models are not averaged."""
+"""``seq2seq/training/average.py``: checkpoints of different models are not averaged, and the
+average's target vocabulary is the union of its inputs'."""
 
 from __future__ import annotations
 
@@ -31,3 +32,27 @@ def test_average_rejects_checkpoints_of_different_models(tmp_path, synth_tokeniz
         )
     with pytest.raises(CheckpointError, match="a different model"):
         average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])
+
+
+def _saved(path, tok, **extra):
+    cfg = validate_config({"train": {"max_steps": 1}, "model": tiny_model_config("rnn")})
+    v = tok.src_vocab_size
+    model = build_model(cfg.model, v, v, True)
+    save_checkpoint(
+        path,
+        {
+            "config": cfg.model_dump(mode="json"),
+            "model": model.state_dict(),
+            "tokenizer": tok.state_dict(),
+            **extra,
+        },
+    )
+    return path
+
+
+def test_the_average_carries_the_union_of_its_inputs_target_vocabularies(tmp_path, synth_tokenizer):
+    a = _saved(tmp_path / "a.pt", synth_tokenizer, target_vocab=[3, 4, 9])
+    b = _saved(tmp_path / "b.pt", synth_tokenizer, target_vocab=[3, 5])
+    old = _saved(tmp_path / "old.pt", synth_tokenizer)  # written before target_vocab existed
+    assert average_checkpoints([a, b, old])["target_vocab"] == [3, 4, 5, 9]
+    assert "target_vocab" not in average_checkpoints([old, old])
