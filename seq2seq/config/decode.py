@@ -50,7 +50,10 @@ class DecodeConfig(_Section):
     targets, and EOS (the mask a run's checkpoints carry, ``checkpoint.unpack_target_vocab``):
     with a joint vocabulary nothing else stops a search from writing source-language pieces.
     It blocks without renormalising, like ``min_len``; a checkpoint without a mask (written
-    before it) decodes unmasked whatever this says. On by default, pending measurements.
+    before it) decodes unmasked whatever this says. On by default: on Multi30k validation
+    (bahdanau, joint 8k vocabulary, 3,960 pieces ever seen in the targets) greedy and beam 5
+    never chose an outside piece (BLEU 32.98 and 34.16 either way), while sampling drew about
+    860 of 16,100 pieces from outside and gained 2.0-2.6 BLEU with the mask (three seeds).
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
