@@ -139,7 +139,7 @@ def test_scores_equal_the_sacrebleu_cli_on_a_corpus(monkeypatch, capsys, tmp_pat
 def test_empty_lines_are_kept_and_scored_like_sacrebleu(
     monkeypatch, capsys, tmp_path, hyp_lines, ref_lines
 ):
-    """Issue 7 case 7: nothing dropped, nothing crashes, each score equals the CLI's."""
+    """nothing dropped, nothing crashes, each score equals the CLI's."""
     ref, hyp = (
         write_lines(tmp_path / "ref.en", ref_lines),
         write_lines(tmp_path / "hyp.en", hyp_lines),
@@ -155,7 +155,7 @@ def test_empty_lines_are_kept_and_scored_like_sacrebleu(
 
 
 def test_an_all_empty_hypothesis_file_scores_zero(monkeypatch, capsys, tmp_path):
-    """Issue 7 case 7: three empty hypothesis lines -> BLEU 0.0, chrF 0.0, TER 100.0."""
+    """three empty hypothesis lines -> BLEU 0.0, chrF 0.0, TER 100.0."""
     ref, hyp = (
         write_lines(tmp_path / "ref.en", REF[:3]),
         write_lines(tmp_path / "hyp.en", ["", "", ""]),
@@ -180,7 +180,7 @@ def test_json_dash_writes_the_report_alone_to_stdout(monkeypatch, capsys, tmp_pa
 
 
 def test_a_line_count_mismatch_is_one_error_naming_both_files(monkeypatch, capsys, tmp_path):
-    """Issue 7 case 8: 3 hypotheses against 4 references; two references of different lengths."""
+    """3 hypotheses against 4 references; two references of different lengths."""
     ref, hyp = write_lines(tmp_path / "ref.en", REF), write_lines(tmp_path / "hyp.en", HYP[:3])
     report = tmp_path / "s.json"
     code, out, err = run_seq2seq(
@@ -216,7 +216,7 @@ def test_two_references_score_like_sacrebleu(monkeypatch, capsys, tmp_path):
 
 
 def test_a_sentencepiece_hypothesis_draws_a_loud_warning(monkeypatch, capsys, tmp_path):
-    """Issue 7 case 9: pieces still in the output; scores still equal the CLI's."""
+    """pieces still in the output; scores still equal the CLI's."""
     hyp = write_lines(tmp_path / "hyp.en", ["▁the ▁cat ▁sleeps ▁on ▁the ▁mat"] + HYP[1:])
     ref = write_lines(tmp_path / "ref.en", REF)
     report, printed = ours(monkeypatch, capsys, tmp_path, ref, hyp)
@@ -228,7 +228,7 @@ def test_a_sentencepiece_hypothesis_draws_a_loud_warning(monkeypatch, capsys, tm
 
 
 def test_a_pre_tokenised_reference_draws_a_warning(monkeypatch, capsys, tmp_path):
-    """Issue 7 case 9: ``the cat sleeps .`` style references."""
+    """``the cat sleeps .`` style references."""
     ref = write_lines(
         tmp_path / "ref.en",
         ["the cat sleeps .", "a red door , open .", "we walk home .", "two dogs play ."],
@@ -247,7 +247,7 @@ def test_a_pre_tokenised_reference_draws_a_warning(monkeypatch, capsys, tmp_path
 def test_chinese_uses_the_zh_tokenizer_only_when_the_language_is_given(
     monkeypatch, capsys, tmp_path
 ):
-    """Issue 7 case 9: without spaces, 13a sees one token per line; --tgt-lang zh splits
+    """without spaces, 13a sees one token per line; --tgt-lang zh splits
     characters, exactly as ``sacrebleu -l xx-zh``."""
     ref, hyp = write_lines(tmp_path / "ref.zh", ZH_REF), write_lines(tmp_path / "hyp.zh", ZH_HYP)
     plain, _ = ours(monkeypatch, capsys, tmp_path, ref, hyp)
@@ -260,7 +260,7 @@ def test_chinese_uses_the_zh_tokenizer_only_when_the_language_is_given(
 
 
 def test_lowercase_folds_cyrillic_case(monkeypatch, capsys, tmp_path):
-    """Issue 7 case 9: a hypothesis that differs only in (Cyrillic) case scores 100.0."""
+    """a hypothesis that differs only in (Cyrillic) case scores 100.0."""
     ref = write_lines(
         tmp_path / "ref.ru", ["кошка спит на коврике у двери", "две собаки играют в снегу"]
     )
