@@ -18,7 +18,7 @@ ENSEMBLE_HELP = (
 )
 
 
-def load_runs(
+def load_for_decoding(
     checkpoints: Sequence[Path],
     device: str,
     say_decode_file: bool = True,

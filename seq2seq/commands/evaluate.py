@@ -20,7 +20,7 @@ from seq2seq.commands.decode_options import (
     decode_cfg,
     given_options,
 )
-from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_runs, members
+from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding, members
 from seq2seq.commands.outputs import check_writable
 from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
@@ -312,7 +312,7 @@ def _translate_for_eval(
 
     if not checkpoints or src is None:
         raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-    run, runs = load_runs(checkpoints, device, False, load_model)  # decode.yaml: said below
+    run, runs = load_for_decoding(checkpoints, device, False, load_model)  # decode.yaml: said below
     run.model = quantized(run.model, quantize)
     dcfg = decode_cfg(run.cfg.decode, **options)
     sources = _say_decode_file(run, dcfg, options)

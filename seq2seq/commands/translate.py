@@ -18,7 +18,7 @@ from seq2seq.commands.decode_options import (
     decode_cfg,
     given_options,
 )
-from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_runs
+from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding
 from seq2seq.commands.outputs import check_writable
 from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
@@ -165,7 +165,7 @@ def translate(
     check_writable(attention_dir, "--attention-dir", folder=True)
     run = ctranslate2_run(checkpoint, device, quantize, attention_dir)  # a CTranslate2 export
     if run is None:
-        run, _ = load_runs(checkpoint, quantized_device(quantize, device), load=load_model)
+        run, _ = load_for_decoding(checkpoint, quantized_device(quantize, device), load=load_model)
         run.model = quantized(run.model, quantize)
     options = {
         "beam_size": beam,
