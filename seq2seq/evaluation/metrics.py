@@ -14,8 +14,10 @@ equivalent of ``lowercase`` is ``sacrebleu -lc --chrf-lowercase``.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -188,3 +190,21 @@ def tokenisation_warnings(lines: Sequence[str], name: str) -> list[str]:
             "scores are not comparable"
         )
     return out
+
+
+@contextmanager
+def sacrebleu_seed(value: str | None) -> Iterator[None]:
+    """``SACREBLEU_SEED`` (read by sacreBLEU's bootstrap and paired tests) set to ``value`` for
+    the block, then restored; None leaves it as it is ("None" asks sacreBLEU for fresh entropy)."""
+    if value is None:
+        yield
+        return
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = old

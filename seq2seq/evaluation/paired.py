@@ -15,13 +15,17 @@ metric objects), so a system's score here equals its ``eval`` score. The seed is
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.data.text import read_lines
-from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, tokenisation_warnings
+from seq2seq.evaluation.metrics import (
+    METRICS,
+    sacrebleu_metric,
+    sacrebleu_seed,
+    tokenisation_warnings,
+)
 from seq2seq.evaluation.report import EvalTexts, check_aligned
 
 PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
@@ -56,23 +60,6 @@ def read_systems(paths: Sequence[Path], texts: EvalTexts) -> list[System]:
     streams = [(texts.ref_names[0], texts.refs[0])] + [(s.name, s.hyps) for s in systems]
     check_aligned(streams)
     return systems
-
-
-@contextmanager
-def _sacrebleu_seed(seed: int | None) -> Iterator[None]:
-    """``SACREBLEU_SEED`` set to ``seed`` for a moment (PairedTest reads it); None leaves it."""
-    if seed is None:
-        yield
-        return
-    old = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = str(seed)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["SACREBLEU_SEED"]
-        else:
-            os.environ["SACREBLEU_SEED"] = old
 
 
 def run_paired_test(
@@ -112,7 +99,7 @@ def run_paired_test(
     metrics = {n: sacrebleu_metric(n, tgt_lang, lowercase) for n in names}
     named = [(s.name, [h.rstrip() for h in s.hyps]) for s in systems]
     stripped = [[x.rstrip() for x in r] for r in refs]
-    with _sacrebleu_seed(seed):
+    with sacrebleu_seed(None if seed is None else str(seed)):
         ps = PairedTest(
             named,
             metrics,

@@ -16,13 +16,11 @@ BLEU with sacreBLEU's tokenizer for the target language.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from seq2seq.evaluation.metrics import bleu_metric
+from seq2seq.evaluation.metrics import bleu_metric, sacrebleu_seed
 
 SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
@@ -43,20 +41,6 @@ def _check(hyps: Sequence[str], refs: Sequence[str], n_bootstrap: int | None = N
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     if n_bootstrap is not None and n_bootstrap < 2:
         raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
-
-
-@contextmanager
-def _sacrebleu_seed(seed: int | None) -> Iterator[None]:
-    """``SACREBLEU_SEED`` set to ``seed`` (None: fresh entropy) for the block, then restored."""
-    old = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = "None" if seed is None else str(seed)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["SACREBLEU_SEED"]
-        else:
-            os.environ["SACREBLEU_SEED"] = old
 
 
 def bleu_ci(
@@ -88,7 +72,7 @@ def bleu_ci(
     """
     _check(hyps, refs, n_bootstrap)
     metric = bleu_metric(tgt_lang)
-    with _sacrebleu_seed(seed):
+    with sacrebleu_seed("None" if seed is None else str(seed)):
         result = metric.corpus_score(
             [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]], n_bootstrap=n_bootstrap
         )
