@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from seq2seq.checkpoint import (
+    DECODE_FILE,
     load_checkpoint,
     model_from_checkpoint,
     resolve_checkpoint,
@@ -203,5 +204,8 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "heads": heads,
         "languages": [cfg.data.src_lang, cfg.data.tgt_lang],
         "decode": cfg.decode.model_dump(mode="json"),
+        # tune-decode's decode.yaml beside the checkpoint set the search; else the page hints at it
+        "decode_tuned": (ckpt_path.parent / DECODE_FILE).is_file(),
+        "run_dir": str(ckpt_path.parent),
         "training": training,
     }

@@ -76,7 +76,9 @@ function infoCard(m) {
     ["trained", `${t.steps ?? "?"} steps, ${t.epochs ?? "?"} epochs, ${t.train_minutes ?? "?"} min`],
     [`best ${t.best_metric}`, `${num(t.best_score)} at step ${t.best_step ?? "?"}`],
     ["checkpoint", `${m.checkpoint} on ${m.device}`],
-    ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}`],
+    ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}` +
+      (m.decode_tuned ? " (tuned: decode.yaml)"
+        : ` (not tuned: seq2seq tune-decode -c ${m.run_dir} chooses beam and α on validation)`)],
   ];
   if (t.train_pairs) rows.splice(4, 0, ["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
   const dl = el("dl");

@@ -39,9 +39,12 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(tiny_runs["bahdanau"], run)
     (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
-    (tuned,) = load_runs([run])
+    (tuned, untuned) = load_runs([run, tiny_runs["bahdanau"]])
     assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
     assert tuned.info["decode"]["length_penalty"] == 0.7
+    # the page says which runs tune-decode has tuned, and names the folder to tune
+    assert tuned.info["decode_tuned"] is True and untuned.info["decode_tuned"] is False
+    assert untuned.info["run_dir"] == str(tiny_runs["bahdanau"])
 
 
 @pytest.mark.parametrize(
