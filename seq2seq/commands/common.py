@@ -17,10 +17,12 @@ class UserError(Exception):
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """Print one error line on stderr and exit with ``code``."""
+    """Print one error line on stderr and exit with ``code``. Code 130 is the user's own Ctrl-C
+    (or SIGTERM), which is no error: its line is headed "stopped:", in yellow."""
     from rich.text import Text
 
-    console.print(Text.assemble(("error: ", "bold red"), msg), highlight=False, soft_wrap=True)
+    head = ("stopped: ", "bold yellow") if code == 130 else ("error: ", "bold red")
+    console.print(Text.assemble(head, msg), highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -140,12 +140,12 @@ def translate(
     quantize: str | None = QUANTIZE,
 ):
     """Translate text line by line: one output line per input line, in order; empty in, empty out.
-    Lines are translated 8 batches at a time and written, in order, as each such window finishes
-    (so -o FILE.partial grows as it goes; FILE appears when all is done). Ctrl-C stops with exit
-    code 130 and says how many lines were translated and where they are. When any source has
-    uncovered characters or is cut to the length limit, or any translation stops at the maximum
-    length without EOS, a summary line on stderr counts them. Reading a terminal, it says when the
-    model is ready; Ctrl-D ends."""
+    Lines are translated 1, 2, 4, then 8 batches at a time and written, in order, as each such
+    window finishes (so -o FILE.partial grows as it goes; FILE appears when all is done). Ctrl-C
+    stops with exit code 130 and says how many lines were translated and where they are. When any
+    source has uncovered characters or is cut to the length limit, or any translation stops at the
+    maximum length without EOS, a summary line on stderr counts them. Reading a terminal, it says
+    when the model is ready; Ctrl-D ends."""
     import sys
 
     from seq2seq.commands.export import CTranslate2Run, ctranslate2_run

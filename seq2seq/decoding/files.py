@@ -2,11 +2,12 @@
 input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
 JSON object per line (``alignment_output.py``), as ``LineTranslator.output_format`` says.
 
-Input is translated a window of lines at a time (``WINDOW_BATCHES`` batches), and each window's
-output is written in input order and flushed before the next is read: from a file, the next window;
-from standard input, whatever lines are waiting (up to a window), so an interactive session gets
-each answer while its input stays open. Lines are read by the same rules as files
-(``data.text.decode_line``). Ctrl-C keeps the windows already written (``TranslationInterrupted``).
+Input is translated a window of lines at a time (1, 2, 4, then ``WINDOW_BATCHES`` batches), and
+each window's output is written in input order and flushed before the next is read: from a file,
+the next window; from standard input, whatever lines are waiting (up to a window), so an
+interactive session gets each answer while its input stays open. Lines are read by the same rules
+as files (``data.text.decode_line``). Ctrl-C keeps the windows already written
+(``TranslationInterrupted``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,31 @@ from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
 
-# Lines translated at a time (``LineTranslator.window``), in batches: this many batches. Within a
-# window the lines are sorted by length into batches (less padding), and when a window is done its
-# output is written, so Ctrl-C keeps every window finished before it.
+# Lines translated at a time, in batches (``window_sizes``): 1, 2, 4, then this many batches.
+# Within a window the lines are sorted by length into batches (less padding), and when a window is
+# done its output is written, so Ctrl-C keeps every window finished before it; the small first
+# windows put the first lines on disk within a batch's time.
 WINDOW_BATCHES = 8
+
+
+def window_sizes(batch_size: int) -> Iterator[int]:
+    """Lines per window, window after window: ``batch_size`` times 1, 2, 4, then
+    ``WINDOW_BATCHES`` for every later window."""
+    batches = 1
+    while True:
+        yield batch_size * batches
+        batches = min(2 * batches, WINDOW_BATCHES)
+
+
+def windows_of(lines: Sequence[str], batch_size: int) -> Iterator[tuple[int, Sequence[str]]]:
+    """``lines`` cut into windows of ``window_sizes``: (index of the first line, the lines)."""
+    start = 0
+    for size in window_sizes(batch_size):
+        if start >= len(lines):
+            return
+        yield start, lines[start : start + size]
+        start += size
+
 
 # Called with translations decoded with attention and the input line number of the first.
 AttentionSink = Callable[[list[Translation], int], object]
@@ -103,11 +125,6 @@ class LineTranslator:
     def _search_attention(self) -> bool:
         """``jsonl`` aligns every line with the attention the search returns."""
         return self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
-
-    @property
-    def window(self) -> int:
-        """Input lines translated (and then written) at a time: ``WINDOW_BATCHES`` batches."""
-        return WINDOW_BATCHES * self.cfg.batch_size
 
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
@@ -175,13 +192,13 @@ class TranslationInterrupted(KeyboardInterrupt):
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
     """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output.
 
-    One path for both inputs: lines are translated ``tr.window`` at a time (a file: the next
-    window; standard input: the lines already waiting, up to a window, so an interactive session
-    gets each answer while its input stays open), and each window's output is written, in input
-    order, and flushed before the next is read. A file input is read whole first, so a line that
-    is not UTF-8 stops the command before anything is translated, and its progress bar has a
-    total. A file output is written to ``OUTPUT.partial`` and renamed to OUTPUT only when every
-    line is translated: OUTPUT never looks complete when it is not.
+    One path for both inputs: lines are translated a window at a time (``window_sizes``; a file: the
+    next window; standard input: the lines already waiting, up to a window, so an interactive
+    session gets each answer while its input stays open), and each window's output is written, in
+    input order, and flushed before the next is read. A file input is read whole first, so a line
+    that is not UTF-8 stops the command before anything is translated, and its progress bar has a
+    total. A file output is written to ``OUTPUT.partial`` and renamed to OUTPUT only when every line
+    is translated: OUTPUT never looks complete when it is not.
 
     Raises:
         TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or
@@ -192,11 +209,13 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
     """
     total: int | None = None
     if input == "-":
-        windows: Iterable[list[str]] = _stdin_windows(sys.stdin.buffer, tr.window)
+        windows: Iterable[Sequence[str]] = _stdin_windows(
+            sys.stdin.buffer, window_sizes(tr.cfg.batch_size)
+        )
     else:
         lines = read_lines(input)
         total = len(lines)
-        windows = (lines[k : k + tr.window] for k in range(0, total, tr.window))
+        windows = (window for _, window in windows_of(lines, tr.cfg.batch_size))
     with _OutputLines(output, total, tr.format) as out, _progress(tr, total):
         for window in windows:
             out.write(tr.render(window, out.lines + 1), len(window))
@@ -208,8 +227,8 @@ def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translatio
     with a progress bar (on a terminal)."""
     out: list[Translation] = []
     with _progress(tr, len(lines)):
-        for k in range(0, len(lines), tr.window):
-            out += tr.translate(lines[k : k + tr.window], k + 1)
+        for start, window in windows_of(lines, tr.cfg.batch_size):
+            out += tr.translate(window, start + 1)
     return out
 
 
@@ -277,15 +296,15 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _stdin_windows(stdin: BinaryIO, limit: int) -> Iterator[list[str]]:
-    """The lines waiting on ``stdin`` (up to ``limit``), decoded, again and again until end of
-    input.
+def _stdin_windows(stdin: BinaryIO, limits: Iterator[int]) -> Iterator[list[str]]:
+    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, again and again
+    until end of input.
 
     Raises:
         DataError: a line is not valid UTF-8 (named by its number).
     """
     line_no = 1
-    while batch := _waiting_lines(stdin, limit):
+    while batch := _waiting_lines(stdin, next(limits)):
         yield [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
         line_no += len(batch)
 

@@ -126,7 +126,7 @@ def test_ctrl_c_or_sigterm_saves_and_exits_130_with_how_to_resume(tmp_path, mult
     summary = json.loads(out)
     assert summary["stopped"] == "interrupted" and 3 <= summary["steps"] < 1000
     assert err.strip().splitlines()[-1] == (
-        f"error: interrupted at step {summary['steps']}: last.pt saved; resume with seq2seq "
+        f"stopped: interrupted at step {summary['steps']}: last.pt saved; resume with seq2seq "
         f"train {run / 'config.yaml'} --resume {run}"
     )
     assert load_checkpoint(run / "last.pt")["train_state"]["step"] == summary["steps"]

@@ -98,7 +98,7 @@ def test_ctrl_c_saves_last_pt_and_exits_130_naming_the_resume_command(
     assert code == 130, err
     again = path if not flags else run / "config.yaml"
     assert err.strip().splitlines()[-1] == (
-        f"error: interrupted at step 3: last.pt saved; resume with seq2seq train {again} "
+        f"stopped: interrupted at step 3: last.pt saved; resume with seq2seq train {again} "
         f"--resume {run}"
     )
     assert load_checkpoint(run / "last.pt")["train_state"]["step"] == 3

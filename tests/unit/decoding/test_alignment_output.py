@@ -21,7 +21,7 @@ from seq2seq.decoding.alignment_output import (
     pharaoh,
     piece_words,
 )
-from seq2seq.decoding.files import WINDOW_BATCHES, LineTranslator
+from seq2seq.decoding.files import LineTranslator
 from seq2seq.decoding.search import (
     beam_search,
     greedy_search,
@@ -443,13 +443,13 @@ def test_ctrl_c_keeps_the_finished_jsonl_objects_in_out_partial(
     assert [json.loads(x)["line"] for x in full] == list(range(1, 21))
 
     out.write_text("an older output\n", encoding="utf-8")
-    interrupt_search_at(monkeypatch, WINDOW_BATCHES + 1)  # the first batch of the second window
+    interrupt_search_at(monkeypatch, 4)  # the first batch of the third window (1, 2, 4 lines)
     code, _, err = run_cli(monkeypatch, capsys, *args, "--format", "jsonl")
     partial = tmp_path / "out.jsonl.partial"
     assert code == 130
     assert (
-        f"interrupted after {WINDOW_BATCHES} of 20 lines: {partial} holds the JSON objects of "
-        f"the first {WINDOW_BATCHES} lines" in err
+        f"interrupted after 3 of 20 lines: {partial} holds the JSON objects of the first 3 lines"
+        in err
     )
-    assert partial.read_text(encoding="utf-8").splitlines() == full[:WINDOW_BATCHES]
+    assert partial.read_text(encoding="utf-8").splitlines() == full[:3]
     assert out.read_text(encoding="utf-8") == "an older output\n"

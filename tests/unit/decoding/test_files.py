@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-from seq2seq.decoding.files import WINDOW_BATCHES, escape_tsv_field, unescape_tsv_field
+from seq2seq.decoding.files import (
+    WINDOW_BATCHES,
+    escape_tsv_field,
+    unescape_tsv_field,
+    window_sizes,
+    windows_of,
+)
 from seq2seq.decoding.translate import translate_sentences
 from tests.corpora import ODD, SIX
 from tests.toys import FakeStdin, run_cli, run_main, translate_cli
@@ -50,8 +56,8 @@ def test_ctrl_c_in_translate_keeps_the_finished_lines_in_out_partial_and_out_unt
     assert len(full) == 20 and not (tmp_path / "out.en.partial").exists()
 
     out.write_text("an older translation\n", encoding="utf-8")
-    window = WINDOW_BATCHES  # lines per window at --batch-size 1
-    interrupt_search_at(monkeypatch, window + 1)  # the first batch of the second window
+    window = 3  # the first two windows at --batch-size 1: 1 line, then 2
+    interrupt_search_at(monkeypatch, window + 1)  # the first batch of the third window
     code, _, err = run_cli(
         monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", out,
         "--batch-size", "1",
@@ -84,33 +90,37 @@ def test_ctrl_c_while_streaming_stdin_to_a_file_keeps_the_lines_already_written(
 ):
     out = tmp_path / "out.en"
     monkeypatch.setattr(sys, "stdin", FakeStdin(sources.read_text(encoding="utf-8")))
-    interrupt_search_at(monkeypatch, WINDOW_BATCHES + 1)
+    interrupt_search_at(monkeypatch, 4)  # after windows of 1 and 2 lines
     code, _, err = run_cli(
         monkeypatch, capsys, "translate", "-c", synth_run, "-o", out, "--batch-size", "1"
     )
     partial = tmp_path / "out.en.partial"
     assert code == 130
-    assert (
-        f"interrupted after {WINDOW_BATCHES} lines: {partial} holds the first "
-        f"{WINDOW_BATCHES} translations" in err
-    )
-    assert len(partial.read_text(encoding="utf-8").splitlines()) == WINDOW_BATCHES
+    assert f"stopped: interrupted after 3 lines: {partial} holds the first 3 translations" in err
+    assert len(partial.read_text(encoding="utf-8").splitlines()) == 3
     assert not out.exists()
 
 
 def test_ctrl_c_translating_to_stdout_says_how_many_lines_it_printed(
     synth_run, sources, monkeypatch, capsys
 ):
-    interrupt_search_at(monkeypatch, WINDOW_BATCHES + 1)
+    interrupt_search_at(monkeypatch, 8)  # after windows of 1, 2 and 4 lines
     code, out, err = run_cli(
         monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "--batch-size", "1"
     )
     assert code == 130
-    assert len(out.splitlines()) == WINDOW_BATCHES
-    assert (
-        f"interrupted after {WINDOW_BATCHES} of 20 lines: standard output holds the first "
-        f"{WINDOW_BATCHES} translations" in err
-    )
+    assert len(out.splitlines()) == 7
+    assert "interrupted after 7 of 20 lines: standard output holds the first 7 translations" in err
+
+
+def test_windows_grow_from_one_batch_to_window_batches_and_cover_every_line_once():
+    sizes = window_sizes(3)
+    assert [next(sizes) for _ in range(6)] == [3, 6, 12] + [3 * WINDOW_BATCHES] * 3
+    lines = [str(k) for k in range(100)]
+    spans = list(windows_of(lines, 3))
+    assert [start for start, _ in spans] == [0, 3, 9, 21, 45, 69, 93]
+    assert [x for _, window in spans for x in window] == lines
+    assert list(windows_of([], 3)) == []
 
 
 @pytest.mark.parametrize("final_newline", [True, False])
