@@ -447,18 +447,24 @@ needs_no_cuda = pytest.mark.skipif(
 )
 
 
-def cuda_run(synth_run, tmp_path):
-    """A copy of ``synth_run`` whose config (config.yaml and every checkpoint's) says cuda."""
-    run = tmp_path / "cudarun"
+def run_with_config(synth_run, tmp_path, section: str, key: str, value, name: str = "changed"):
+    """A copy of ``synth_run`` whose config (config.yaml and every checkpoint's) sets
+    ``section.key`` to ``value``, as a run configured differently (or by older code) would."""
+    run = tmp_path / name
     shutil.copytree(synth_run, run)
     raw = yaml.safe_load((run / "config.yaml").read_text())
-    raw["train"]["device"] = "cuda"
+    raw[section][key] = value
     (run / "config.yaml").write_text(yaml.safe_dump(raw))
-    for name in ("best.pt", "last.pt"):
-        ckpt = load_checkpoint(run / name)
-        ckpt["config"]["train"]["device"] = "cuda"
-        save_checkpoint(run / name, ckpt)
+    for ckpt_name in ("best.pt", "last.pt"):
+        ckpt = load_checkpoint(run / ckpt_name)
+        ckpt["config"][section][key] = value
+        save_checkpoint(run / ckpt_name, ckpt)
     return run
+
+
+def cuda_run(synth_run, tmp_path):
+    """A copy of ``synth_run`` whose config (config.yaml and every checkpoint's) says cuda."""
+    return run_with_config(synth_run, tmp_path, "train", "device", "cuda", name="cudarun")
 
 
 # ---- the command line, in this process --------------------------------------------------------

@@ -155,11 +155,17 @@ class LoadedRun:
             return None
         if {sources.get("beam_size"), sources.get("length_penalty")} == {FROM_COMMAND_LINE}:
             return None
-        return (
+        line = (
             f"decoding with {describe_decode(final, ['beam_size', 'length_penalty'])} (not tuned: "
             f"`seq2seq tune-decode -c {self.checkpoint.parent}` chooses beam size and alpha on "
             "validation)"
         )
+        if final.length_penalty == 0 and sources.get("length_penalty") == FROM_CONFIG:
+            line += (
+                "; alpha 0 comes from the run's config (the default before 1.0) and favours "
+                "short outputs: --length-penalty 1 overrides it"
+            )
+        return line
 
 
 def describe_decode(cfg, names) -> str:

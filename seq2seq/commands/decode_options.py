@@ -1,5 +1,6 @@
 """What ``translate`` and ``eval`` share: their search options (``--method``, ``--temperature``,
-``--top-k``, ``--top-p``, ``--seed``, ``--no-repeat-ngram``; see ``DecodeConfig``) and
+``--top-k``, ``--top-p``, ``--seed``, ``--no-repeat-ngram``, ``--length-penalty``, ``--min-len``,
+``--max-len-a``/``-b``, ``--max-src-len``, ``--batch-size``; see ``DecodeConfig``) and
 ``decode_cfg``, which applies the options given to the run's decode settings."""
 
 from __future__ import annotations
@@ -52,6 +53,36 @@ NO_REPEAT_NGRAM = typer.Option(
     help="Never repeat an n-gram of N tokens within an output: a token that would complete one "
     "already there gets -inf (fairseq's --no-repeat-ngram-size), in every method; 0 = off "
     "[default: the run's decode.no_repeat_ngram, 0].",
+)
+
+BATCH_SIZE = typer.Option(
+    None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+)
+MAX_LEN_A = typer.Option(
+    None,
+    "--max-len-a",
+    help="Output length limit a*src_len+b: a [default: the run's decode.max_len_a].",
+)
+MAX_LEN_B = typer.Option(
+    None,
+    "--max-len-b",
+    help="Output length limit a*src_len+b: b [default: the run's decode.max_len_b].",
+)
+MIN_LEN = typer.Option(
+    None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
+)
+LENGTH_PENALTY = typer.Option(
+    None,
+    "--length-penalty",
+    help="Beam search: GNMT alpha, rank by log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob, "
+    "which favours short outputs [default: the run's decode.length_penalty; 1.0 for runs "
+    "configured since it became the default].",
+)
+MAX_SRC_LEN = typer.Option(
+    None,
+    "--max-src-len",
+    help="Cut longer sources to this many tokens, with a warning "
+    "[default: the run's decode.max_src_len].",
 )
 
 

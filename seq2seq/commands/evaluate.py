@@ -5,13 +5,20 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import typer
 
 from seq2seq.commands.common import OPTION_OF_FIELD, UserError, load_model, user_errors, warn
 from seq2seq.commands.decode_options import (
+    BATCH_SIZE,
+    LENGTH_PENALTY,
+    MAX_LEN_A,
+    MAX_LEN_B,
+    MAX_SRC_LEN,
     METHOD,
+    MIN_LEN,
     NO_REPEAT_NGRAM,
     SEED,
     TEMPERATURE,
@@ -31,7 +38,7 @@ def _say_decode_file(run, dcfg, options: dict) -> dict[str, str]:
     when the run's decode.yaml changed them."""
     sources = run.decode_sources(dcfg, given_options(options))
     if line := run.decode_file_line(dcfg, sources):
-        typer.echo(line, err=True)
+        logging.getLogger("seq2seq").info(line)  # as translate says it
     return sources
 
 
@@ -125,7 +132,12 @@ def evaluate(
     top_p: float | None = TOP_P,
     seed: int | None = SEED,
     no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Sentences per batch."),
+    length_penalty: float | None = LENGTH_PENALTY,
+    min_len: int | None = MIN_LEN,
+    max_len_a: float | None = MAX_LEN_A,
+    max_len_b: int | None = MAX_LEN_B,
+    max_src_len: int | None = MAX_SRC_LEN,
+    batch_size: int | None = BATCH_SIZE,
     tgt_lang: str | None = typer.Option(
         None,
         "--tgt-lang",
@@ -181,6 +193,11 @@ def evaluate(
     options = {
         "beam_size": beam,
         "batch_size": batch_size,
+        "max_len_a": max_len_a,
+        "max_len_b": max_len_b,
+        "min_len": min_len,
+        "length_penalty": length_penalty,
+        "max_src_len": max_src_len,
         "method": method,
         "temperature": temperature,
         "top_k": top_k,

@@ -9,7 +9,13 @@ import typer
 
 from seq2seq.commands.common import UserError, fail, load_model, no_stdout, user_errors
 from seq2seq.commands.decode_options import (
+    BATCH_SIZE,
+    LENGTH_PENALTY,
+    MAX_LEN_A,
+    MAX_LEN_B,
+    MAX_SRC_LEN,
     METHOD,
+    MIN_LEN,
     NO_REPEAT_NGRAM,
     SEED,
     TEMPERATURE,
@@ -94,33 +100,12 @@ def translate(
         "layer (0) [default: the attention the search returns: the Transformer's last decoder "
         "layer averaged over heads, the RNN decoders' one attention].",
     ),
-    batch_size: int | None = typer.Option(
-        None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
-    ),
-    max_len_a: float | None = typer.Option(
-        None,
-        "--max-len-a",
-        help="Output length limit a*src_len+b: a [default: the run's decode.max_len_a].",
-    ),
-    max_len_b: int | None = typer.Option(
-        None,
-        "--max-len-b",
-        help="Output length limit a*src_len+b: b [default: the run's decode.max_len_b].",
-    ),
-    min_len: int | None = typer.Option(
-        None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
-    ),
-    length_penalty: float | None = typer.Option(
-        None,
-        "--length-penalty",
-        help="GNMT alpha, 0 = raw log-prob [default: the run's decode.length_penalty].",
-    ),
-    max_src_len: int | None = typer.Option(
-        None,
-        "--max-src-len",
-        help="Cut longer sources to this many tokens, with a warning "
-        "[default: the run's decode.max_src_len].",
-    ),
+    batch_size: int | None = BATCH_SIZE,
+    max_len_a: float | None = MAX_LEN_A,
+    max_len_b: int | None = MAX_LEN_B,
+    min_len: int | None = MIN_LEN,
+    length_penalty: float | None = LENGTH_PENALTY,
+    max_src_len: int | None = MAX_SRC_LEN,
     batch_tokens: int | None = typer.Option(
         None,
         "--batch-tokens",

@@ -3,11 +3,13 @@ errors, the hint to tune an untuned beam, the device a checkpoint is loaded on."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from seq2seq.config import DecodeConfig
 from tests.corpora import eval_files
-from tests.toys import cuda_run, needs_no_cuda, run_cli
+from tests.toys import cuda_run, needs_no_cuda, run_cli, run_with_config
 
 
 def test_beam_search_in_an_untuned_run_names_its_alpha_and_tune_decode(
@@ -26,11 +28,35 @@ def test_beam_search_in_an_untuned_run_names_its_alpha_and_tune_decode(
     )
     assert code == 0, err
     assert f"decoding with beam 2, alpha 1.0 {hint}" in err
+    assert "INFO" in err.split("decoding with beam 2")[0].splitlines()[-1]  # a log line in both
     # greedy search ranks nothing; both settings given on the command line need no hint
     for extra in ([], ["--beam", "2", "--length-penalty", "0.5"]):
         code, _, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *extra)
         assert code == 0, err
         assert "tune-decode" not in err
+
+
+def test_a_run_configured_with_alpha_0_says_where_it_comes_from_and_eval_can_override_it(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """Runs configured before alpha 1.0 became the default store alpha 0 in their config."""
+    old = run_with_config(synth_run, tmp_path, "decode", "length_penalty", 0.0, name="old")
+    src, ref = eval_files(synth_corpus, tmp_path)
+    args = ["eval", "-c", old, "--src", src, "--ref", ref, "--beam", "2"]
+    code, _, err = run_cli(monkeypatch, capsys, *args, "--json", tmp_path / "a0.json")
+    assert code == 0, err
+    assert "decoding with beam 2, alpha 0.0 (not tuned" in err
+    assert "alpha 0 comes from the run's config (the default before 1.0)" in err
+    assert "--length-penalty 1 overrides it" in err
+    code, _, err = run_cli(
+        monkeypatch, capsys, *args, "--length-penalty", "1", "--min-len", "2",
+        "--json", tmp_path / "a1.json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "tune-decode" not in err
+    made = json.loads((tmp_path / "a1.json").read_text(encoding="utf-8"))
+    assert made["decode"]["length_penalty"] == 1.0 and made["decode"]["min_len"] == 2
+    assert made["decode_source"]["length_penalty"] == "command line"
 
 
 def test_a_decoding_option_out_of_range_names_the_option_and_its_range():
