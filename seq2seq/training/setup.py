@@ -98,6 +98,14 @@ class RunSetup:
         if ckpt:
             self.state = restore(ckpt, self.model, self.optimizer, self.scaler, run_dir / "last.pt")
             _keep_fused(self.optimizer)
+            st = self.state
+            log.info(
+                "resuming %s at step %d (epoch %d, %.1f min trained so far)",
+                run_dir / "last.pt",
+                st.step,
+                st.epoch + 1,
+                st.train_seconds / 60,
+            )
         self.wrapper: nn.Module | None = dist.wrap(
             TeacherForcing(self.model), self.info, self.device
         )

@@ -32,7 +32,9 @@ class TrainState:
     ``tokens_seen`` counts the target tokens of the applied updates as read from the device (for
     tokens/s); ``target_tokens`` those of every update, counted on the host when its batches were
     built (what ``train.max_tokens`` budgets). A checkpoint from before ``target_tokens`` resumes
-    it from ``tokens_seen``.
+    it from ``tokens_seen``. ``busy_seconds`` is the time spent on updates over every stretch and
+    ``busy_tokens`` the ``tokens_seen`` of those stretches: the summary's tokens/s is their ratio
+    (0 in a checkpoint from before them: a resume counts from there).
     """
 
     step: int = 0
@@ -48,6 +50,8 @@ class TrainState:
     tokens_seen: int = 0
     target_tokens: int = 0
     train_seconds: float = 0.0
+    busy_seconds: float = 0.0
+    busy_tokens: int = 0
     best_k: list[tuple[float, str]] = field(default_factory=list)
     last_k: list[str] = field(default_factory=list)
 

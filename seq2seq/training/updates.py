@@ -38,6 +38,8 @@ class Updates:
         does not count as busy time."""
         self.run, self.state, self.t, self.ahead = run, run.state, run.cfg.train, ahead
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
+        # the stretches before this one (from last.pt): their busy seconds and tokens
+        self.busy_before = (self.state.busy_seconds, self.state.busy_tokens)
         # this stretch's clock (start_clock): train_seconds = seconds0 + time since clock0
         self.clock0: float | None = None
         self.seconds0 = self.state.train_seconds
@@ -55,9 +57,13 @@ class Updates:
         return self.seconds0 + time.time() - self.clock0
 
     def note_time(self) -> None:
-        """Book the training time so far into the state: every checkpoint records it, so a
-        resumed run (its summary, ``max_time``) counts the stretches before it."""
-        self.state.train_seconds = self.elapsed()
+        """Book the training time (and the busy time and its tokens) so far into the state: every
+        checkpoint records it, so a resumed run (its summary, ``max_time``, tokens/s) counts the
+        stretches before it."""
+        st = self.state
+        st.train_seconds = self.elapsed()
+        st.busy_seconds = self.busy_before[0] + self.busy
+        st.busy_tokens = self.busy_before[1] + st.tokens_seen - self.tokens0
 
     def make_batches(self, group: list[list[int]]) -> list[Batch]:
         """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
@@ -173,5 +179,8 @@ class Updates:
         self.unsynced_tokens = 0
 
     def tokens_per_s(self) -> float:
-        """Target tokens/s of this stretch's applied updates, over its busy time."""
-        return (self.state.tokens_seen - self.tokens0) / max(self.busy, 1e-9)
+        """Target tokens/s of the applied updates over their busy time, every stretch so far
+        (the earlier ones as last.pt booked them)."""
+        seconds0, tokens0 = self.busy_before
+        tokens = tokens0 + self.state.tokens_seen - self.tokens0
+        return tokens / max(seconds0 + self.busy, 1e-9)

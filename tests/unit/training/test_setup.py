@@ -1,4 +1,5 @@
-"""``seq2seq/training/setup.py``: a run leaves its summary and train.log in its folder."""
+"""``seq2seq/training/setup.py``: a run leaves its summary and train.log in its folder; a resume
+says where it resumes from."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def test_a_run_leaves_its_summary_and_log_in_its_folder_and_a_resume_appends_to_
     assert summary["steps"] == 3
     log = (run / "train.log").read_text()
     assert log.startswith(first) and len(model_line.findall(log)) == 2
+    assert "resuming" not in first
+    resumed = re.findall(r"INFO resuming (\S+) at step 2 \(epoch \d+, [\d.]+ min trained", log)
+    assert resumed == [str(run / "last.pt")]  # the resume says so, where and from what step
     assert not any(isinstance(h, logging.FileHandler | MemoryHandler) for h in logger.handlers)
 
     # another run's lines go to its own train.log; --overwrite starts the log afresh

@@ -148,6 +148,12 @@ def test_every_checkpoint_records_the_time_so_far_and_a_resume_counts_every_stre
     assert per_save[1] <= summaries[1]["train_seconds"] + 0.05
     assert per_save[2] == saved_seconds(run / "last.pt")
     assert all(b - a >= 2 * SLEEP for a, b in zip(per_save, per_save[1:], strict=False))
+    # tokens/s too counts every stretch: every update's tokens over every update's busy time
+    state = load_checkpoint(run / "last.pt")["train_state"]
+    assert state["busy_tokens"] == summaries[-1]["target_tokens"] > 0
+    assert 6 * SLEEP <= state["busy_seconds"] <= per_save[2]
+    rate = state["busy_tokens"] / state["busy_seconds"]
+    assert summaries[-1]["target_tokens_per_s"] == pytest.approx(rate, rel=0.01)
 
     # a budget below the time already spent: the resume stops before its first update
     minutes = per_save[2] / 2 / 60
