@@ -83,21 +83,12 @@ def test_what_a_study_names_is_checked_before_any_training(
     )
 
 
-def test_compare_refuses_real_text_stages_with_a_synthetic_task(tmp_path, synth_corpus):
-    import subprocess
-    import sys
-
-    import yaml
-
-    from tests.toys import synth_run_raw
-
+def test_compare_refuses_real_text_stages_with_a_synthetic_task(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
     path = tmp_path / "a.yaml"
     path.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2)))
-    args = [str(path), "--out", str(tmp_path / "o"), "--single-steps", "2", "--joined-steps", "2"]
-    r = subprocess.run(
-        [sys.executable, "-m", "seq2seq", "compare", *args, "--exact-match"],
-        capture_output=True,
-        text=True,
-    )
-    assert r.returncode == 2 and "give one kind of options" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    args = [path, "--out", tmp_path / "o", "--single-steps", 2, "--joined-steps", 2]
+    code, err = run_main(monkeypatch, capsys, "compare", *args, "--exact-match")
+    assert code == 2 and "give one kind of options" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
