@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
@@ -225,20 +226,11 @@ class Run(RunSetup):
             parts.append(f"BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}")
         parts.append(f"(best {self.cfg.train.best_metric} at step {st.best_step})")
         log.info(" ".join(parts))
-        # Side outputs (the attention plot, samples, TensorBoard) use the run's own decode
-        # settings; a failure there is a warning, never the end of the run.
-        heatmap = None
-        try:
-            first, png = self.data.valid_text.src[0], self.run_dir / "attention.png"
-            heatmap = attention_heatmap(
-                self.model, self.data.tok, first, self.device, png, self.cfg.decode
-            )
-        except Exception as e:
-            log.warning("step %d: attention plot skipped: %s", st.step, _one_line(e))
-        try:
-            self.monitor.validation(st.step, m, heatmap)
-        except Exception as e:
-            log.warning("step %d: validation log or samples skipped: %s", st.step, _one_line(e))
+        # the attention plot of the first validation sentence (the set is never empty)
+        d, png, dec = self.data, self.run_dir / "attention.png", self.cfg.decode
+        first = d.valid_text.src[0]
+        draw = partial(attention_heatmap, self.model, d.tok, first, self.device, png, dec)
+        self.monitor.side_outputs(st.step, m, draw)
 
     def checkpoint_if_due(self) -> None:
         """Validate and save, or only save, when the step says so (a skipped step too: its
@@ -307,8 +299,3 @@ class Run(RunSetup):
         if self.info.is_main:
             text = json.dumps(summary, indent=2) + "\n"
             atomic_write_text(self.run_dir / "train_summary.json", text)
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Callable
 from logging.handlers import MemoryHandler
 from pathlib import Path
 
@@ -102,6 +103,20 @@ class Monitor:
         self.writer.flush()
         scores = {k: v for k, v in metrics.items() if k != "samples"}
         self._append([{"step": step, "valid": scores}])
+
+    def side_outputs(self, step: int, metrics: dict, draw: Callable[[], np.ndarray | None]) -> None:
+        """After a validation: the attention plot (``draw``, e.g. ``attention_heatmap`` of the
+        first validation sentence with the run's own decode settings) and ``validation``'s logs.
+        A failure in either is a warning, never the end of the run."""
+        heatmap = None
+        try:
+            heatmap = draw()
+        except Exception as e:
+            log.warning("step %d: attention plot skipped: %s", step, _one_line(e))
+        try:
+            self.validation(step, metrics, heatmap)
+        except Exception as e:
+            log.warning("step %d: validation log or samples skipped: %s", step, _one_line(e))
 
     def close(self) -> None:
         self._log.close()
@@ -212,3 +227,8 @@ def attention_heatmap(
     if png is not None:
         fig.savefig(png)
     return figure_rgb(fig)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
