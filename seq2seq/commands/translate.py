@@ -52,7 +52,8 @@ def translate(
         "--output",
         "-o",
         metavar="FILE",
-        help="Output file, or - for stdout. Written as the translation goes, to FILE.partial, "
+        help="Output file, or - for stdout; missing folders on its path are created. Written as "
+        "the translation goes, to FILE.partial, "
         "renamed to FILE when every line is done; Ctrl-C leaves FILE.partial with the lines "
         "translated so far (and FILE as it was).",
     ),

@@ -195,3 +195,16 @@ def test_hypotheses_with_tabs_keep_the_nbest_tsv_at_three_fields_per_row(
             assert unescape_tsv_field(fields[2]) == unescape_tsv_field(wanted[2]) + suffix
         else:
             assert fields[2] == ""
+
+
+def test_translate_creates_the_missing_folders_of_its_output_as_its_help_says(
+    synth_run, sources, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "new" / "deeper" / "out.en"
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", out
+    )
+    assert code == 0, err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 20
+    said = " ".join(run_cli(monkeypatch, capsys, "translate", "--help")[1].split())
+    assert "missing folders on its path are created" in said
