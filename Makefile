@@ -162,7 +162,8 @@ study-families: install
 # on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
 # test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
 # again to continue. BEST_JOBS=2 trains two families side by side with one thread each.
-# BEST_BEAMS and BEST_ALPHAS set the grid tune-decode sweeps (each setting decodes validation once).
+# BEST_BEAMS and BEST_ALPHAS set the grid tune-decode sweeps (each setting decodes validation once;
+# a best setting at the grid's top edge is swept beyond).
 BEST        ?= transformer luong_concat
 BEST_JOBS   ?= 1
 BEST_BEAMS  ?= 5,10

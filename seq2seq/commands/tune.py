@@ -47,6 +47,13 @@ def tune_decode(
         metavar="A,A,...",
         help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
     ),
+    extend: bool = typer.Option(
+        True,
+        "--extend/--no-extend",
+        help="When the best setting is at the grid's top edge (the largest α or beam size "
+        "swept), sweep further (α plus the grid's last step, up to 5; the beam size doubled, "
+        "up to 40) until it lies inside. --no-extend sweeps the grid as given.",
+    ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
     ),
@@ -72,7 +79,8 @@ def tune_decode(
     below greedy on the tuning set. A tuning set of fewer than 50 non-blank lines is refused before
     anything is decoded, and so is a sweep whose settings all score the same BLEU (nothing is
     written; with --no-write it is a warning): neither gives a reason to change the search. A
-    progress bar (on a terminal) counts the settings and gives the time left.
+    progress bar (on a terminal) counts the settings and gives the time left. When the best
+    setting is at the grid's top edge, the sweep goes on beyond it (--extend, the default).
     """
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
@@ -86,6 +94,7 @@ def tune_decode(
         parse_floats,
         rows_as_dicts,
         sweep,
+        sweep_inside,
         write_decode_file,
     )
     from seq2seq.evaluation.report import read_eval_texts
@@ -113,9 +122,8 @@ def tune_decode(
             if batch_size is None
             else cfg.decode.model_copy(update={"batch_size": batch_size})
         )
-        configs = candidates(base, beam_sizes, alpha_values)
+        n_settings = len(candidates(base, beam_sizes, alpha_values))
 
-    n_settings = len(configs)
     bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
     started = 0
 
@@ -128,18 +136,34 @@ def tune_decode(
         )
         return [t.text for t in out]
 
-    def show(row):  # above the bar, which stays at the bottom
-        from rich.text import Text  # not markup=False: the bar's own markup must still render
+    from rich.text import Text  # not markup=False: the bar's own markup must still render
 
+    def show(row):  # above the bar, which stays at the bottom
         line = (
             f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
             f"{row.seconds:6.1f} s"
         )
         console.print(Text(line), highlight=False, soft_wrap=True)
 
+    added: list[dict] = []  # settings swept beyond the grid given
+
+    def widen(more):  # the best setting is at the grid's edge: sweep beyond it
+        nonlocal n_settings
+        n_settings += len(more)
+        added.extend({"beam_size": k, "length_penalty": a} for k, a in more)
+        bar.add_total(len(more) * len(sources))
+        said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
+        console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
+
     typer.echo(f"tuning on {src} ({len(sources)} lines): {n_settings} settings", err=True)
     with user_errors(), bar:
-        rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
+        if extend:
+            rows = sweep_inside(
+                translate, refs, base, beam_sizes, alpha_values, cfg.data.tgt_lang, show, widen
+            )
+        else:
+            configs = candidates(base, beam_sizes, alpha_values)
+            rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
     if all_tied(rows):
         same = (
             f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so this "
@@ -160,6 +184,7 @@ def tune_decode(
         "best": rows_as_dicts([best])[0],
         "greedy_bleu": greedy.bleu,
         "sweep": rows_as_dicts(rows),
+        "beyond_grid": added,
     }
     from seq2seq.atomic import write_output
 

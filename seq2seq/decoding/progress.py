@@ -58,6 +58,11 @@ class ProgressBar:
         self.done += n
         self._bar.advance(self._task, n)
 
+    def add_total(self, n: int) -> None:
+        """``n`` more to do than the total said (e.g. settings added to a sweep)."""
+        self.total = (self.total or 0) + n
+        self._bar.update(self._task, total=self.total)
+
     def describe(self, description: str) -> None:
         self.description = description
         self._bar.update(self._task, description=description)

@@ -5,7 +5,8 @@ Beam search with α = 0 ranks finished hypotheses by raw log-probability, which 
 outputs (every token costs probability). A larger α divides by a longer penalty and lets long
 hypotheses win; too large an α makes outputs run on. Which α is right depends on the model, so it is
 chosen per run on validation, never on a test set. Greedy search is a candidate too: the chosen
-search never scores below greedy on the data it was tuned on.
+search never scores below greedy on the data it was tuned on. A choice at the top edge of the grid
+(the largest α or beam size swept) is swept further until it lies inside (``sweep_inside``).
 
 The choice is written to ``decode.yaml`` beside the run's checkpoints; ``load_for_inference``
 applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options say otherwise.
@@ -24,6 +25,11 @@ import yaml
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.evaluation.metrics import bleu_metric
+
+# A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
+# step, the beam size doubled, up to these.
+MAX_ALPHA = 5.0
+MAX_BEAM = 40
 
 # Fewer tuning lines than this are refused: BLEU on a handful of lines is mostly 0 or 100 and the
 # same for every setting, and the tie rule would then write greedy over the run's own search.
@@ -118,6 +124,50 @@ def sweep(
         rows.append(row)
         if progress is not None:
             progress(row)
+    return rows
+
+
+def beyond_edge(rows: Sequence[SweepRow]) -> list[tuple[int, float]]:
+    """The beam settings (K, α) to sweep next when the best of ``rows`` (``best_row``) sits at
+    the top edge of what was swept: its α the largest swept (next: α plus the grid's last step,
+    0.5 for a one-value grid; at most ``MAX_ALPHA``), or its K the largest (next: 2K at the same
+    α; at most ``MAX_BEAM``). Empty when the choice is inside the grid, is greedy, or the caps
+    are reached: the optimum may then lie beyond the grid, where no choice should stop."""
+    best = best_row(rows)
+    beam = [r for r in rows if r.method == "beam"]
+    if best.method != "beam":
+        return []
+    swept = {(r.beam_size, r.length_penalty) for r in beam}
+    alphas = sorted({r.length_penalty for r in beam})
+    step = alphas[-1] - alphas[-2] if len(alphas) > 1 else 0.5
+    out = []
+    if best.length_penalty == alphas[-1] and alphas[-1] + step <= MAX_ALPHA + 1e-9:
+        out.append((best.beam_size, round(alphas[-1] + step, 6)))
+    top_beam = max(r.beam_size for r in beam)
+    if best.beam_size == top_beam and 2 * top_beam <= MAX_BEAM:
+        out.append((2 * top_beam, best.length_penalty))
+    return [x for x in out if x not in swept]
+
+
+def sweep_inside(
+    translate: Callable[[DecodeConfig], list[str]],
+    refs: Sequence[str],
+    base: DecodeConfig,
+    beams: Sequence[int],
+    alphas: Sequence[float],
+    tgt_lang: str | None = None,
+    progress: Callable[[SweepRow], None] | None = None,
+    extend: Callable[[list[tuple[int, float]]], None] | None = None,
+) -> list[SweepRow]:
+    """``sweep`` over ``candidates(base, beams, alphas)``, then over ``beyond_edge``'s settings
+    (told to ``extend`` first) until the best setting lies inside the swept grid or the caps
+    stop it."""
+    rows = sweep(translate, refs, candidates(base, beams, alphas), tgt_lang, progress)
+    while more := beyond_edge(rows):
+        if extend is not None:
+            extend(more)
+        configs = [base.with_method("beam", beam_size=k, length_penalty=a) for k, a in more]
+        rows += sweep(translate, refs, configs, tgt_lang, progress)
     return rows
 
 

@@ -15,7 +15,7 @@ def test_tune_decode_writes_the_best_search_that_translate_then_uses(trained_run
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run[0], run_dir)
-    r = run("tune-decode", "-c", run_dir, "--beams", "2", "--alphas", "0,1")
+    r = run("tune-decode", "-c", run_dir, "--beams", "2", "--alphas", "0,1", "--no-extend")
     assert r.returncode == 0, r.stderr
     sweep = json.loads((run_dir / "tune_decode.json").read_text())
     rows = sweep["sweep"]

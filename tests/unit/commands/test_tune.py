@@ -1,7 +1,18 @@
 """``seq2seq tune-decode`` (``seq2seq/commands/tune.py``): tuning on the run's test split is
-warned about."""
+warned about; a choice at the grid's edge is swept beyond."""
 
 from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+import seq2seq.decoding.translate as translate
+from seq2seq.decoding.tune import MAX_ALPHA
+from tests.toys import run_cli
 
 
 def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
@@ -18,3 +29,40 @@ def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
         _warn_if_test_split(tmp_path / "test.de", cfg)
     (record,) = caplog.records
     assert "is the run's test split (data.test)" in record.getMessage()
+
+
+def test_tune_decode_sweeps_beyond_a_choice_at_the_grids_edge_and_records_it(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """A scripted search whose BLEU rises with α (10 more lines right per 0.5), whatever K: the
+    grid's top α keeps winning, so α is swept up to its cap, and K doubles once (a tie then goes
+    to the smaller beam)."""
+    refs = (synth_corpus / "val.en").read_text(encoding="utf-8").splitlines()
+    assert len(refs) == 100
+
+    def scripted(model, tok, sources, cfg, device, **kwargs):
+        right = 0 if cfg.method == "greedy" else round(cfg.length_penalty * 20)
+        return [SimpleNamespace(text=r if i < right else "wrong") for i, r in enumerate(refs)]
+
+    monkeypatch.setattr(translate, "translate_sentences", scripted)
+    run = Path(shutil.copytree(synth_run, tmp_path / "run"))
+    args = ["tune-decode", "-c", run, "--beams", "2", "--alphas", "0,0.5"]
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 0, err
+    sweep = json.loads((run / "tune_decode.json").read_text())
+    beyond = [(x["beam_size"], x["length_penalty"]) for x in sweep["beyond_grid"]]
+    alphas = [1.0 + 0.5 * i for i in range(9)]  # 1.0 ... 5.0
+    assert beyond == [(2, 1.0), (4, 0.5)] + [(2, a) for a in alphas[1:]]
+    assert alphas[-1] == MAX_ALPHA and len(sweep["sweep"]) == 3 + len(beyond)
+    assert yaml.safe_load((run / "decode.yaml").read_text()) == {
+        "method": "beam",
+        "beam_size": 2,
+        "length_penalty": MAX_ALPHA,
+    }
+    assert "best at the grid's edge: also sweeping beam 2, length penalty 1; beam 4" in err
+    # --no-extend sweeps the grid as given
+    code, _, err = run_cli(monkeypatch, capsys, *args, "--no-extend", "--no-write", "--json",
+                           tmp_path / "plain.json")  # fmt: skip
+    assert code == 0, err
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    assert plain["beyond_grid"] == [] and len(plain["sweep"]) == 3

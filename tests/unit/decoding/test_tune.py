@@ -15,12 +15,16 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.search import search
 from seq2seq.decoding.tune import (
+    MAX_ALPHA,
+    MAX_BEAM,
     SweepRow,
     best_row,
+    beyond_edge,
     candidates,
     parse_beams,
     parse_floats,
     sweep,
+    sweep_inside,
     write_decode_file,
 )
 from tests.toys import Oracle
@@ -90,6 +94,55 @@ def test_the_sweep_picks_the_scripted_best_length_penalty():
     assert greedy.method == "greedy" and greedy.bleu < 100.0
     best = best_row(rows)
     assert (best.method, best.beam_size, best.length_penalty) == ("beam", 2, 0.8)
+
+
+REFS = [f"line {i} of the tuning set" for i in range(100)]
+
+
+def _peaked(alpha: float, beam: int, calls: list):
+    """A scripted search whose BLEU peaks at (``beam``, ``alpha``): the farther a setting is from
+    it (0.25 of α or a factor 2 of K a step), the more of its first lines are wrong."""
+
+    def translate(cfg: DecodeConfig) -> list[str]:
+        calls.append((cfg.method, cfg.beam_size, cfg.length_penalty))
+        if cfg.method == "greedy":
+            miss = len(REFS)
+        else:
+            miss = round(abs(cfg.length_penalty - alpha) * 4 + abs(math.log2(cfg.beam_size / beam)))
+        return ["wrong" if i < miss else r for i, r in enumerate(REFS)]
+
+    return translate
+
+
+def test_a_best_setting_at_the_grids_edge_is_swept_beyond_until_it_lies_inside():
+    calls, told = [], []
+    base = DecodeConfig()
+    rows = sweep_inside(_peaked(2.5, 10, calls), REFS, base, (5, 10), (0, 0.5, 1, 1.5), None,
+                        extend=told.append)  # fmt: skip
+    best = best_row(rows)
+    assert (best.beam_size, best.length_penalty, best.bleu) == (10, 2.5, 100.0)
+    # α went up by the grid's step (0.5) and K doubled, one step past the optimum, no further
+    assert told == [[(10, 2.0), (20, 1.5)], [(10, 2.5)], [(10, 3.0)]]
+    assert len(calls) == len(set(calls)) == 1 + 8 + 4  # no setting decoded twice
+    assert not beyond_edge(rows)
+    # inside the grid from the start: nothing more is swept
+    calls.clear()
+    rows = sweep_inside(
+        _peaked(0.5, 5, calls), REFS, base, (5, 10), (0, 0.5, 1), extend=told.append
+    )
+    assert len(calls) == 7 and best_row(rows).length_penalty == 0.5
+
+
+def test_the_sweep_beyond_the_edge_stops_at_its_caps_and_never_for_greedy():
+    calls = []
+    rows = sweep_inside(_peaked(20.0, 10, calls), REFS, DecodeConfig(), (10,), (4.0,))
+    assert best_row(rows).length_penalty == MAX_ALPHA == max(c[2] for c in calls)
+    calls.clear()
+    rows = sweep_inside(_peaked(1.0, 1000, calls), REFS, DecodeConfig(), (10,), (1.0,))
+    assert best_row(rows).beam_size == MAX_BEAM == max(c[1] for c in calls)
+    greedy_best = [SweepRow("greedy", 1, 0.0, 40.0, 1.0, 1.0, 1.0)]
+    greedy_best.append(SweepRow("beam", 5, 1.0, 30.0, 1.0, 1.0, 1.0))
+    assert beyond_edge(greedy_best) == []
 
 
 def test_ties_go_to_the_cheaper_search_so_tuning_never_loses_to_greedy():
