@@ -42,13 +42,15 @@ zoo: install
 # Tests in tiers, one folder each. `make test` runs everything but the `slow` checks (what CI runs;
 # Multi30k from $(DATA); under 10 minutes on 2 CPU cores). `make test-fast` is the fast tier alone
 # (tests/unit/): models, search, config, data hygiene and metrics on synthetic data, no corpus,
-# under a minute; it leaves out the end-to-end tier (tests/e2e/, every test there marked `e2e`:
-# training, resume, DDP, the CLI in subprocesses, the study). `make test-slow` runs the long checks.
+# under a minute, in TEST_JOBS pytest-xdist workers; it leaves out the end-to-end tier (tests/e2e/,
+# every test there marked `e2e`: training, resume, DDP, the CLI in subprocesses, the study).
+# `make test-slow` runs the long checks.
+TEST_JOBS ?= 2
 test: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not e2e and not slow and not browser"
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not e2e and not slow and not browser"
 
 test-slow: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -m slow
