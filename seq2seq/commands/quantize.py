@@ -13,7 +13,9 @@ QUANTIZE = typer.Option(
     metavar="int8",
     help="Decode with int8 weights (dynamic int8 quantization of the Linear, LSTM and GRU "
     "layers, torch's quantize_dynamic): CPU only, so --device auto means cpu and cuda is "
-    "refused. Output may differ slightly from float decoding.",
+    "refused. Output may differ slightly from float decoding. It pays for the RNN families "
+    "(2-3x on a CPU with VNNI) and little for the Transformer (0.9-1.1x; export it to "
+    "CTranslate2 with --quantize int8 instead).",
 )
 
 
