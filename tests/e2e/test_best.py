@@ -93,7 +93,11 @@ def test_best_trains_chooses_tunes_and_scores_once(tiny_best):
     assert set(val) == {"best.pt", "avg_best3.pt", "avg_last3.pt"}
     assert val[result["chosen"]] == max(val.values())  # averaging is kept only when it helps
     tune = result["tune"]
-    assert len(tune["sweep"]) == 3 and tune["best"]["bleu"] >= tune["greedy_bleu"]
+    grid = [(x["method"], x["beam_size"], x["length_penalty"]) for x in tune["sweep"][:3]]
+    assert grid == [("greedy", 1, 0.0), ("beam", 2, 0.0), ("beam", 2, 1.0)]
+    # tune-decode sweeps past the grid's top edge when the best setting sits there
+    assert len(tune["sweep"]) == 3 + len(tune["beyond_grid"])
+    assert tune["best"]["bleu"] == max(x["bleu"] for x in tune["sweep"]) >= tune["greedy_bleu"]
     assert tune["checkpoint"].endswith(result["chosen"])
     decode = yaml.safe_load((runs / "tiny" / "decode.yaml").read_text())
     assert decode["method"] == tune["best"]["method"]
