@@ -162,8 +162,9 @@ class LoadedRun:
         )
         if final.length_penalty == 0 and sources.get("length_penalty") == FROM_CONFIG:
             line += (
-                "; alpha 0 comes from the run's config (the default before 1.0) and favours "
-                "short outputs: --length-penalty 1 overrides it"
+                "; this alpha is stored in the run's config (runs configured before the default "
+                "alpha became 1.0 store 0) and favours short outputs: --length-penalty 1 "
+                "overrides it"
             )
         return line
 

@@ -155,7 +155,10 @@ def tune_decode(
         said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
         console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
 
-    typer.echo(f"tuning on {src} ({len(sources)} lines): {n_settings} settings", err=True)
+    grid = f"{n_settings} settings" + (
+        " (more if the best sits at the grid's edge)" if extend else ""
+    )
+    typer.echo(f"tuning on {src} ({len(sources)} lines): {grid}", err=True)
     with user_errors(), bar:
         if extend:
             rows = sweep_inside(

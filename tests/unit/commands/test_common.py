@@ -46,7 +46,10 @@ def test_a_run_configured_with_alpha_0_says_where_it_comes_from_and_eval_can_ove
     code, _, err = run_cli(monkeypatch, capsys, *args, "--json", tmp_path / "a0.json")
     assert code == 0, err
     assert "decoding with beam 2, alpha 0.0 (not tuned" in err
-    assert "alpha 0 comes from the run's config (the default before 1.0)" in err
+    assert (
+        "this alpha is stored in the run's config (runs configured before the default alpha "
+        "became 1.0 store 0)" in err
+    )
     assert "--length-penalty 1 overrides it" in err
     code, _, err = run_cli(
         monkeypatch, capsys, *args, "--length-penalty", "1", "--min-len", "2",
