@@ -121,5 +121,8 @@ def barrier(info: DistInfo) -> None:
 
 
 def shutdown(info: DistInfo) -> None:
+    """Leave the process group once every rank is done with it: a rank that tears gloo down while
+    another still talks to it can abort ("terminate called without an active exception")."""
     if info.enabled and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
