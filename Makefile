@@ -142,6 +142,7 @@ study-quick: install
 # luong_dot/general/concat and transformer (configs/study/families/) against the same ablation
 # and rewrites the report with them. On a GPU the same recipe and batch sizes:
 #   make study study-seeds STUDY_DIR=runs/study-gpu STUDY_JOBS=1 STUDY_DEVICE=cuda
+# The maturity table shows make zoo's 20-minute BLEU of each family where $(RUNS)/multi30k has it.
 # Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, bleu_by_k.png.
 STUDY_SINGLE_STEPS ?= 1400
 STUDY_JOINED_STEPS ?= 200
@@ -151,7 +152,7 @@ STUDY_DEVICE       ?= auto
 STUDY_M30K = SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
 	--out $(STUDY_DIR)/multi30k --single-steps $(STUDY_SINGLE_STEPS) \
 	--joined-steps $(STUDY_JOINED_STEPS) --jobs $(STUDY_JOBS) --device $(STUDY_DEVICE) \
-	--reverse $(STUDY_DIR)/reverse/results.json
+	--reverse $(STUDY_DIR)/reverse/results.json --zoo $(RUNS)/multi30k
 study: study-quick
 	$(STUDY_M30K) $(STUDY_ARGS)
 study-seeds: install

@@ -133,6 +133,14 @@ def compare(
         help="Real text: the synthetic half's results.json, whose reverse table the report "
         "shows too (missing file: the report says it was not run).",
     ),
+    zoo: Path | None = typer.Option(
+        None,
+        "--zoo",
+        metavar="DIR",
+        help="Real text: make zoo's runs folder (runs/multi30k): the maturity table shows "
+        "DIR/NAME/test_greedy.json's BLEU beside each model whose config file is NAME.yaml "
+        "(20 minutes of plain training; '-' where there is none).",
+    ),
     jobs: int = typer.Option(
         1,
         "--jobs",
@@ -196,12 +204,42 @@ def compare(
                 headline=headline,
                 seeds=parse_seeds(seeds) if seeds else (),
                 reverse=_read_reverse(reverse_results),
+                zoo=_read_zoo(zoo),
             )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")
     for key in ("verdict", "bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
+
+
+def _read_zoo(folder: Path | None) -> dict | None:
+    """{NAME: {"bleu", "chrf", "step", "file"}} for each folder/NAME/test_greedy.json (written by
+    scripts/train_zoo.sh), or None when no folder is given or it holds none.
+
+    Raises:
+        ValueError: a test_greedy.json that is not JSON or has no BLEU score.
+    """
+    import json
+
+    if folder is None or not folder.is_dir():
+        return None
+    zoo = {}
+    for path in sorted(folder.glob("*/test_greedy.json")):
+        try:
+            scored = json.loads(path.read_text())
+            zoo[path.parent.name] = {
+                "bleu": float(scored["bleu"]["score"]),
+                "chrf": float(scored["chrf"]["score"]),
+                "step": (scored.get("checkpoint") or {}).get("step"),
+                "file": str(path),
+            }
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(
+                f"{path}: not a test_greedy.json of scripts/train_zoo.sh ({e!r}); score the run "
+                "again with make zoo, or leave --zoo out"
+            ) from None
+    return zoo or None
 
 
 def _read_reverse(path: Path | None) -> dict | None:

@@ -249,4 +249,5 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         "models": models,
         "verdict": rating,
         "reverse": plan.reverse,
+        "zoo": plan.zoo,
     }

@@ -192,6 +192,7 @@ class Multi30kPlan:
     headline: str | None = None  # the attention run paired with it; None: the bahdanau run
     seeds: tuple[int, ...] = ()
     reverse: dict | None = None  # the synthetic half's results, shown in the report
+    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study.zoo.read_zoo)
 
 
 def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:

@@ -10,6 +10,8 @@ the same results twice gives the same bytes.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from seq2seq.study import verdict
 from seq2seq.study.report.common import ci_text, ks, missing, num, pct, points, table
 from seq2seq.study.report.sections import (
@@ -141,11 +143,21 @@ def competence_text(comp: dict) -> str:
     return "yes" if comp["competent"] else "not competent: " + "; ".join(comp["reasons"])
 
 
+def zoo_bleu(results: dict, m: dict) -> str:
+    """The greedy test BLEU of the model's ``make zoo`` run (``results["zoo"]``, keyed by its
+    config's file name), or "-" where there is none."""
+    stem = Path(m.get("config") or "").stem
+    entry = (results.get("zoo") or {}).get(stem)
+    return "-" if entry is None else num(entry["bleu"])
+
+
 def maturity_section(results: dict) -> list[str]:
     """Per model entry: the single-pair stage's last validation points and plateau gain, the
-    single-pair checkpoint's and the fine-tuned model's k = 1 greedy BLEU, the k = 1 length
-    ratio and the competence gate's answer (``verdict.competence``)."""
+    single-pair checkpoint's and the fine-tuned model's k = 1 greedy BLEU beside its zoo run's
+    (``zoo_bleu``), the k = 1 length ratio and the competence gate's answer
+    (``verdict.competence``)."""
     k1 = ks(results)[0]
+    zoo = bool(results.get("zoo"))
     rows = []
     for m in results["models"]:
         comp = verdict.competence(m)
@@ -154,17 +166,27 @@ def maturity_section(results: dict) -> list[str]:
         tuned = next((c for c in by_k(m) if c["k"] == k1), None)
         rows.append(
             [m["name"], _role(m), _curve_tail(m), "-" if missing(gain) else f"{gain:+.2f}"]
-            + [ci_text(shot), ci_text(tuned), num(comp["k1_ratio"], 3), competence_text(comp)]
+            + [ci_text(shot), ci_text(tuned)]
+            + ([zoo_bleu(results, m)] if zoo else [])
+            + [num(comp["k1_ratio"], 3), competence_text(comp)]
         )
     head = ["model", "role", f"single-pair validation BLEU (last {VALID_POINTS})", "gain"]
     head += [f"single-pair k={k1} test BLEU", f"fine-tuned k={k1} greedy BLEU"]
+    head += ["zoo BLEU"] if zoo else []
     head += [f"k={k1} ratio", "competent"]
+    zoo_text = (
+        f" Zoo BLEU: the same config family trained 20 minutes by make zoo, greedy on the k = "
+        f"{k1} test lines (- where it was not run)."
+        if zoo
+        else ""
+    )
     return [
         "## Maturity (the competence gate)",
         "",
         f"Gain: validation BLEU gained over the single-pair stage's {_quarter()} (a plateau "
         f"gains under {verdict.PLATEAU_GAIN:g}). The single-pair checkpoint's BLEU is its greedy "
-        f"decoding of the k = {k1} test lines; the fine-tuned model's is the one rated.",
+        f"decoding of the k = {k1} test lines; the fine-tuned model's is the one rated."
+        + zoo_text,
         "",
         *table(head, rows),
         "",

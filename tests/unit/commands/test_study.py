@@ -92,3 +92,31 @@ def test_compare_refuses_real_text_stages_with_a_synthetic_task(
     code, err = run_main(monkeypatch, capsys, "compare", *args, "--exact-match")
     assert code == 2 and "give one kind of options" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
+    import json
+
+    from seq2seq.commands.study import _read_zoo
+
+    zoo = tmp_path / "zoo"
+    (zoo / "bahdanau").mkdir(parents=True)
+    (zoo / "rnn").mkdir()  # a run stopped before scoring: no test_greedy.json
+    scored = {"bleu": {"score": 32.32}, "chrf": {"score": 51.26}, "checkpoint": {"step": 857}}
+    (zoo / "bahdanau" / "test_greedy.json").write_text(json.dumps(scored))
+    assert _read_zoo(zoo) == {
+        "bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857}
+        | {"file": str(zoo / "bahdanau" / "test_greedy.json")}
+    }
+    assert _read_zoo(tmp_path / "nosuch") is None and _read_zoo(None) is None
+    (zoo / "rnn" / "test_greedy.json").write_text("{not json")
+    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
+    a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
+    b = write_study_config(tmp_path, "b", "bahdanau", data, tok)
+    out = tmp_path / "o"
+    args = ("--single-steps", 2, "--joined-steps", 2, "--zoo", zoo)
+    code, err = run_main_exiting(monkeypatch, capsys, "compare", a, b, "--out", out, *args)
+    assert code == 2 and f"{zoo / 'rnn' / 'test_greedy.json'}: not a test_greedy.json" in err
+    assert len(err.strip().splitlines()) == 1 and not (out / "runs").exists()

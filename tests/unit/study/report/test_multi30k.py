@@ -237,6 +237,22 @@ def test_the_maturity_table_lists_every_entry_with_its_gate():
         assert bad not in text.lower()
 
 
+def test_the_maturity_table_shows_the_zoo_bleu_of_each_config_that_has_one():
+    res = study()
+    for m in res["models"]:
+        m["config"] = f"configs/study/multi30k/{m['model']}.yaml"
+    plain = section(report_markdown(res)[0], "## Maturity (the competence gate)")
+    assert "zoo BLEU" not in plain  # no --zoo: no column
+    res["zoo"] = {"bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857, "file": "x"}}
+    table = section(report_markdown(res)[0], "## Maturity (the competence gate)")
+    assert "| fine-tuned k=1 greedy BLEU | zoo BLEU | k=1 ratio |" in table
+    assert "trained 20 minutes by make zoo" in table
+    row = next(x for x in table.splitlines() if x.startswith(f"| {HEADLINE} |"))
+    assert "| 34.0 [32.7, 35.3] | 32.3 | 1.000 | yes |" in row
+    row = next(x for x in table.splitlines() if x.startswith(f"| {ABLATION} |"))
+    assert "| - | 1.000 | yes |" in row  # no zoo run of rnnencdec
+
+
 def test_a_headline_model_that_is_not_competent_gives_no_claim():
     res = study(**{f"{HEADLINE}-seed3": {"ratio1": 1.2}})
     text, findings = report_markdown(res)
