@@ -1,3 +1,3 @@
-from seq2seq.cli import main
+from seq2seq.entry import main
 
 main()

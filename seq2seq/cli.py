@@ -16,6 +16,7 @@ output.
 from __future__ import annotations
 
 import os
+import sys
 
 import typer
 
@@ -84,6 +85,25 @@ app.command(short_help=SUMMARIES["serve"])(serve.serve)
 app.command(short_help=SUMMARIES["export"])(export.export)
 
 
+def _click_error(e: Exception) -> None:
+    """Exit on click's own errors (typer raises them from the click it bundles, so they are known
+    by class name): plain ``seq2seq`` or ``seq2seq train`` shows the help; a usage error (an
+    unknown option, a value that is not a number, a missing argument) is one line naming the
+    command's -h; returns for any other exception."""
+    kinds = {c.__name__ for c in type(e).__mro__}
+    if "NoArgsIsHelpError" in kinds:
+        e.show()
+        sys.exit(e.exit_code)
+    if "ClickException" in kinds:
+        msg = " ".join(e.format_message().split())
+        ctx = getattr(e, "ctx", None)
+        if "UsageError" in kinds:
+            msg += f" (see {ctx.command_path if ctx is not None else 'seq2seq'} -h)"
+        fail(msg, code=e.exit_code)
+    if "Abort" in kinds:  # end of input at a prompt
+        fail("interrupted", code=130)
+
+
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     try:  # these import torch, which takes a second or two: Ctrl-C may land here
@@ -95,7 +115,9 @@ def main() -> None:
         fail("interrupted", code=130)
 
     try:
-        app()
+        # standalone_mode=False: click's usage errors come here (one line, not its usage block),
+        # and a Ctrl-C that typer turned into exit code 130 is said, not silent
+        code = app(standalone_mode=False, prog_name="seq2seq")
     except (ConfigError, DataError, CheckpointError, TrainingError, UserError) as e:
         fail(str(e))
     except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C
@@ -105,7 +127,11 @@ def main() -> None:
             fail(str(e))
         fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
+        _click_error(e)  # exits if it is one
         if os.environ.get("SEQ2SEQ_DEBUG"):
             raise
         first = (str(e).strip().splitlines() or [""])[0]
         fail(f"{type(e).__name__}: {first} (set SEQ2SEQ_DEBUG=1 for the traceback)", code=1)
+    if code == 130:  # typer's answer to a Ctrl-C it caught
+        fail("interrupted", code=130)
+    sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(code) from a command, or 0

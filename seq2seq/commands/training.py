@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import typer
@@ -77,8 +78,8 @@ def train(
     if main:
         typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
     if summary["stopped"] == "interrupted":  # not finished: `train && eval` must not go on
-        if not main:
-            raise typer.Exit(130)
+        if not main:  # rank 0 says it; the others exit quietly
+            sys.exit(130)
         again = config if not overrides else Path(summary["run_dir"]) / "config.yaml"
         fail(
             f"interrupted at step {summary['steps']}: last.pt saved; resume with seq2seq train "

@@ -26,8 +26,8 @@ def tune_decode(
         "--src",
         metavar="FILE",
         help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
-        "multi30k/val.de], at least 50 non-blank lines. Never a test set: scores on it would no "
-        "longer be unseen.",
+        "multi30k/val.de], at least 50 non-blank lines. Not a test set: its scores would no "
+        "longer be unseen (a warning says so when --src is the run's own data.test).",
     ),
     ref: Path | None = typer.Option(
         None,
@@ -51,8 +51,8 @@ def tune_decode(
         True,
         "--extend/--no-extend",
         help="When the best setting is at the grid's top edge (the largest α or beam size "
-        "swept), sweep further (α plus the grid's last step, up to 5; the beam size doubled, "
-        "up to 40) until it lies inside. --no-extend sweeps the grid as given.",
+        "swept), sweep further (α plus the grid's last step, or 0.5 for a single α, up to 5; "
+        "the beam size doubled, up to 40) until it lies inside. --no-extend sweeps the grid as given.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."

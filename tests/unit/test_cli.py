@@ -46,3 +46,55 @@ def test_file_and_run_options_show_what_they_take(command, shown):
     for option in shown:
         assert option in r.output
     assert "<str>" not in r.output and "<path>" not in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("translate", "--beam", "x", "-c", "run"), "Invalid value for '--beam'"),
+        (("translate", "--bem", "3"), "No such option: --bem"),
+        (("train",), "Missing argument 'CONFIG'."),
+        (("nosuch",), "No such command 'nosuch'."),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_commands_help(monkeypatch, capsys, args, said):
+    from tests.toys import run_cli
+
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    where = "seq2seq" if args[0] == "nosuch" else f"seq2seq {args[0]}"
+    assert code == 2 and out == "" and said in err and f"(see {where} -h)" in err
+    assert len(err.strip().splitlines()) == 1 and "Usage:" not in err
+
+
+def test_plain_seq2seq_shows_the_help(monkeypatch, capsys):
+    from tests.toys import run_cli
+
+    code, out, err = run_cli(monkeypatch, capsys)
+    assert code == 2 and "Usage: seq2seq [OPTIONS] COMMAND" in out + err and "train" in out + err
+
+
+def test_a_ctrl_c_in_a_command_or_while_starting_says_stopped(monkeypatch, capsys):
+    """typer turns a KeyboardInterrupt in a command into exit code 130 without a word; the entry
+    point's import of the CLI (typer, rich, torch) can be interrupted too."""
+    import sys
+
+    from seq2seq import entry
+    from seq2seq.commands import training
+    from tests.toys import run_cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "setup_logging", interrupted)
+    code, out, err = run_cli(monkeypatch, capsys, "train", "any.yaml")
+    assert code == 130 and out == "" and err.strip() == "stopped: interrupted"
+
+    class Starting:  # `from seq2seq.cli import main` lands on the Ctrl-C
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "seq2seq.cli", Starting())
+    with pytest.raises(SystemExit) as e:
+        entry.main()
+    assert e.value.code == 130
+    assert capsys.readouterr().err == "stopped: interrupted while starting\n"
