@@ -54,6 +54,17 @@ def attention(
         (B, H, T, d_k) outputs and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
     """
     if not need_weights:
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+            # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower
+            # than in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16
+            # step is 1.26x faster (docs/results/README.md, training speed). The matmuls around
+            # it stay bf16.
+            with torch.autocast("cpu", enabled=False):
+                out = F.scaled_dot_product_attention(
+                    q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout,
+                    is_causal=causal,
+                )
+            return out.to(q.dtype), None
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal
         )

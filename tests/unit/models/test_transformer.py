@@ -66,6 +66,26 @@ def test_scaled_dot_product_matches_the_formula():
     torch.testing.assert_close(causal, ref)
 
 
+def test_bf16_attention_on_the_cpu_is_computed_in_fp32_and_trains():
+    """Under bf16 autocast on the CPU the attention of bf16 heads is fp32 attention of the same
+    (bf16) values, handed back in bf16, with gradients for q, k and v."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(3, 2, 5, 8, generator=g).bfloat16().requires_grad_() for _ in range(3))
+    mask = torch.ones(3, 1, 1, 5, dtype=torch.bool)
+    mask[2, ..., 4:] = False
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = attention(q, k, v, mask, causal=False, dropout=0.0, need_weights=False)
+        causal, _ = attention(q, k, v, None, causal=True, dropout=0.0, need_weights=False)
+    assert out.dtype == causal.dtype == torch.bfloat16
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+    torch.testing.assert_close(out, ref.bfloat16(), atol=0, rtol=0)
+    ref_c = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    torch.testing.assert_close(causal, ref_c.bfloat16(), atol=0, rtol=0)
+    (out.float().sum() + causal.float().sum()).backward()
+    for x in (q, k, v):
+        assert x.grad is not None and x.grad.dtype == torch.bfloat16 and x.grad.abs().sum() > 0
+
+
 @pytest.mark.parametrize("name", ["transformer", "transformer_prenorm_learned"])
 def test_transformer_weights_path_equals_sdpa_path(name):
     model = tiny_model(name)
