@@ -28,7 +28,7 @@ from seq2seq.commands.decode_options import (
     given_options,
 )
 from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding, members
-from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.outputs import check_not_input, check_writable
 from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
@@ -216,6 +216,9 @@ def evaluate(
     _check_paired(paired, paired_n, paired_seed, hyps, checkpoints, by_length, output)
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
+    inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
+    check_not_input(output, "--output", inputs, checkpoints)
+    check_not_input(json_out, "--json", [*inputs, ("--output", output)], checkpoints)
     check_writable(output, "--output")  # before translating and scoring
     check_writable(json_out, "--json")
     with user_errors():

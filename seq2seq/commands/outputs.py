@@ -4,18 +4,21 @@ away on a path that was never writable.
 
 ``check_writable`` is what every output option calls (``-`` is standard output and always
 passes). It creates nothing: a missing folder on the way is fine when the nearest folder that
-exists is writable (the writer makes the rest, as ``atomic.atomic_open`` does).
+exists is writable (the writer makes the rest, as ``atomic.atomic_open`` does). ``check_not_input``
+refuses an output that is one of the command's own inputs, or a file of the run it loads.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.atomic import is_stdout
 from seq2seq.commands.common import UserError
 
 ANOTHER_PATH = "give a path in a folder you can write to"
+RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json")  # what loading a run reads
 
 
 def check_writable(
@@ -52,6 +55,44 @@ def check_writable(
         raise UserError(
             f"{option} {path}: cannot write there: folder {nearest} is not writable; {fix}"
         )
+
+
+def check_not_input(
+    path: str | Path | None,
+    option: str,
+    inputs: Sequence[tuple[str, str | Path | None]] = (),
+    runs: Sequence[str | Path] = (),
+) -> None:
+    """Refuse in one line an output that would replace what the command reads.
+
+    Args:
+        path: the output option's value; None and ``-`` pass.
+        option: the output option as the user typed it, e.g. ``--output``.
+        inputs: (option, path) of each input file (None and ``-`` are skipped).
+        runs: each checkpoint file or run folder the command loads: the output may not be one of
+            its run's checkpoints (``*.pt``), tokenizers (``spm*.model``) or ``RUN_FILES``.
+
+    Raises:
+        UserError: ``path`` is an input file, or such a file of a run.
+    """
+    if path is None or is_stdout(path):
+        return
+    out = Path(path).resolve()
+    for opt, given in inputs:
+        if given is not None and not is_stdout(given) and Path(given).resolve() == out:
+            raise UserError(
+                f"{option} {path} is the {opt} file: writing it would replace what is read; "
+                "write to another file"
+            )
+    for run in runs:
+        folder = Path(run).resolve()
+        folder = folder if folder.is_dir() else folder.parent
+        run_file = out.suffix == ".pt" or out.name in RUN_FILES or out.name.startswith("spm")
+        if out.parent == folder and (run_file or out == Path(run).resolve()):
+            raise UserError(
+                f"{option} {path}: would overwrite the run's own {out.name}; write to a file "
+                f"that is not one of the run's checkpoints, tokenizers or {', '.join(RUN_FILES)}"
+            )
 
 
 def _can_write(folder: Path) -> bool:

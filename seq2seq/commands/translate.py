@@ -25,7 +25,7 @@ from seq2seq.commands.decode_options import (
     given_options,
 )
 from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding
-from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.outputs import check_not_input, check_writable
 from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
@@ -142,11 +142,7 @@ def translate(
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
-    if input != "-" and output != "-" and Path(input).resolve() == Path(output).resolve():
-        raise UserError(
-            f"--output {output} is the --input file: the translations would replace the "
-            "sources; write them to another file"
-        )
+    check_not_input(output, "--output", [("--input", input)], checkpoint)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
     run = ctranslate2_run(checkpoint, device, quantize, attention_dir)  # a CTranslate2 export

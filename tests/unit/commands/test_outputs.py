@@ -143,3 +143,42 @@ def test_translate_into_an_unwritable_file_decodes_nothing(
         monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "-o", bad / "out.txt"
     )
     assert code == 2 and "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "said"),
+    [
+        ("translate -o", "src", "is the --input file"),
+        ("translate -o", "run/best.pt", "would overwrite the run's own best.pt"),
+        ("translate -o", "run/config.yaml", "would overwrite the run's own config.yaml"),
+        ("eval -o", "src", "is the --src file"),
+        ("eval -o", "run/last.pt", "would overwrite the run's own last.pt"),
+        ("eval --json", "src", "is the --src file"),
+        ("eval --json", "run/spm.tgt.model", "would overwrite the run's own spm.tgt.model"),
+    ],
+)
+def test_an_output_that_is_an_input_or_a_file_of_the_run_is_refused_before_the_work_starts(
+    name, target, said, command_files, tmp_path, monkeypatch, capsys
+):
+    """eval wrote its translations over --src and its JSON over --ref; translate -o wrote over
+    the run's best.pt (a new-user trial)."""
+    run, src, cfg = command_files
+    monkeypatch.setattr(SPIES[name.split()[0]], lambda *a, **k: pytest.fail("the work started"))
+    bad = src if target == "src" else tmp_path / target
+    before = bad.read_bytes() if bad.exists() else None
+    option, _ = OUTPUTS[name]
+    code, err = run_main(monkeypatch, capsys, *_command(name, run, src, cfg, bad))
+    assert code == 2 and f"{option} {bad}" in err and said in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert (bad.read_bytes() if bad.exists() else None) == before
+
+
+def test_an_output_beside_the_run_files_that_is_not_one_of_them_passes(tmp_path):
+    from seq2seq.commands.outputs import check_not_input
+
+    run = tmp_path / "run"
+    run.mkdir()
+    check_not_input(run / "test_greedy.hyp.en", "-o", [("--input", tmp_path / "a.de")], [run])
+    check_not_input("-", "-o", [("--input", "-")], [run / "best.pt"])
+    with pytest.raises(UserError, match="would overwrite the run's own step200.pt"):
+        check_not_input(run / "step200.pt", "-o", [], [run / "best.pt"])
