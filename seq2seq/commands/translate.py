@@ -73,6 +73,7 @@ def translate(
         1,
         "--n-best",
         min=1,
+        max=1000,
         help="Write the N best per line as TSV: line number, score, hypothesis (a backslash, "
         "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); the score is "
         "the length-penalised one the search ranks by, log P / ((5 + |Y|) / 6)^alpha with alpha "

@@ -12,6 +12,9 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seq2seq.config.sections import _Section
 
+BEAM_LIMIT = 1000  # a beam wider than this only exhausts memory (decoding batches shrink to fit it)
+BIG = 1_000_000  # the bound of every other count and length: past it, torch overflows
+
 SearchMethod = Literal["greedy", "beam", "sample"]
 """The names of ``decoding.search.SEARCHES`` (a test checks that the two agree)."""
 
@@ -57,11 +60,15 @@ class DecodeConfig(_Section):
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
-    beam_size: int = Field(1, ge=1, description="beam: hypotheses kept per sentence (K)")
+    beam_size: int = Field(
+        1, ge=1, le=BEAM_LIMIT, description="beam: hypotheses kept per sentence (K)"
+    )
     temperature: float = Field(
         1.0, gt=0, description="sample: logits / temperature; below 1 sharper, above 1 flatter"
     )
-    top_k: int | None = Field(None, ge=1, description="sample: draw from the k most probable")
+    top_k: int | None = Field(
+        None, ge=1, le=BIG, description="sample: draw from the k most probable"
+    )
     top_p: float = Field(
         1.0, gt=0, le=1, description="sample: draw from the smallest set holding p (nucleus)"
     )
@@ -71,17 +78,21 @@ class DecodeConfig(_Section):
     length_penalty: float = Field(
         1.0, ge=0, description="beam: GNMT alpha; 0 = raw log-probability"
     )
-    max_len_a: float = Field(1.5, ge=0)
-    max_len_b: int = Field(10, ge=1)
-    min_len: int = Field(1, ge=0, description="tokens required before EOS (0 allows empty output)")
+    max_len_a: float = Field(1.5, ge=0, le=BIG)
+    max_len_b: int = Field(10, ge=1, le=BIG)
+    min_len: int = Field(
+        1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
+    )
     no_repeat_ngram: int = Field(
-        0, ge=0, description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)"
+        0, ge=0, le=BIG, description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)"
     )
     target_vocab_mask: bool = Field(
         True, description="output only pieces seen in the training targets (and EOS)"
     )
-    max_src_len: int = Field(1024, ge=1, description="longer sources are cut, with a warning")
-    batch_size: int = Field(128, ge=1, description="sentences per decoding batch")
+    max_src_len: int = Field(
+        1024, ge=1, le=BIG, description="longer sources are cut, with a warning"
+    )
+    batch_size: int = Field(128, ge=1, le=BIG, description="sentences per decoding batch")
 
     @model_validator(mode="before")
     @classmethod

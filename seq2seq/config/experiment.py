@@ -66,7 +66,7 @@ class Config(_Section):
         if self.decode.max_len_a + self.decode.max_len_b > n_pos:
             raise ValueError(
                 f"decode.max_len_a + decode.max_len_b ({self.decode.max_len_a} + "
-                f"{self.decode.max_len_b}) leave no room for output within model.max_positions "
-                f"({n_pos}): lower them or raise max_positions"
+                f"{self.decode.max_len_b}) allow outputs longer than model.max_positions "
+                f"({n_pos}) even for a one-token source: lower them or raise max_positions"
             )
         return self

@@ -30,6 +30,8 @@ from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
 
+MAX_SEARCH_ROWS = 8192  # sentences x beam size decoded at once, at most (beam 40 x 200 fits)
+
 
 @dataclass
 class Translation:
@@ -108,8 +110,9 @@ def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
     room = n_pos - cfg.max_len_b
     if room < cfg.max_len_a:
         raise ConfigError(
-            f"decode.max_len_a + max_len_b ({cfg.max_len_a} + {cfg.max_len_b}) leave no room for "
-            f"output within the model's max_positions ({n_pos}): lower --max-len-b or --max-len-a"
+            f"decode.max_len_a + max_len_b ({cfg.max_len_a} + {cfg.max_len_b}) allow outputs "
+            f"longer than the model's max_positions ({n_pos}) even for a one-token source: lower "
+            "--max-len-b or --max-len-a"
         )
     fit = n_pos if cfg.max_len_a == 0 else int(room / cfg.max_len_a)
     return max(1, min(cfg.max_src_len, n_pos, fit))
@@ -142,12 +145,17 @@ def translate_sentences(
     check_n_best(cfg, n_best)
     limit = source_limit(model, cfg)
     results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
+    _warn_min_len(cfg, ids)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
+    # beam search runs sentences x K rows at once: a wide beam takes fewer sentences per batch
+    # (outputs do not depend on the batch)
+    rows = cfg.beam_size if cfg.method == "beam" else 1
+    batch_size = max(1, min(cfg.batch_size, MAX_SEARCH_ROWS // rows))
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
+            for chunk in _batches(order, ids, batch_size, batch_tokens):
                 src = pad_sequences([ids[j] for j in chunk]).to(device)
                 nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
                 for j, hyps in zip(chunk, nbest, strict=True):
@@ -158,6 +166,26 @@ def translate_sentences(
     finally:
         model.train(was_training)
     return results
+
+
+def _warn_min_len(cfg: DecodeConfig, ids: Sequence[list[int]]) -> None:
+    """Warn when ``min_len`` leaves some sources no room to end: their maximum output length
+    floor(a·S + b) is not above it, so EOS is blocked to the end and they stop cut."""
+    if cfg.min_len <= 0 or not ids:
+        return
+    stuck = sum(int(cfg.max_len_a * len(x) + cfg.max_len_b) <= cfg.min_len for x in ids)
+    if stuck:
+        log.warning(
+            "--min-len %d is not below the maximum output length floor(%g * source tokens + %d) "
+            "of %s: they cannot end with EOS and stop cut at the limit; lower --min-len or raise "
+            "--max-len-a/--max-len-b",
+            cfg.min_len,
+            cfg.max_len_a,
+            cfg.max_len_b,
+            counted(stuck, "source line")
+            if stuck < len(ids)
+            else ("the source line" if stuck == 1 else f"all {stuck} source lines"),
+        )
 
 
 def _batches(

@@ -136,3 +136,43 @@ def test_empty_rows_in_a_transformer_batch(toy, mode):
     assert torch.isfinite(
         token_loss_sum(model(batch.src, batch.src_mask, batch.tgt_in), batch.tgt_out)
     )
+
+
+def test_a_wide_beam_takes_fewer_sentences_per_batch_and_the_same_outputs(toy, monkeypatch):
+    """sentences x K rows at most MAX_SEARCH_ROWS: a beam of 1,000,000 ran a machine out of
+    memory (a new-user trial); the outputs do not depend on the batch."""
+    from seq2seq.decoding import translate as tr
+
+    model, tok = toy["model"], toy["tok"]
+    lines = [SIX[0], SIX[2], SIX[5]] * 3
+    cfg = DecodeConfig(method="beam", beam_size=4, batch_size=100)
+    whole = [r.text for r in translate_sentences(model, tok, lines, cfg)]
+    monkeypatch.setattr(tr, "MAX_SEARCH_ROWS", 8)
+    seen = spy_encode(model)
+    try:
+        split = [r.text for r in translate_sentences(model, tok, lines, cfg)]
+    finally:
+        del model.encode
+    assert [len(src) for src in seen] == [2, 2, 2, 2, 1] and split == whole
+
+
+def test_a_min_len_that_leaves_no_room_to_end_is_a_warning(toy, caplog):
+    model, tok = toy["model"], toy["tok"]
+    cfg = DecodeConfig(min_len=12, max_len_a=0.0, max_len_b=12)
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        res = translate_sentences(model, tok, [SIX[0], SIX[2]], cfg)
+    assert "--min-len 12 is not below the maximum output length" in caplog.text
+    assert "all 2 source lines" in caplog.text and all(r.cut for r in res)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="seq2seq"):
+        translate_sentences(model, tok, [SIX[0]], DecodeConfig(min_len=11, max_len_b=12))
+    assert "--min-len" not in caplog.text
+
+
+def test_decode_counts_are_bounded_before_torch_overflows():
+    from pydantic import ValidationError
+
+    for field, value in (("beam_size", 1001), ("top_k", 10**20), ("max_len_b", 10**20)):
+        with pytest.raises(ValidationError, match="less than or equal to"):
+            DecodeConfig(**{field: value})
+    assert DecodeConfig(method="beam", beam_size=1000).beam_size == 1000
