@@ -42,10 +42,31 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 # sentencepiece skips, with a warning we never see, every line over ``max_sentence_length`` bytes
 # (4192 by default); a sentence the tokenizer never saw may hold the corpus's only example of a
-# character. The limit is raised to sentencepiece's own maximum (1 GiB) instead, so the tokenizer
-# sees every training line (an over-long pair is dropped later, after tokenisation, by data.max_len,
-# with a count in the log); a line past even that is counted and the count logged.
+# character. The limit is raised to sentencepiece's own maximum (1 GiB) instead (the models record
+# it), and a line over ``LONG_LINE`` characters is fed to it in pieces cut at spaces
+# (``line_pieces``): sentencepiece's time grows with the square of a line's length (one line of
+# 8,000 words took 4 s, of 200,000 words over 8 minutes, and Ctrl-C waits for it). An over-long pair
+# is dropped later, after tokenisation, by data.max_len, with a count in the log.
 LINE_LIMIT = 2**30
+LONG_LINE = 4096
+
+
+def line_pieces(line: str, size: int = LONG_LINE) -> list[str]:
+    """``line`` in pieces of at most ``size`` characters, cut at the last space before each limit
+    (a longer run without spaces is cut inside); every character of ``line`` but the spaces cut
+    at is kept, in order. A line of at most ``size`` characters is one piece, itself."""
+    if len(line) <= size:
+        return [line]
+    out, start = [], 0
+    while start < len(line):
+        end = min(len(line), start + size)
+        if end < len(line):
+            cut = line.rfind(" ", start + 1, end + 1)
+            end = cut if cut > start else end
+        if piece := line[start:end].strip(" "):
+            out.append(piece)
+        start = end
+    return out
 
 # ``tokenizer.max_sentences`` below the corpus size: the sample is drawn here, with this seed, not
 # by sentencepiece, whose reservoir sampler is seeded afresh in every process (two runs of one
@@ -125,12 +146,13 @@ def _log_trained(
         "all" if reader.lines <= cfg.max_sentences else f"a sample of {cfg.max_sentences:,}",
         reader.lines,
     )
-    if reader.skipped:
-        log.warning(
-            "tokenizer (%s): %d training lines over sentencepiece's %d-byte limit were skipped",
+    if reader.long:
+        log.info(
+            "tokenizer (%s): %d training lines over %d characters were read in pieces cut at "
+            "spaces (sentencepiece slows with the square of a line's length)",
             side,
-            reader.skipped,
-            LINE_LIMIT,
+            reader.long,
+            LONG_LINE,
         )
     # A character the model has no piece for encodes to <unk> (character_coverage < 1, or only
     # in lines left out of the sample); a word model covers words, not characters.
@@ -160,8 +182,9 @@ class _Guarded:
 
     def __init__(self, sentences: Iterable[str], count_chars: bool = False):
         self.it, self.error = iter(sentences), None
-        self.lines, self.skipped, self.count_chars = 0, 0, count_chars
+        self.lines, self.long, self.count_chars = 0, 0, count_chars
         self.chars: Counter[str] = Counter()
+        self.pending: list[str] = []  # the later pieces of a long line (``line_pieces``)
 
     def __iter__(self):
         return self
@@ -169,6 +192,8 @@ class _Guarded:
     def __next__(self) -> str:
         if self.error is not None:
             raise StopIteration
+        if self.pending:
+            return self.pending.pop()
         try:
             sentence = next(self.it)
         except StopIteration:
@@ -177,10 +202,13 @@ class _Guarded:
             self.error = e
             raise StopIteration from None
         self.lines += 1
-        if len(sentence) * 4 > LINE_LIMIT and len(sentence.encode()) > LINE_LIMIT:
-            self.skipped += 1
         if self.count_chars:
             self.chars.update(sentence)
+        if len(sentence) > LONG_LINE:
+            self.long += 1
+            pieces = line_pieces(sentence) or [""]  # only spaces: a blank line
+            self.pending = pieces[:0:-1]  # popped from the end: in order
+            return pieces[0]
         return sentence
 
     def reraise(self) -> None:

@@ -41,6 +41,48 @@ def test_the_tokenizer_sees_a_line_over_sentencepieces_byte_limit(caplog):
     assert "not covered" not in caplog.text
 
 
+def test_a_very_long_line_reaches_sentencepiece_in_pieces_with_every_character(
+    monkeypatch, caplog
+):
+    """sentencepiece's time grows with the square of a line's length: one line of 200,000 words
+    held `train` in tokenizer training for over 8 minutes, deaf to Ctrl-C (a new-user trial)."""
+    from seq2seq.data import tokenizer as tk
+
+    seen: list[str] = []
+    run_trainer = tk._run_trainer
+
+    def spy(sentences, *args):
+        def reading():
+            for x in sentences:
+                seen.append(x)
+                yield x
+
+        return run_trainer(reading(), *args)
+
+    monkeypatch.setattr(tk, "_run_trainer", spy)
+    long_line = "Hund " * 20_000 + "Straße"  # 100,006 characters, the only ß
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        tok = Tokenizer.train(
+            SENTENCES + [long_line], SENTENCES * 2, TokenizerConfig(type="unigram", vocab_size=60)
+        )
+    assert max(map(len, seen)) <= tk.LONG_LINE and len(seen) == 3 * len(SENTENCES) + 25
+    assert " ".join(seen[len(SENTENCES) : len(SENTENCES) + 25]) == long_line.strip()
+    assert UNK not in tok.encode_src(["Straße"])[0]
+    assert "1 training lines over 4096 characters were read in pieces" in caplog.text
+
+
+def test_line_pieces_cut_at_spaces_keep_every_character_and_leave_short_lines_alone():
+    from seq2seq.data.tokenizer import line_pieces
+
+    assert line_pieces("ein Hund", 8) == ["ein Hund"]
+    assert line_pieces("ein Hund läuft", 8) == ["ein Hund", "läuft"]
+    assert line_pieces("abcdefghij kl", 4) == ["abcd", "efgh", "ij", "kl"]
+    assert line_pieces(" " * 10, 4) == []
+    line = " ".join(f"w{i}" for i in range(3000))
+    pieces = line_pieces(line, 100)
+    assert all(len(x) <= 100 for x in pieces) and " ".join(pieces) == line
+
+
 def test_the_log_reports_the_vocabulary_learned_and_the_characters_not_covered(caplog):
     from seq2seq.config import TokenizerConfig
     from seq2seq.data.tokenizer import Tokenizer
