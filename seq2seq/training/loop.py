@@ -96,8 +96,8 @@ def train(
             return summary
         except NonFiniteStop:
             raise  # last.pt stays the last save before the non-finite run: nothing past it is kept
-        except BaseException:
-            run.save_unsaved()  # whatever else stopped the run, the updates so far are kept
+        except BaseException as e:
+            run.save_unsaved(e)  # whatever else stopped the run, the updates so far are kept
             raise
         finally:
             run.close()  # cleanup
@@ -193,16 +193,24 @@ class Run(RunSetup):
         self.checkpoints.save_last(self.state, self.payload)
         self.saved_step = self.state.step
 
-    def save_unsaved(self) -> None:
-        """After an error: ``last.pt`` for the updates not yet saved, so ``--resume`` can go on.
-        A failure to save (non-finite weights, a full disk) is logged; the first error stands."""
+    def save_unsaved(self, error: BaseException) -> None:
+        """After an error, or a second Ctrl-C (``error`` a KeyboardInterrupt): ``last.pt`` for
+        the updates not yet saved, so ``--resume`` can go on. A failure to save (non-finite
+        weights, a full disk) is logged; the first error stands."""
         if self.state.step == self.saved_step:
             return
+        ctrl_c = isinstance(error, KeyboardInterrupt)
+        why = "aborted by a second Ctrl-C" if ctrl_c else "stopped by an error"
         try:
             self.save_last()
-            log.warning("stopped by an error: last.pt saved at step %d", self.state.step)
+            log.warning(
+                "%s: last.pt saved at step %d; seq2seq train CONFIG --resume %s goes on",
+                why,
+                self.state.step,
+                self.run_dir,
+            )
         except Exception as e:
-            log.error("stopped by an error, and last.pt could not be saved: %s", e)
+            log.error("%s, and last.pt could not be saved: %s", why, e)
 
     def validate_and_save(self) -> None:
         """Validate (rank 0), update best / best-k / plateau / patience, write the checkpoints."""

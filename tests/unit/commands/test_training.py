@@ -31,6 +31,37 @@ def ctrl_c_at_step_3():
     yield hit
 
 
+@contextlib.contextmanager
+def second_ctrl_c_at_step_3():
+    """``interruptible`` as if a second Ctrl-C (its handler raises KeyboardInterrupt) arrived
+    during step 3."""
+    calls = {"n": 0}
+
+    def hit():
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise KeyboardInterrupt
+        return False
+
+    yield hit
+
+
+def test_a_second_ctrl_c_saves_last_pt_and_says_it_was_aborted_not_an_error(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
+    path, run = tmp_path / "cfg.yaml", tmp_path / "run"
+    path.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=6)))
+    monkeypatch.setattr(loop, "interruptible", second_ctrl_c_at_step_3)
+    code, err = run_main(monkeypatch, capsys, "train", path, "--run-dir", run)
+    assert code == 130 and "error" not in err, err
+    assert (
+        f"aborted by a second Ctrl-C: last.pt saved at step 3; seq2seq train CONFIG --resume "
+        f"{run} goes on" in err
+    )
+    assert err.strip().splitlines()[-1] == "stopped: interrupted"
+    assert load_checkpoint(run / "last.pt")["train_state"]["step"] == 3
+
+
 def test_train_refuses_a_config_with_a_key_twice_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.yaml").write_text("name: x\ntrain:\n  max_steps: 5\n  max_steps: 7\n")
