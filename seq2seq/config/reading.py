@@ -149,6 +149,10 @@ def read_config_file(
         ConfigError: missing file, bad YAML, a key given twice, not a mapping, or a ``base``
             cycle.
     """
+    if p.is_dir():
+        inside = p / "config.yaml"
+        hint = f", e.g. {inside}" if inside.is_file() else ""
+        raise ConfigError(f"{p}: is a folder; give a config file (YAML){hint}")
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     if p.resolve() in chain:

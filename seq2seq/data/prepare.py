@@ -205,7 +205,11 @@ def _memory_train(
     if cfg.data.dedup:
         dedup(text, evals)
     if not len(text):
-        raise DataError(f"{text.origin}: no usable training pairs")
+        raise DataError(
+            f"{text.origin}: no usable training pairs: the files are empty, or every pair has a "
+            "blank side or was removed (data.max_src_words, data.dedup; the log counts them); "
+            "give parallel files with text on both sides"
+        )
     tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, lambda: (text.src, text.tgt))
     train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     return tok, concat_pairs(train, cfg.data.concat_k, cfg.train.seed), valid_text

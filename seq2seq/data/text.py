@@ -77,6 +77,11 @@ def resolve_corpus_file(prefix: str, lang: str) -> Path:
             if c.is_file():
                 return c
     candidates = [bases[-1].with_name(f"{bases[-1].name}.{lang}{ext}") for ext in ("", ".gz")]
+    if folder := next((b for b in bases if b.is_dir()), None):
+        raise DataError(
+            f"{folder}: is a folder; a corpus is named by a file prefix (PREFIX.{lang} or "
+            f"PREFIX.{lang}.gz must exist), e.g. {folder / 'train'}"
+        )
     raise DataError(
         f"{candidates[0]}: corpus file not found (nor {candidates[1].name}); set SEQ2SEQ_DATA_DIR "
         "to the folder holding multi30k/, or fetch it with scripts/get_multi30k.sh"

@@ -197,3 +197,16 @@ def test_max_src_words_drops_long_training_sources():
     assert text.dropped == {"over max_src_words 2": [1, 5]}
     with pytest.raises(ConfigError, match="max_src_words needs backend 'memory'"):
         load_config(None, ["data.max_src_words=10", "data.backend=arrow"])
+
+
+def test_a_folder_named_as_a_corpus_or_a_config_says_it_is_a_folder(tmp_path):
+    from seq2seq.config import ConfigError, load_config
+    from seq2seq.data.text import DataError, resolve_corpus_file
+
+    with pytest.raises(DataError, match=r"is a folder; a corpus is named by a file prefix"):
+        resolve_corpus_file(str(tmp_path), "de")
+    with pytest.raises(ConfigError, match=r"is a folder; give a config file \(YAML\)$"):
+        load_config(tmp_path)
+    (tmp_path / "config.yaml").write_text("name: x\n")
+    with pytest.raises(ConfigError, match=r"e\.g\. .*config\.yaml"):
+        load_config(tmp_path)
