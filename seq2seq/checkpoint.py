@@ -113,9 +113,17 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             warnings.simplefilter("ignore")
             ckpt = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types, with long messages, for a damaged file
+        others = [
+            q for q in (p.with_name(n) for n in ("best.pt", "last.pt")) if q != p and q.is_file()
+        ]
+        fix = (
+            f"pass {others[0]} instead (another checkpoint of the run), or retrain"
+            if others
+            else "pass a checkpoint that was written whole, or train again"
+        )
         msg = (
             f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
-            "corrupt or truncated; pass a run folder or its best.pt / last.pt"
+            f"corrupt or truncated; {fix}"
         )
         raise CheckpointError(msg) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:

@@ -76,7 +76,17 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     path = run_dir / "last.pt"
     if not path.is_file():
         raise TrainingError(f"{path}: nothing to resume (no last.pt in the run directory)")
-    ckpt = load_checkpoint(path)
+    try:
+        ckpt = load_checkpoint(path)
+    except CheckpointError as e:
+        if "cannot read this checkpoint" not in str(e):
+            raise
+        best = run_dir / "best.pt"
+        warm = f", or warm-start a new run with train.init_from: {best}" if best.is_file() else ""
+        raise CheckpointError(
+            f"{path}: cannot read it (corrupt or truncated), so the run cannot resume; train "
+            f"it again with --overwrite{warm}"
+        ) from None
     missing = [k for k in RESUME_KEYS if k not in ckpt]
     if missing:
         raise CheckpointError(

@@ -113,3 +113,23 @@ def test_a_run_stores_its_target_vocabulary_and_the_model_carries_it(tmp_path):
     ]
     with pytest.raises(CheckpointError, match="its target_vocab does not fit its tokenizer"):
         model_from_checkpoint({**ckpt, "target_vocab": [3, tok.tgt_vocab_size]})
+
+
+def test_an_unreadable_checkpoint_names_the_runs_other_one_and_resume_says_what_to_do(tmp_path):
+    """A corrupt best.pt beside a good last.pt told the user to pass what they had passed; a
+    corrupt last.pt gave the same advice to a resume (a new-user trial)."""
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.training.run_dir import load_resume
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.pt").write_bytes(b"not a checkpoint")
+    save_checkpoint(run / "last.pt", {"model": tiny_model("rnn").state_dict()})
+    with pytest.raises(CheckpointError, match=r"best\.pt: cannot read .*; pass .*last\.pt instead"):
+        load_checkpoint(run)
+    (run / "best.pt").unlink()
+    (run / "last.pt").write_bytes(b"\x80\x02 truncated")
+    with pytest.raises(CheckpointError, match=r"pass a checkpoint that was written whole"):
+        load_checkpoint(run / "last.pt")
+    with pytest.raises(CheckpointError, match=r"the run cannot resume; train it again with --over"):
+        load_resume(run, Config())
