@@ -25,7 +25,10 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:  # name the user's file, not the temporary one beside it
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
         os.fchmod(fd, 0o666 & ~_UMASK)

@@ -246,7 +246,10 @@ class _OutputLines:
     def __enter__(self) -> _OutputLines:
         if self.partial is not None:
             self.partial.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.partial, "w", encoding="utf-8")  # noqa: SIM115
+            try:
+                self._file = open(self.partial, "w", encoding="utf-8")  # noqa: SIM115
+            except OSError as e:  # name the user's --output, not its .partial
+                raise OSError(e.errno, e.strerror, self.path) from None
         return self
 
     def write(self, rendered: Sequence[str], n_lines: int) -> None:

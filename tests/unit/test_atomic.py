@@ -19,3 +19,19 @@ def test_atomic_write_keeps_the_old_file_on_a_crash(tmp_path, monkeypatch):
         atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left
+
+
+def test_a_file_that_cannot_be_made_is_named_as_the_user_gave_it(tmp_path, monkeypatch):
+    """The error named the hidden temporary file beside the output (a new-user trial)."""
+    import errno
+    import tempfile
+
+    from seq2seq.atomic import atomic_write_text
+
+    def refuse(dir, prefix, suffix):
+        raise PermissionError(errno.EACCES, "Permission denied", f"{dir}/{prefix}x{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as e:
+        atomic_write_text(tmp_path / "scores.json", "{}")
+    assert e.value.filename == str(tmp_path / "scores.json") and e.value.strerror
