@@ -70,8 +70,9 @@ def train(
     no_stdout(run_dir, "--run-dir", "a run folder")
     flags = {"max_steps": max_steps, "max_epochs": max_epochs, "max_time": max_time}
     flags |= {"device": device, "seed": seed}
-    overrides = [*set_, *(f"train.{k}={v}" for k, v in flags.items() if v is not None)]
-    cfg = load_config(config, overrides)
+    given = {k: v for k, v in flags.items() if v is not None}
+    overrides = [*set_, *(f"train.{k}={v}" for k, v in given.items())]
+    cfg = load_config(config, overrides, {f"train.{k}": f"--{k.replace('_', '-')}" for k in given})
     _check_run_dir(resume, run_dir, cfg)
     summary = run_training(cfg, resume or run_dir, resume=resume is not None, overwrite=overwrite)
     main = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 speaks for all

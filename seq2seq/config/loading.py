@@ -144,8 +144,14 @@ def _one_line(err: ValidationError, source: str, origin=None) -> str:
     return f"{source}: " + "; ".join(parts)
 
 
-def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> Config:
-    """Read a YAML config, apply ``key=value`` overrides, validate.
+def load_config(
+    path: str | os.PathLike | None,
+    overrides: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Config:
+    """Read a YAML config, apply ``key=value`` overrides, validate. ``labels`` names the
+    command-line option an override came from (dotted key -> e.g. ``--max-steps``; the others
+    are ``--set``), for the error message.
 
     Raises:
         ConfigError: missing/unreadable file, bad YAML, unknown key or invalid value (one line).
@@ -160,11 +166,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     except ValidationError as e:
 
         def origin(loc: str) -> str:
-            """Where a key was said: --set, else the most derived file that holds it."""
-            if any(
-                k == loc or k.startswith(loc + ".") or loc.startswith(k + ".") for k in set_keys
-            ):
-                return "--set"
+            """Where a key was said: its option (--set or ``labels``'), else the most derived
+            file that holds it."""
+            for k in set_keys:
+                if k == loc or k.startswith(loc + ".") or loc.startswith(k + "."):
+                    return (labels or {}).get(k, "--set")
             for name, layer in layers:
                 node: Any = layer
                 for part in loc.split("."):

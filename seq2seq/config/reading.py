@@ -93,6 +93,11 @@ def parse_override(item: str) -> tuple[list[str], Any]:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set train.lr=0.0005")
     key, value = item.split("=", 1)
     keys = key.strip().split(".")
+    if not all(k.strip() for k in keys):
+        raise ConfigError(
+            f"--set {item!r}: the key before '=' is empty or has an empty part; e.g. --set "
+            "train.lr=0.0005"
+        )
     try:
         return keys, load_yaml(value) if value.strip() else None
     except DuplicateKeyError as e:

@@ -140,3 +140,16 @@ def test_config_errors_are_one_clear_line(raw, needle):
     assert msg.startswith("my.yaml: ")
     assert needle in msg
     assert "\n" not in msg
+
+
+def test_a_value_from_an_option_names_the_option_not_set(tmp_path):
+    """``train --max-steps -1`` said 'given in --set' (a new-user trial)."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: x\n")
+    with pytest.raises(ConfigError, match=r"train\.max_steps: .*; given in --max-steps\)"):
+        load_config(cfg, ["train.max_steps=-1"], {"train.max_steps": "--max-steps"})
+    with pytest.raises(ConfigError, match=r"train\.max_steps: .*; given in --set\)"):
+        load_config(cfg, ["train.max_steps=-1"], {"train.seed": "--seed"})
+    for bad in ("=5", "train.=5", ".lr=1"):
+        with pytest.raises(ConfigError, match=r"the key before '=' is empty or has an empty part"):
+            load_config(cfg, [bad])
