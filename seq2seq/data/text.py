@@ -113,13 +113,22 @@ def iter_lines(path: str | Path) -> Iterator[str]:
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e})") from None
     with f:
+        i = 0
         try:
             for i, raw in enumerate(f, start=1):
                 if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
         except (OSError, EOFError) as e:
-            raise DataError(f"{path}: cannot read ({e})") from None
+            damaged = path.suffix == ".gz" and isinstance(e, (EOFError, gzip.BadGzipFile))
+            where = f"after line {i}" if i else "at its start"
+            fix = (
+                "the gzip file is damaged or truncated (gzip -t checks it); fetch or compress it "
+                "again"
+                if damaged
+                else "check the file"
+            )
+            raise DataError(f"{path}: cannot read {where} ({e}); {fix}") from None
 
 
 def read_lines(path: str | Path) -> list[str]:

@@ -210,3 +210,14 @@ def test_a_folder_named_as_a_corpus_or_a_config_says_it_is_a_folder(tmp_path):
     (tmp_path / "config.yaml").write_text("name: x\n")
     with pytest.raises(ConfigError, match=r"e\.g\. .*config\.yaml"):
         load_config(tmp_path)
+
+
+def test_a_damaged_gzip_names_the_last_line_read_and_what_to_do(tmp_path):
+    from seq2seq.data.text import DataError, read_lines
+
+    whole = gzip.compress(b"Ein Hund.\nZwei.\n")
+    (tmp_path / "tail.de.gz").write_bytes(whole + b"garbage\n")
+    (tmp_path / "cut.de.gz").write_bytes(whole[:30])
+    for name in ("tail.de.gz", "cut.de.gz"):
+        with pytest.raises(DataError, match=r"cannot read after line \d .*gzip -t checks it"):
+            read_lines(tmp_path / name)
