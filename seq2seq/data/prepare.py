@@ -295,7 +295,15 @@ def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelTex
         try:
             out["test"] = load_split(cfg.data, "test")
         except DataError as e:
-            log.info("leakage: no test split to check (%s)", e)
+            default = "test" not in cfg.data.model_fields_set and cfg.data.hf is None
+            log.info(
+                "leakage: no test split to check (%s)%s",
+                e,
+                f"; data.test is the default {cfg.data.test}: set it to your test prefix, or "
+                "to null"
+                if default
+                else "",
+            )
     return out
 
 
