@@ -123,7 +123,7 @@ def evaluate(
     beam: int | None = typer.Option(
         None,
         "--beam",
-        help="Beam size K for translating --src; implies --method beam "
+        help="Beam size K for translating --src, 1 to 1000; implies --method beam "
         "[default: the run's decode.beam_size].",
     ),
     method: str | None = METHOD,

@@ -60,8 +60,8 @@ def translate(
     beam: int | None = typer.Option(
         None,
         "--beam",
-        help="Beam size K; implies --method beam (K = 1 gives greedy's output) "
-        "[default: the run's decode.beam_size].",
+        help="Beam size K, 1 to 1000; implies --method beam (K = 1 gives greedy's output); a "
+        "wide beam decodes fewer sentences at a time [default: the run's decode.beam_size].",
     ),
     method: str | None = METHOD,
     temperature: float | None = TEMPERATURE,
