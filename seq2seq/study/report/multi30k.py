@@ -145,7 +145,9 @@ def competence_text(comp: dict) -> str:
 
 def zoo_bleu(results: dict, m: dict) -> str:
     """The greedy test BLEU of the model's ``make zoo`` run (``results["zoo"]``, keyed by its
-    config's file name), or "-" where there is none."""
+    config's file name; a seed copy's is its base model's), or "-" where there is none."""
+    if m.get("copy"):
+        m = next((b for b in results["models"] if b["name"] == m.get("base")), m)
     stem = Path(m.get("config") or "").stem
     entry = (results.get("zoo") or {}).get(stem)
     return "-" if entry is None else num(entry["bleu"])

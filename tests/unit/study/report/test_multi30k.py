@@ -241,6 +241,7 @@ def test_the_maturity_table_shows_the_zoo_bleu_of_each_config_that_has_one():
     res = study()
     for m in res["models"]:
         m["config"] = f"configs/study/multi30k/{m['model']}.yaml"
+        m["config"] = f"{m['name']} (seed copy)" if m["copy"] else m["config"]
     plain = section(report_markdown(res)[0], "## Maturity (the competence gate)")
     assert "zoo BLEU" not in plain  # no --zoo: no column
     res["zoo"] = {"bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857, "file": "x"}}
@@ -249,6 +250,8 @@ def test_the_maturity_table_shows_the_zoo_bleu_of_each_config_that_has_one():
     assert "trained 20 minutes by make zoo" in table
     row = next(x for x in table.splitlines() if x.startswith(f"| {HEADLINE} |"))
     assert "| 34.0 [32.7, 35.3] | 32.3 | 1.000 | yes |" in row
+    row = next(x for x in table.splitlines() if x.startswith(f"| {HEADLINE}-seed2 |"))
+    assert "| 32.3 | 1.000 | yes |" in row  # a seed copy: its base config's zoo run
     row = next(x for x in table.splitlines() if x.startswith(f"| {ABLATION} |"))
     assert "| - | 1.000 | yes |" in row  # no zoo run of rnnencdec
 
