@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import typer
@@ -214,6 +215,11 @@ def evaluate(
         raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
     device = quantized_device(quantize, device)
     _check_paired(paired, paired_n, paired_seed, hyps, checkpoints, by_length, output)
+    if tgt_lang is not None and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", tgt_lang):
+        raise UserError(
+            f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "
+            "sacrebleu's tokenizer)"
+        )
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]

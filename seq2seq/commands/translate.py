@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, fail, load_model, no_stdout, user_errors
+from seq2seq.commands.common import fail, load_model, no_stdout, user_errors
 from seq2seq.commands.decode_options import (
     BATCH_SIZE,
     LENGTH_PENALTY,

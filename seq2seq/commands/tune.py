@@ -52,7 +52,8 @@ def tune_decode(
         "--extend/--no-extend",
         help="When the best setting is at the grid's top edge (the largest α or beam size "
         "swept), sweep further (α plus the grid's last step, or 0.5 for a single α, up to 5; "
-        "the beam size doubled, up to 40) until it lies inside. --no-extend sweeps the grid as given.",
+        "the beam size doubled, up to 40) until it lies inside. --no-extend sweeps the grid "
+        "as given.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."

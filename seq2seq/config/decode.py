@@ -84,7 +84,10 @@ class DecodeConfig(_Section):
         1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
     )
     no_repeat_ngram: int = Field(
-        0, ge=0, le=BIG, description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)"
+        0,
+        ge=0,
+        le=BIG,
+        description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)",
     )
     target_vocab_mask: bool = Field(
         True, description="output only pieces seen in the training targets (and EOS)"

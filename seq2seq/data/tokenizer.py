@@ -68,6 +68,7 @@ def line_pieces(line: str, size: int = LONG_LINE) -> list[str]:
         start = end
     return out
 
+
 # ``tokenizer.max_sentences`` below the corpus size: the sample is drawn here, with this seed, not
 # by sentencepiece, whose reservoir sampler is seeded afresh in every process (two runs of one
 # config trained different models). Fixed, not the training seed: runs that differ only in

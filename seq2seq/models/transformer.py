@@ -61,7 +61,11 @@ def attention(
             # it stay bf16.
             with torch.autocast("cpu", enabled=False):
                 out = F.scaled_dot_product_attention(
-                    q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout,
+                    q.float(),
+                    k.float(),
+                    v.float(),
+                    attn_mask=mask,
+                    dropout_p=dropout,
                     is_causal=causal,
                 )
             return out.to(q.dtype), None

@@ -187,8 +187,7 @@ def maturity_section(results: dict) -> list[str]:
         "",
         f"Gain: validation BLEU gained over the single-pair stage's {_quarter()} (a plateau "
         f"gains under {verdict.PLATEAU_GAIN:g}). The single-pair checkpoint's BLEU is its greedy "
-        f"decoding of the k = {k1} test lines; the fine-tuned model's is the one rated."
-        + zoo_text,
+        f"decoding of the k = {k1} test lines; the fine-tuned model's is the one rated." + zoo_text,
         "",
         *table(head, rows),
         "",

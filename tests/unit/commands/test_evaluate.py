@@ -365,3 +365,16 @@ def test_by_length_default_buckets_and_errors(monkeypatch, capsys, tmp_path):
         monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--src", short_src, "--by-length"
     )
     assert code == 2 and f"{short_src} has 2 lines but {ref} has 4" in err
+
+
+def test_a_tgt_lang_that_is_not_a_language_code_is_refused(tmp_path, monkeypatch, capsys):
+    """``--tgt-lang klingon`` scored with 13a without a word (a new-user trial)."""
+    from tests.toys import run_cli
+
+    (tmp_path / "a.en").write_text("a dog .\n")
+    hyp = ("eval", "--hyp", tmp_path / "a.en", "--ref", tmp_path / "a.en")
+    code, out, err = run_cli(monkeypatch, capsys, *hyp, "--tgt-lang", "klingon")
+    assert code == 2 and out == "" and "--tgt-lang 'klingon': give a language code" in err
+    for lang in ("en", "pt-BR", "zh"):
+        code, out, err = run_cli(monkeypatch, capsys, *hyp, "--tgt-lang", lang)
+        assert code == 0 and "BLEU" in out, err

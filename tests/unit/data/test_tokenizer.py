@@ -41,9 +41,7 @@ def test_the_tokenizer_sees_a_line_over_sentencepieces_byte_limit(caplog):
     assert "not covered" not in caplog.text
 
 
-def test_a_very_long_line_reaches_sentencepiece_in_pieces_with_every_character(
-    monkeypatch, caplog
-):
+def test_a_very_long_line_reaches_sentencepiece_in_pieces_with_every_character(monkeypatch, caplog):
     """sentencepiece's time grows with the square of a line's length: one line of 200,000 words
     held `train` in tokenizer training for over 8 minutes, deaf to Ctrl-C (a new-user trial)."""
     from seq2seq.data import tokenizer as tk
