@@ -166,8 +166,8 @@ def load_config(
     except ValidationError as e:
 
         def origin(loc: str) -> str:
-            """Where a key was said: its option (--set, or the one ``labels`` names), else the most derived
-            file that holds it."""
+            """Where a key was said: its option (--set, or the one ``labels`` names), else the
+            most derived file that holds it."""
             for k in set_keys:
                 if k == loc or k.startswith(loc + ".") or loc.startswith(k + "."):
                     return (labels or {}).get(k, "--set")
