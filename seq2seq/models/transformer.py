@@ -57,8 +57,8 @@ def attention(
         if q.device.type == "cpu" and q.dtype == torch.bfloat16:
             # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower
             # than in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16
-            # step is 1.26x faster (docs/results/README.md, training speed). The matmuls around
-            # it stay bf16.
+            # step is 1.26x faster on one thread, 1.08x on two (docs/results/README.md, training
+            # speed). The matmuls around it stay bf16.
             with torch.autocast("cpu", enabled=False):
                 out = F.scaled_dot_product_attention(
                     q.float(),
