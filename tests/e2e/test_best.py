@@ -1,6 +1,7 @@
 """`make best` (scripts/best.py) end to end on a tiny model and a Multi30k slice: train, choose the
 checkpoint on validation (best.pt or an average), tune the search on validation, score both test
-sets, write the table; a rerun continues instead of redoing; an unknown family is refused."""
+sets, write the table; a rerun continues instead of redoing; an unknown family is refused; each
+shipped recipe (configs/multi30k/best/) trains two updates."""
 
 from __future__ import annotations
 
@@ -128,3 +129,32 @@ def test_a_rerun_continues_instead_of_redoing(tiny_best):
         if p.name not in ("train_summary.json", "run_info.json")
     }
     assert after == before
+
+
+BEST_CONFIGS = sorted((REPO / "configs" / "multi30k" / "best").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", BEST_CONFIGS, ids=lambda p: p.stem)
+def test_each_best_recipe_trains_two_updates(path, multi30k_slice, tmp_path):
+    """Each shipped recipe, full-size model and its own schedule, on the Multi30k slice with a
+    small vocabulary and small batches: two updates, finite loss, a loadable last.pt."""
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.config import load_config
+    from seq2seq.training.loop import train
+
+    cfg = load_config(
+        path,
+        [
+            f"data.train={multi30k_slice / 'train'}",
+            f"data.valid={multi30k_slice / 'val'}",
+            "data.test=null",
+            "tokenizer.vocab_size=400",
+            "train.max_steps=2",
+            "train.batch_tokens=400",
+            "train.valid_every=1000",
+            "train.num_threads=1",
+        ],
+    )
+    summary = train(cfg, tmp_path / "run")
+    assert summary["steps"] == 2 and summary["nonfinite_skipped"] == 0
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]["step"] == 2
