@@ -164,7 +164,8 @@ study-families: install
 # 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average
 # on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
 # test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
-# again to continue. BEST_JOBS=2 trains two families side by side with one thread each.
+# again to continue (a run trained further, or a new grid, is chosen/tuned/scored again).
+# BEST_JOBS=2 trains two families side by side with one thread each.
 # BEST_BEAMS and BEST_ALPHAS set the grid tune-decode sweeps (each setting decodes validation once;
 # a best setting at the grid's top edge is swept beyond).
 BEST        ?= transformer luong_concat

@@ -14,7 +14,10 @@ sweep). Every step is skipped when its output exists, so a rerun continues where
 
 usage: scripts/best.py [FAMILY ...] [--runs DIR] [--jobs N] [--beams 5,10] [--alphas 0,0.6,1]
        (env: SEQ2SEQ_DATA_DIR; families default to transformer and luong_concat)
---jobs N trains N families side by side with cores/N torch threads each.
+--jobs N trains N families side by side with cores/N torch threads each. A run trained further
+since it was scored, or a new --beams/--alphas grid, makes the steps after training run again
+(RUN/best_inputs.json records what they used). Ctrl-C or SIGTERM stops every step in progress
+(training saves last.pt); a family that fails is reported at once, the others go on.
 """
 
 from __future__ import annotations
@@ -22,21 +25,47 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+
+from best_report import TESTS, report
+
+from seq2seq.atomic import atomic_write_text
+from seq2seq.decoding.tune import parse_beams, parse_floats
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs" / "multi30k" / "best"
 DEFAULT = ["transformer", "luong_concat"]
-TESTS = ["test_2016_flickr", "test_2017_flickr"]
 AVERAGE_K = 5
+INPUTS = "best_inputs.json"
 
 
 class Failed(Exception):
     """A step failed; its one-line reason."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM reached this script: no step is started after it."""
+
+
+STOP = threading.Event()
+CHILDREN: set[subprocess.Popen] = set()
+CHILDREN_LOCK = threading.Lock()
+
+
+def on_signal(signum, frame) -> None:
+    """Pass Ctrl-C (SIGINT) or SIGTERM on to every running step, once per signal: the steps run
+    in their own sessions, so a terminal's Ctrl-C reaches them only this way, once (a second
+    Ctrl-C aborts a training step at once, as it does for `seq2seq train`)."""
+    STOP.set()
+    with CHILDREN_LOCK:
+        for proc in CHILDREN:
+            proc.send_signal(signum)
 
 
 def say(family: str, msg: str) -> None:
@@ -45,23 +74,38 @@ def say(family: str, msg: str) -> None:
 
 def seq2seq(args: list, log: Path, threads: int | None) -> None:
     """Run the seq2seq CLI; its stderr goes to ``log`` (its stdout is dropped: every command
-    used here writes its results into the run folder); a failure raises ``Failed`` with its last
-    stderr line."""
-    env = dict(os.environ)
+    used here writes its results into the run folder).
+
+    Raises:
+        Interrupted: a signal came before or during the step.
+        Failed: the step exited non-zero, with its last stderr line.
+    """
+    # PYTHONSAFEPATH: -m must not import a seq2seq/ folder in the current directory (Python 3.11+)
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, "-m", "seq2seq", *map(str, args)]
+    name = f"seq2seq {args[0]}"
     with open(log, "a", encoding="utf-8") as err:
         err.write(f"$ {' '.join(cmd[2:])}\n")
         err.flush()
-        proc = subprocess.run(
-            cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, text=True, check=False
-        )
-    if proc.returncode == 130:  # train saved last.pt and said how to resume
-        raise Failed(f"{cmd[2]} interrupted; run the same command again to resume it (see {log})")
-    if proc.returncode != 0:
+        with CHILDREN_LOCK:  # a signal handled before this point stops the step unstarted
+            if STOP.is_set():
+                raise Interrupted
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True
+            )
+            CHILDREN.add(proc)
+        try:
+            code = proc.wait()
+        finally:
+            with CHILDREN_LOCK:
+                CHILDREN.discard(proc)
+    if code == 130 or STOP.is_set():  # train saved last.pt and said how to resume
+        raise Interrupted
+    if code != 0:
         lines = log.read_text(encoding="utf-8").strip().splitlines()
-        raise Failed(f"{cmd[2]} exited {proc.returncode}: {lines[-1] if lines else ''} (see {log})")
+        raise Failed(f"{name} exited {code}: {lines[-1] if lines else ''} (see {log})")
 
 
 def corpus(prefix: str, lang: str) -> Path:
@@ -192,17 +236,44 @@ def score(family: str, run: Path, chosen: str, log: Path, threads: int | None) -
     return scores
 
 
+def invalidate(family: str, run: Path, summary: dict, grid: dict) -> None:
+    """Delete what the steps after training wrote when their inputs changed since: the run was
+    trained further (every later step again), or the search grid is new (tuning and the tuned
+    scores again). RUN/best_inputs.json records the inputs of the files that stay."""
+    path = run / INPUTS
+    now = {"trained_steps": summary["steps"], **grid}
+    before = json.loads(path.read_text()) if path.is_file() else None
+    if before == now:
+        return
+    stale: list[Path] = []
+    if before is not None and before["trained_steps"] != now["trained_steps"]:
+        say(
+            family,
+            f"trained further since it was scored (update {before['trained_steps']} -> "
+            f"{now['trained_steps']}): choosing, tuning and scoring again",
+        )
+        stale += [*run.glob("val_*.json"), *run.glob("avg_*.pt"), *run.glob("test_*")]
+        stale.append(run / "tune_decode.json")
+    elif before is not None:
+        say(family, f"the search grid changed ({_grid(before)} -> {_grid(now)}): tuning again")
+        stale += [*run.glob("test_*_tuned*"), run / "tune_decode.json"]
+    for f in stale:
+        f.unlink(missing_ok=True)
+    atomic_write_text(path, json.dumps(now, indent=2) + "\n")
+
+
+def _grid(inputs: dict) -> str:
+    return f"beams {inputs['beams']}, alphas {inputs['alphas']}"
+
+
 def pipeline(family: str, args: argparse.Namespace, threads: int | None) -> dict:
     runs = args.runs
     run = runs / family
     log = runs / f"{family}.log"
-    runs.mkdir(parents=True, exist_ok=True)
     summary = train(family, args.configs / f"{family}.yaml", run, log, threads)
+    invalidate(family, run, summary, {"beams": args.beams, "alphas": args.alphas})
     choice = choose_checkpoint(family, run, log, threads)
-    grid = [
-        *(["--beams", args.beams] if args.beams else []),
-        *(["--alphas", args.alphas] if args.alphas else []),
-    ]
+    grid = ["--beams", args.beams, "--alphas", args.alphas]
     tuned = tune(family, run, choice["chosen"], log, threads, grid)
     tests = score(family, run, choice["chosen"], log, threads)
     say(family, "done")
@@ -217,76 +288,60 @@ def pipeline(family: str, args: argparse.Namespace, threads: int | None) -> dict
     }
 
 
-def _row(r: dict) -> str:
-    t, tr = r["tests"], r["train"]
-    cells = []
-    for test in TESTS:
-        for search in ("greedy", "tuned"):
-            s = t[f"{test}_{search}"]
-            cells.append(f"{s['bleu']['score']:.2f} / {s['chrf']['score']:.2f}")
-    return (
-        f"| {r['family']} | {tr['epochs']} | {tr['steps']} | {tr['train_seconds'] / 60:.0f} | "
-        f"{r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
-    )
+def check_args(args: argparse.Namespace) -> str:
+    """The reason the command line cannot run, checked before any training ('' when it can)."""
+    known = sorted(p.stem for p in args.configs.glob("*.yaml"))
+    if not known:
+        return f"--configs {args.configs}: no <family>.yaml there"
+    unknown = [f for f in args.families or DEFAULT if f not in known]
+    if unknown:
+        return f"unknown family {unknown[0]!r} (BEST): choose from {', '.join(known)}"
+    if args.jobs < 1:
+        return "--jobs must be at least 1"
+    if args.runs.exists() and not args.runs.is_dir():
+        return f"--runs {args.runs}: a file, not a folder; give a folder for the runs"
+    try:
+        args.beams = ",".join(map(str, parse_beams(args.beams)))
+        args.alphas = ",".join(f"{a:g}" for a in parse_floats(args.alphas, "--alphas"))
+    except ValueError as e:
+        return str(e)
+    return ""
 
 
-def report(results: list[dict], runs: Path, wall: float) -> str:
-    b = results[0]["tests"][f"{TESTS[0]}_greedy"]["bleu"]["signature"]
-    lines = [
-        "# Converged models on Multi30k de->en (`make best`)",
-        "",
-        f"Wall time of this invocation: {wall / 60:.1f} minutes. BLEU signature: `{b}`.",
-        "",
-        "| family | epochs done | updates | train min | parameters | checkpoint | "
-        "2016 greedy BLEU / chrF | 2016 tuned | 2017 greedy | 2017 tuned |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        *[_row(r) for r in results],
-        "",
-        "## Checkpoint choice on validation (greedy BLEU)",
-        "",
-        "| family | " + " | ".join(["candidate: BLEU"] * 3) + " |",
-        "| --- | --- | --- | --- |",
-    ]
-    for r in results:
-        cells = [f"{n}: {s:.2f}" for n, s in r["val_bleu"].items()]
-        cells += [""] * (3 - len(cells))
-        lines.append(f"| {r['family']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Search tuned on validation (`seq2seq tune-decode`)", ""]
-    for r in results:
-        sweep = r["tune"]["sweep"]
-        best = r["tune"]["best"]
-        lines += [
-            f"**{r['family']}**: chosen {best['method']}"
-            + (
-                f" K={best['beam_size']}, alpha={best['length_penalty']:g}"
-                if best["method"] == "beam"
-                else ""
-            )
-            + f": {best['bleu']:.2f} (greedy {r['tune']['greedy_bleu']:.2f})",
-            "",
-            "| search | BLEU | BP | length ratio | seconds |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        for s in sweep:
-            name = (
-                "greedy"
-                if s["method"] == "greedy"
-                else (f"beam {s['beam_size']}, alpha {s['length_penalty']:g}")
-            )
-            lines.append(
-                f"| {name} | {s['bleu']:.2f} | {s['bp']:.3f} | {s['ratio']:.3f} | "
-                f"{s['seconds']:.0f} |"
-            )
-        lines.append("")
-    return "\n".join(lines) + "\n"
+def run_all(families: list[str], args: argparse.Namespace) -> tuple[list[dict], list[str]]:
+    """Every family's pipeline, ``args.jobs`` at a time: the results in the order asked for, and
+    the families that failed (each reported as it fails)."""
+    threads = max(1, (os.cpu_count() or 1) // args.jobs) if args.jobs > 1 else None
+    done: dict[str, dict] = {}
+    failed: list[str] = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(pipeline, f, args, threads): f for f in families}
+        for fut in as_completed(futures):
+            family = futures[fut]
+            try:
+                done[family] = fut.result()
+            except Interrupted:
+                say(family, "interrupted")
+            except Failed as e:
+                failed.append(family)
+                print(f"error: {family}: {e}", file=sys.stderr, flush=True)
+    return [done[f] for f in families if f in done], failed
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Each step is a seq2seq command, logged to RUNS/<family>.log.",
+    )
     ap.add_argument(
         "families", nargs="*", help="config names in --configs [default: " + " ".join(DEFAULT) + "]"
     )
-    ap.add_argument("--runs", type=Path, default=Path("runs/best"))
+    ap.add_argument(
+        "--runs",
+        type=Path,
+        default=Path("runs/best"),
+        help="folder of the runs (RUNS/<family>/), results.json and README.md [default: runs/best]",
+    )
     ap.add_argument("--configs", type=Path, default=CONFIGS, help="one <family>.yaml each")
     ap.add_argument("--jobs", type=int, default=1, help="families trained side by side")
     ap.add_argument("--beams", default="5,10", help="tune-decode --beams [default: 5,10]")
@@ -297,31 +352,31 @@ def main(argv: list[str] | None = None) -> int:
         "as every setting decodes the validation set once]",
     )
     args = ap.parse_args(argv)
-    families_known = sorted(p.stem for p in args.configs.glob("*.yaml"))
+    problem = check_args(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     families = args.families or DEFAULT
-    unknown = [f for f in families if f not in families_known]
-    if unknown:
-        known = ", ".join(families_known)
-        print(f"error: unknown family {unknown[0]!r} in BEST: choose from {known}", file=sys.stderr)
-        return 2
-    if args.jobs < 1:
-        print("error: --jobs must be at least 1", file=sys.stderr)
-        return 2
-    threads = max(1, (os.cpu_count() or 1) // args.jobs) if args.jobs > 1 else None
-    t0 = time.time()
     try:
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(lambda f: pipeline(f, args, threads), families))
-    except Failed as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+        args.runs.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"error: --runs {args.runs}: cannot create it ({e.strerror})", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    t0 = time.time()
+    results, failed = run_all(families, args)
+    if STOP.is_set():
         print("interrupted: run the same command again to continue", file=sys.stderr)
         return 130
-    text = report(results, args.runs, time.time() - t0)
-    (args.runs / "results.json").write_text(json.dumps(results, indent=2))
-    (args.runs / "README.md").write_text(text)
-    print(text)
+    if results:
+        text = report(results, args.runs, time.time() - t0)
+        atomic_write_text(args.runs / "results.json", json.dumps(results, indent=2))
+        atomic_write_text(args.runs / "README.md", text)
+        print(text)
+    if failed:
+        print(f"error: failed: {', '.join(failed)} (see {args.runs}/<family>.log)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -56,15 +56,23 @@ class SweepRow:
         return f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
 
 
+def _items(spec: str) -> list[str]:
+    """The comma-separated items of ``spec``; an empty one (``0,,1``) raises ValueError."""
+    items = [x.strip() for x in spec.split(",")]
+    if any(not x for x in items):
+        raise ValueError(spec)
+    return items
+
+
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
 
     Raises:
-        ValueError: empty, not numbers, not finite (nan, inf) or negative (named with
+        ValueError: empty (or an empty item), not numbers, not finite (nan, inf) or negative (named with
             ``option``).
     """
     try:
-        values = tuple(float(x) for x in spec.split(",") if x.strip())
+        values = tuple(float(x) for x in _items(spec))
     except ValueError:
         raise ValueError(f"{option} {spec!r}: give comma-separated numbers, e.g. 0,0.6,1") from None
     if not values or min(values) < 0 or not all(math.isfinite(v) for v in values):
@@ -76,10 +84,10 @@ def parse_beams(spec: str) -> tuple[int, ...]:
     """``"5,10"`` -> (5, 10).
 
     Raises:
-        ValueError: empty, not integers, or a size below 2 (greedy is always swept).
+        ValueError: empty (or an empty item), not integers, or a size below 2 (greedy is always swept).
     """
     try:
-        values = tuple(int(x) for x in spec.split(",") if x.strip())
+        values = tuple(int(x) for x in _items(spec))
     except ValueError:
         raise ValueError(f"--beams {spec!r}: give comma-separated beam sizes, e.g. 5,10") from None
     if not values or min(values) < 2:

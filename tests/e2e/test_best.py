@@ -9,8 +9,10 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,9 +37,24 @@ def test_an_unknown_family_is_refused_in_one_line():
     r = best("transformer", "lstm")
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        "error: unknown family 'lstm' in BEST: choose from bahdanau, luong_concat, rnn, "
+        "error: unknown family 'lstm' (BEST): choose from bahdanau, luong_concat, rnn, "
         "rnn_context, transformer"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--beams", "5,x"], "--beams '5,x': give comma-separated beam sizes"),
+        (["--alphas", "0,,1"], "--alphas '0,,1': give comma-separated numbers"),
+        (["--configs", "."], "--configs .: no <family>.yaml there"),
+        (["--runs", "README.md"], "--runs README.md: a file, not a folder"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_training(args, needle):
+    r = best(*args, "transformer")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith(f"error: {needle}"), r.stderr
 
 
 def test_the_makefile_passes_best_and_its_settings_to_the_script():
@@ -129,6 +146,52 @@ def test_a_rerun_continues_instead_of_redoing(tiny_best):
         if p.name not in ("train_summary.json", "run_info.json")
     }
     assert after == before
+
+
+def test_a_new_grid_tunes_again_and_a_failing_family_does_not_hide_the_others(tiny_best):
+    root, args, _ = tiny_best
+    runs = root / "runs"
+    bad = yaml.safe_load((root / "configs" / "tiny.yaml").read_text())
+    bad["train"]["keep_lst"] = 3
+    (root / "configs" / "bad.yaml").write_text(yaml.safe_dump(bad))
+    tuned = runs / "tiny" / "test_2016_flickr_tuned.json"
+    kept = (runs / "tiny" / "test_2016_flickr_greedy.json").stat().st_mtime_ns
+    args = [*args[:-1], "0,2"]  # --alphas 0,2 instead of 0,1
+    r = best(*args, "--jobs", "2", "bad", "tiny", data=root / "data")
+    assert r.returncode == 1
+    assert "error: bad: seq2seq train exited 2: " in r.stderr and "train.keep_lst" in r.stderr
+    assert "the search grid changed (beams 2, alphas 0,1 -> beams 2, alphas 0,2)" in r.stdout
+    sweep = json.loads((runs / "tiny" / "tune_decode.json").read_text())["sweep"]
+    assert [x["length_penalty"] for x in sweep[1:3]] == [0.0, 2.0]
+    assert tuned.is_file() and tuned.stat().st_mtime_ns > kept  # the tuned search scored again
+    assert (runs / "tiny" / "test_2016_flickr_greedy.json").stat().st_mtime_ns == kept
+    (result,) = json.loads((runs / "results.json").read_text())  # the family that finished
+    assert result["family"] == "tiny"
+
+
+def test_sigterm_stops_the_training_step_which_saves_last_pt(tiny_best, tmp_path):
+    root, args, _ = tiny_best
+    slow = yaml.safe_load((root / "configs" / "tiny.yaml").read_text())
+    slow["train"].update(max_steps=100_000, valid_every=100_000)
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "slow.yaml").write_text(yaml.safe_dump(slow))
+    env = {**os.environ, "SEQ2SEQ_DATA_DIR": str(root / "data")}
+    cmd = [sys.executable, str(REPO / "scripts" / "best.py"), "--configs", configs]
+    cmd += ["--runs", tmp_path / "runs", "slow"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    log = tmp_path / "runs" / "slow.log"
+    deadline = time.time() + 300
+    while " parameters; " not in (log.read_text() if log.is_file() else ""):
+        assert time.time() < deadline, "training never started"
+        time.sleep(0.5)  # the model line, logged as the loop starts
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted: run the same command again to continue"
+    assert (tmp_path / "runs" / "slow" / "last.pt").is_file()
+    assert "SIGTERM: finishing this step, then saving" in log.read_text()
 
 
 BEST_CONFIGS = sorted((REPO / "configs" / "multi30k" / "best").glob("*.yaml"))

@@ -167,6 +167,8 @@ def test_ties_go_to_the_cheaper_search_so_tuning_never_loses_to_greedy():
         (lambda s: parse_floats(s, "--alphas"), "inf", "finite numbers"),
         (parse_beams, "1,5", "greedy search is always a candidate"),
         (parse_beams, "five", "comma-separated beam sizes"),
+        (lambda s: parse_floats(s, "--alphas"), "0,,1", "comma-separated numbers"),
+        (parse_beams, "5,", "comma-separated beam sizes"),
     ],
 )
 def test_bad_sweep_specs_are_refused_in_one_line(parse, spec, needle):

@@ -1,0 +1,72 @@
+"""The tables `make best` (scripts/best.py) prints and writes to RUNS/README.md: the Converged
+table, the checkpoint choice on validation and every family's search sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = ["test_2016_flickr", "test_2017_flickr"]
+
+
+def _row(r: dict) -> str:
+    t, tr = r["tests"], r["train"]
+    cells = []
+    for test in TESTS:
+        for search in ("greedy", "tuned"):
+            s = t[f"{test}_{search}"]
+            cells.append(f"{s['bleu']['score']:.2f} / {s['chrf']['score']:.2f}")
+    return (
+        f"| {r['family']} | {tr['epochs']} | {tr['steps']} | {tr['train_seconds'] / 60:.0f} | "
+        f"{r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
+    )
+
+
+def report(results: list[dict], runs: Path, wall: float) -> str:
+    b = results[0]["tests"][f"{TESTS[0]}_greedy"]["bleu"]["signature"]
+    lines = [
+        "# Converged models on Multi30k de->en (`make best`)",
+        "",
+        f"Wall time of this invocation: {wall / 60:.1f} minutes. BLEU signature: `{b}`.",
+        "",
+        "| family | epochs done | updates | train min | parameters | checkpoint | "
+        "2016 greedy BLEU / chrF | 2016 tuned | 2017 greedy | 2017 tuned |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *[_row(r) for r in results],
+        "",
+        "## Checkpoint choice on validation (greedy BLEU)",
+        "",
+        "| family | " + " | ".join(["candidate: BLEU"] * 3) + " |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in results:
+        cells = [f"{n}: {s:.2f}" for n, s in r["val_bleu"].items()]
+        cells += [""] * (3 - len(cells))
+        lines.append(f"| {r['family']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Search tuned on validation (`seq2seq tune-decode`)", ""]
+    for r in results:
+        sweep = r["tune"]["sweep"]
+        best = r["tune"]["best"]
+        lines += [
+            f"**{r['family']}**: chosen {best['method']}"
+            + (
+                f" K={best['beam_size']}, alpha={best['length_penalty']:g}"
+                if best["method"] == "beam"
+                else ""
+            )
+            + f": {best['bleu']:.2f} (greedy {r['tune']['greedy_bleu']:.2f})",
+            "",
+            "| search | BLEU | BP | length ratio | seconds |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for s in sweep:
+            name = (
+                "greedy"
+                if s["method"] == "greedy"
+                else (f"beam {s['beam_size']}, alpha {s['length_penalty']:g}")
+            )
+            lines.append(
+                f"| {name} | {s['bleu']:.2f} | {s['bp']:.3f} | {s['ratio']:.3f} | "
+                f"{s['seconds']:.0f} |"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"
