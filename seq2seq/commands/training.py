@@ -107,10 +107,14 @@ def average(
         ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
     ),
     last: int | None = typer.Option(
-        None, "--last", help="Average the newest K step<N>.pt (train.keep_last >= K)."
+        None,
+        "--last",
+        help="Average the newest K step<N>.pt (train.keep_last >= K); --last 1 is last.pt.",
     ),
     best: int | None = typer.Option(
-        None, "--best", help="Average the K best best-step<N>.pt (train.keep_best >= K)."
+        None,
+        "--best",
+        help="Average the K best best-step<N>.pt (train.keep_best >= K); --best 1 is best.pt.",
     ),
     output: Path = typer.Option(
         ..., "--output", "-o", metavar="FILE", help="Where to write the averaged checkpoint."

@@ -68,8 +68,8 @@ def parse_floats(spec: str, option: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
 
     Raises:
-        ValueError: empty (or an empty item), not numbers, not finite (nan, inf) or negative (named with
-            ``option``).
+        ValueError: empty (or an empty item), not numbers, not finite (nan, inf) or negative
+            (named with ``option``).
     """
     try:
         values = tuple(float(x) for x in _items(spec))
@@ -84,7 +84,8 @@ def parse_beams(spec: str) -> tuple[int, ...]:
     """``"5,10"`` -> (5, 10).
 
     Raises:
-        ValueError: empty (or an empty item), not integers, or a size below 2 (greedy is always swept).
+        ValueError: empty (or an empty item), not integers, or a size below 2 (greedy is
+            always swept).
     """
     try:
         values = tuple(int(x) for x in _items(spec))

@@ -62,7 +62,8 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
 
 def average_checkpoints(paths: list[Path]) -> dict:
     """Mean of the floating-point weights of ``paths`` (in float64, cast back); everything else
-    (integer buffers, config, tokenizer) comes from the last one. The target vocabulary is the
+    (integer buffers, config, tokenizer) comes from the last one. Weights tied in the last one
+    (names of one tensor, e.g. shared embeddings) stay one tensor. The target vocabulary is the
     union of the inputs' (a run resumed after an upgrade has older checkpoints without one); the
     average has none when no input has one. No optimizer or RNG state: the result translates but
     cannot resume training.
@@ -81,8 +82,13 @@ def average_checkpoints(paths: list[Path]) -> dict:
                 f"{p}: a different model or tokenizer than {paths[-1]}; "
                 "average checkpoints of one run only"
             )
-    model = {}
+    model, first_of = {}, {}
     for name, t in ref["model"].items():
+        alias = (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape, t.stride())
+        if alias in first_of:  # a tied weight (shared embeddings): stays one tensor
+            model[name] = model[first_of[alias]]
+            continue
+        first_of[alias] = name
         if t.is_floating_point():
             mean = torch.stack([c["model"][name].double() for c in ckpts]).mean(0)
             model[name] = mean.to(t.dtype)

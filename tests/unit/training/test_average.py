@@ -4,6 +4,7 @@ average's target vocabulary is the union of its inputs'."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from seq2seq.checkpoint import CheckpointError, save_checkpoint
 from seq2seq.config import validate_config
@@ -56,3 +57,31 @@ def test_the_average_carries_the_union_of_its_inputs_target_vocabularies(tmp_pat
     old = _saved(tmp_path / "old.pt", synth_tokenizer)  # written before target_vocab existed
     assert average_checkpoints([a, b, old])["target_vocab"] == [3, 4, 5, 9]
     assert "target_vocab" not in average_checkpoints([old, old])
+
+
+def test_tied_weights_stay_one_tensor_and_the_file_no_larger(tmp_path, synth_tokenizer):
+    """A Transformer with shared embeddings: the average keeps the tie (it wrote two copies)."""
+    model_cfg = tiny_model_config("transformer", share_embeddings=True)
+    cfg = validate_config({"train": {"max_steps": 1}, "model": model_cfg})
+    v = synth_tokenizer.src_vocab_size
+    paths = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = build_model(cfg.model, v, v, True)
+        ckpt = {
+            "config": cfg.model_dump(mode="json"),
+            "model": model.state_dict(),
+            "tokenizer": synth_tokenizer.state_dict(),
+        }
+        paths.append(tmp_path / f"{seed}.pt")
+        save_checkpoint(paths[-1], ckpt)
+    sd = model.state_dict()
+    tied = [n for n in sd if sd[n].data_ptr() == model.src_embed.weight.data_ptr()]
+    assert len(tied) >= 2  # the toy really shares its embeddings
+    avg = average_checkpoints(paths)
+    assert len({avg["model"][n].data_ptr() for n in tied}) == 1
+    first = torch.load(paths[0], weights_only=False)["model"][tied[0]]
+    expect = (first.double() + sd[tied[0]].double()) / 2
+    assert torch.allclose(avg["model"][tied[0]].double(), expect)
+    save_checkpoint(tmp_path / "avg.pt", avg)
+    assert (tmp_path / "avg.pt").stat().st_size <= paths[1].stat().st_size + 4096
