@@ -2,7 +2,7 @@
 """`make best`: train model families to convergence on Multi30k de->en and score them once.
 
 For every family named (configs/multi30k/best/<family>.yaml), in RUNS/<family>/:
-  1. train, or resume: early stopping on validation BLEU, at most 60 minutes (train.max_time);
+  1. train, or resume: early stopping on validation BLEU, up to the config's train.max_time;
   2. choose the checkpoint on validation (greedy BLEU): best.pt, the average of the best 5
      (best-step<N>.pt) and the average of the last 5 (step<N>.pt) checkpoints;
   3. `seq2seq tune-decode` on validation with that checkpoint: greedy, and beam sizes x length
@@ -12,12 +12,13 @@ For every family named (configs/multi30k/best/<family>.yaml), in RUNS/<family>/:
 then write RUNS/results.json and RUNS/README.md (the Converged table, the averaging and the
 sweep). Every step is skipped when its output exists, so a rerun continues where it stopped.
 
-usage: scripts/best.py [FAMILY ...] [--runs DIR] [--jobs N] [--beams 5,10] [--alphas 0,0.6,1]
-       (env: SEQ2SEQ_DATA_DIR; families default to transformer and luong_concat)
---jobs N trains N families side by side with cores/N torch threads each. A run trained further
-since it was scored, or a new --beams/--alphas grid, makes the steps after training run again
-(RUN/best_inputs.json records what they used). Ctrl-C or SIGTERM stops every step in progress
-(training saves last.pt); a family that fails is reported at once, the others go on.
+Families default to transformer and luong_concat. The test sets are always
+$SEQ2SEQ_DATA_DIR/multi30k/test_2016_flickr and test_2017_flickr, in the config's language pair;
+scoring takes about 10 minutes a family after its training. --jobs N trains N families side by
+side with cores/N torch threads each. A run trained further since it was scored, or a new
+--beams/--alphas grid, makes the steps after training run again (RUN/best_inputs.json records
+what they used). Ctrl-C or SIGTERM stops every step in progress (training saves last.pt); a
+family that fails is reported at once, the others go on.
 """
 
 from __future__ import annotations
@@ -330,7 +331,8 @@ def run_all(families: list[str], args: argparse.Namespace) -> tuple[list[dict], 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__.split("\n")[0],
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Each step is a seq2seq command, logged to RUNS/<family>.log.",
     )
     ap.add_argument(

@@ -192,8 +192,11 @@ def compare(
             )
         if not exact:
             if single_steps is None or joined_steps is None:
+                synthetic = budget_minutes or budget_steps or budget_tokens
                 raise ValueError(
-                    "real text trains with the two-stage recipe: give --single-steps and "
+                    "--budget-* is for a synthetic task: add --alignment or --exact-match"
+                    if synthetic
+                    else "real text trains with the two-stage recipe: give --single-steps and "
                     "--joined-steps (make study has the measured ones)"
                 )
             plan = Multi30kPlan(

@@ -52,7 +52,7 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
             blank = {0: "", 1: " (its one line is blank)"}.get(
                 len(lines), f" (all {len(lines)} blank)"
             )
-            raise ValueError(f"{name}: no lines to score{blank}")
+            raise ValueError(f"{name}: no lines to score{blank}; give a reference with text")
     hyp_name = str(hyp) if hyp is not None else f"translations of {src}"
     return EvalTexts(ref_lines, [str(r) for r in refs], sources, hyps, hyp_name)
 

@@ -61,6 +61,7 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
         ((a, b, clash), (*stages, "--seeds", "2"), "the seed copy 'a-seed2' would"),
         ((a, b), (), "give --single-steps and --joined-steps"),
+        ((a, b), ("--budget-steps", 5), "--budget-* is for a synthetic task: add --alignment"),
         ((b,), stages, "no rnnencdec config to rate the others against"),
         (
             (a, tmp_path / "cos.yaml"),
