@@ -148,6 +148,7 @@ def test_a_rerun_continues_instead_of_redoing(tiny_best):
     assert after == before
 
 
+@pytest.mark.slow  # 10-15 s: kept out of the default suite (567 s in CI)
 def test_a_new_grid_tunes_again_and_a_failing_family_does_not_hide_the_others(tiny_best):
     root, args, _ = tiny_best
     runs = root / "runs"
@@ -169,6 +170,7 @@ def test_a_new_grid_tunes_again_and_a_failing_family_does_not_hide_the_others(ti
     assert result["family"] == "tiny"
 
 
+@pytest.mark.slow  # 10-15 s: kept out of the default suite (567 s in CI)
 def test_sigterm_stops_the_training_step_which_saves_last_pt(tiny_best, tmp_path):
     root, args, _ = tiny_best
     slow = yaml.safe_load((root / "configs" / "tiny.yaml").read_text())
