@@ -192,10 +192,9 @@ def compare(
             )
         if not exact:
             if single_steps is None or joined_steps is None:
-                synthetic = budget_minutes or budget_steps or budget_tokens
                 raise ValueError(
                     "--budget-* is for a synthetic task: add --alignment or --exact-match"
-                    if synthetic
+                    if budget.given
                     else "real text trains with the two-stage recipe: give --single-steps and "
                     "--joined-steps (make study has the measured ones)"
                 )

@@ -82,18 +82,13 @@ def average_checkpoints(paths: list[Path]) -> dict:
                 f"{p}: a different model or tokenizer than {paths[-1]}; "
                 "average checkpoints of one run only"
             )
-    model, first_of = {}, {}
+    model, averaged = {}, {}  # averaged: one result per tensor, so tied names stay tied
     for name, t in ref["model"].items():
         alias = (t.untyped_storage().data_ptr(), t.storage_offset(), t.shape, t.stride())
-        if alias in first_of:  # a tied weight (shared embeddings): stays one tensor
-            model[name] = model[first_of[alias]]
-            continue
-        first_of[alias] = name
-        if t.is_floating_point():
-            mean = torch.stack([c["model"][name].double() for c in ckpts]).mean(0)
-            model[name] = mean.to(t.dtype)
-        else:
-            model[name] = t
+        if alias not in averaged:
+            stacked = [c["model"][name].double() for c in ckpts] if t.is_floating_point() else None
+            averaged[alias] = t if stacked is None else torch.stack(stacked).mean(0).to(t.dtype)
+        model[name] = averaged[alias]
     vocabs = [set(c["target_vocab"]) for c in ckpts if c.get("target_vocab") is not None]
     return {
         "config": ref["config"],
