@@ -161,7 +161,7 @@ study-families: install
 	$(STUDY_M30K) $(STUDY_CONFIGS)/families/*.yaml --seeds $(STUDY_SEEDS) $(STUDY_ARGS)
 
 # Converged models: train each family in BEST to convergence (early stopping, at most
-# 60 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average
+# 100 minutes each on 2 CPU cores; configs/multi30k/best/), choose best.pt or a checkpoint average
 # on validation, tune beam size and length penalty on validation (seq2seq tune-decode), then score
 # test_2016_flickr and test_2017_flickr greedy and tuned: runs/best/README.md. Resumable: run it
 # again to continue (a run trained further, or a new grid, is chosen/tuned/scored again).
@@ -171,7 +171,7 @@ study-families: install
 BEST        ?= transformer luong_concat
 BEST_JOBS   ?= 1
 BEST_BEAMS  ?= 5,10
-BEST_ALPHAS ?= 0,0.5,1,1.5
+BEST_ALPHAS ?= 0,0.5,1,1.5,2
 best: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/best.py --runs $(RUNS)/best --jobs $(BEST_JOBS) \
 		--beams $(BEST_BEAMS) --alphas $(BEST_ALPHAS) $(BEST)
