@@ -34,7 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from best_report import TESTS, report
+from best_report import BUCKETS, TESTS, report
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.decoding.tune import parse_beams, parse_floats
@@ -225,6 +225,8 @@ def score(family: str, run: Path, chosen: str, log: Path, threads: int | None) -
                         "--bleu",
                         "--chrf",
                         "--by-length",
+                        "--buckets",
+                        BUCKETS,
                         "--output",
                         run / f"{test}_{search}.hyp.en",
                         "--json",

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 TESTS = ["test_2016_flickr", "test_2017_flickr"]
+BUCKETS = "10,20"  # eval --buckets: source words 1-10, 11-20, 21+
+STOPPED = {"early_stopping": "converged (early stopping)", "max_time": "time cap"}
 
 
 def _row(r: dict) -> str:
@@ -15,10 +17,29 @@ def _row(r: dict) -> str:
         for search in ("greedy", "tuned"):
             s = t[f"{test}_{search}"]
             cells.append(f"{s['bleu']['score']:.2f} / {s['chrf']['score']:.2f}")
+    stopped = STOPPED.get(tr["stopped"], tr["stopped"])
     return (
         f"| {r['family']} | {tr['epochs']} | {tr['steps']} | {tr['train_seconds'] / 60:.0f} | "
-        f"{r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
+        f"{stopped} | {r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
     )
+
+
+def _by_length(results: list[dict]) -> list[str]:
+    """BLEU by source length on test_2016_flickr, greedy and tuned: one row per family."""
+    first = results[0]["tests"][f"{TESTS[0]}_greedy"]["by_length"]["buckets"]
+    head = [f"{b['bucket']} ({b['sentences']})" for b in first if b["sentences"]]
+    lines = [
+        f"## BLEU by source length ({TESTS[0]}, source words; sentences in brackets)",
+        "",
+        "| family, search | " + " | ".join(head) + " |",
+        "|" + " --- |" * (len(head) + 1),
+    ]
+    for r in results:
+        for search in ("greedy", "tuned"):
+            buckets = r["tests"][f"{TESTS[0]}_{search}"]["by_length"]["buckets"]
+            cells = [f"{b['bleu']:.2f}" for b in buckets if b["sentences"]]
+            lines.append(f"| {r['family']} {search} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def report(results: list[dict], runs: Path, wall: float) -> str:
@@ -28,11 +49,12 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
         "",
         f"Wall time of this invocation: {wall / 60:.1f} minutes. BLEU signature: `{b}`.",
         "",
-        "| family | epochs done | updates | train min | parameters | checkpoint | "
+        "| family | epochs done | updates | train min | stopped | parameters | checkpoint | "
         "2016 greedy BLEU / chrF | 2016 tuned | 2017 greedy | 2017 tuned |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "|" + " --- |" * 11,
         *[_row(r) for r in results],
         "",
+        *_by_length(results),
         "## Checkpoint choice on validation (greedy BLEU)",
         "",
         "| family | " + " | ".join(["candidate: BLEU"] * 3) + " |",

@@ -124,8 +124,12 @@ def test_best_trains_chooses_tunes_and_scores_once(tiny_best):
     }
     for scores in result["tests"].values():
         assert {"bleu", "chrf", "by_length"} <= set(scores)
+        labels = [b["bucket"] for b in scores["by_length"]["buckets"]]
+        assert labels == ["1-10", "11-20", "21+"]
     table = (runs / "README.md").read_text()
-    assert "| tiny | " in table and "## Search tuned on validation" in table
+    assert "| 40 | 0 | max_steps | " in table  # updates, minutes, why it stopped
+    assert "## Search tuned on validation" in table
+    assert "| tiny greedy | " in table and "| tiny tuned | " in table  # BLEU by source length
     assert table in r.stdout
 
 
