@@ -40,14 +40,15 @@ zoo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh $(ZOO_CONFIGS)
 
 # Tests in tiers, one folder each. `make test` runs everything but the `slow` checks (what CI runs;
-# Multi30k from $(DATA); under 10 minutes on 2 CPU cores). `make test-fast` is the fast tier alone
-# (tests/unit/): models, search, config, data hygiene and metrics on synthetic data, no corpus,
-# under a minute, in TEST_JOBS pytest-xdist workers; it leaves out the end-to-end tier (tests/e2e/,
-# every test there marked `e2e`: training, resume, DDP, the CLI in subprocesses, the study).
+# Multi30k from $(DATA); under 10 minutes on 2 CPU cores; it names its 15 slowest tests).
+# `make test-fast` is the fast tier alone (tests/unit/): models, search, config, data hygiene and
+# metrics on synthetic data, no corpus, under a minute, in TEST_JOBS pytest-xdist workers; it
+# leaves out the end-to-end tier (tests/e2e/, every test there marked `e2e`: training, resume, DDP,
+# the CLI in subprocesses, the study).
 # `make test-slow` runs the long checks.
 TEST_JOBS ?= 2
 test: install
-	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not e2e and not slow and not browser"

@@ -55,6 +55,13 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
         *[_row(r) for r in results],
         "",
         *_by_length(results),
+        "## Translate with a tested model",
+        "",
+        "The checkpoint tested above, with the search tuned on validation (decode.yaml beside it); "
+        "`-c` with the run folder alone loads best.pt instead.",
+        "",
+        *[f"- `seq2seq translate -c {runs / r['family'] / r['chosen']}`" for r in results],
+        "",
         "## Checkpoint choice on validation (greedy BLEU)",
         "",
         "| family | " + " | ".join(["candidate: BLEU"] * 3) + " |",

@@ -206,22 +206,27 @@ def tiny_runs(tmp_path_factory) -> dict[str, Path]:
 # ---- Multi30k, for the end-to-end tier ---------------------------------------------------------
 
 
-def _slice(src: Path, dst: Path, n: int) -> None:
-    with gzip.open(src, "rt", encoding="utf-8") as f:
-        lines = [next(f) for _ in range(n)]
-    dst.write_text("".join(lines), encoding="utf-8")
+def multi30k_lines(name: str, lang: str, n: int | None = None) -> list[str]:
+    """The first ``n`` lines (all when None) of Multi30k's ``name.lang``, plain or ``.gz`` as the
+    data folder has it, each with its newline; fails the test, naming what to do, when missing."""
+    for path in (MULTI30K / f"{name}.{lang}", MULTI30K / f"{name}.{lang}.gz"):
+        if path.is_file():
+            with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+                return f.readlines() if n is None else [next(f) for _ in range(n)]
+    pytest.fail(
+        f"Multi30k not found: no {MULTI30K / name}.{lang}[.gz]; set SEQ2SEQ_DATA_DIR to the folder "
+        "holding multi30k/, or fetch it with scripts/get_multi30k.sh DIR"
+    )
 
 
 @pytest.fixture(scope="session")
 def multi30k_slice(tmp_path_factory) -> Path:
     """1,000 training and 100 validation pairs of Multi30k de-en as plain files; returns the folder
     (prefixes ``train`` and ``val``)."""
-    if not (MULTI30K / "train.de.gz").exists():
-        pytest.fail(f"Multi30k not found under {MULTI30K}: set SEQ2SEQ_DATA_DIR")
     d = tmp_path_factory.mktemp("m30k")
     for lang in ("de", "en"):
-        _slice(MULTI30K / f"train.{lang}.gz", d / f"train.{lang}", 1000)
-        _slice(MULTI30K / f"val.{lang}.gz", d / f"val.{lang}", 100)
+        (d / f"train.{lang}").write_text("".join(multi30k_lines("train", lang, 1000)), "utf-8")
+        (d / f"val.{lang}").write_text("".join(multi30k_lines("val", lang, 100)), "utf-8")
     return d
 
 

@@ -76,16 +76,19 @@ def resolve_corpus_file(prefix: str, lang: str) -> Path:
         for c in (base.with_name(f"{base.name}.{lang}"), base.with_name(f"{base.name}.{lang}.gz")):
             if c.is_file():
                 return c
-    candidates = [bases[-1].with_name(f"{bases[-1].name}.{lang}{ext}") for ext in ("", ".gz")]
     if folder := next((b for b in bases if b.is_dir()), None):
         raise DataError(
             f"{folder}: is a folder; a corpus is named by a file prefix (PREFIX.{lang} or "
             f"PREFIX.{lang}.gz must exist), e.g. {folder / 'train'}"
         )
-    raise DataError(
-        f"{candidates[0]}: corpus file not found (nor {candidates[1].name}); set SEQ2SEQ_DATA_DIR "
-        "to the folder holding multi30k/, or fetch it with scripts/get_multi30k.sh"
+    where = f" in {Path.cwd()} nor under {data_root()}" if len(bases) > 1 else ""
+    hint = (
+        "set SEQ2SEQ_DATA_DIR to the folder holding multi30k/, or fetch it with "
+        "scripts/get_multi30k.sh DIR"
+        if Path(prefix).parts[:1] == ("multi30k",)
+        else "fix the path in the config, or set SEQ2SEQ_DATA_DIR to the folder it is relative to"
     )
+    raise DataError(f"{prefix}.{lang}: corpus file not found (nor .gz){where}; {hint}")
 
 
 def sha256_file(path: str | Path) -> str:

@@ -5,7 +5,6 @@ shipped recipe (configs/multi30k/best/) trains two updates."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import multi30k_lines
 from tests.toys import REPO, tiny_model_config
 
 
@@ -71,11 +71,9 @@ def tiny_best(tmp_path_factory, multi30k_slice):
     for name in ("train", "val"):
         for lang in ("de", "en"):
             shutil.copy(multi30k_slice / f"{name}.{lang}", data / f"{name}.{lang}")
-    shared = Path(os.environ.get("SEQ2SEQ_DATA_DIR", "../shared/data")) / "multi30k"
     for test in ("test_2016_flickr", "test_2017_flickr"):
         for lang in ("de", "en"):
-            with gzip.open(shared / f"{test}.{lang}.gz", "rt", encoding="utf-8") as f:
-                (data / f"{test}.{lang}").write_text("".join(next(f) for _ in range(40)))
+            (data / f"{test}.{lang}").write_text("".join(multi30k_lines(test, lang, 40)))
     configs = root / "configs"
     configs.mkdir()
     cfg = {
@@ -130,6 +128,8 @@ def test_best_trains_chooses_tunes_and_scores_once(tiny_best):
     table = (runs / "README.md").read_text()
     assert re.search(r"\| 40 \| \d+ \| max_steps \| ", table)  # updates, minutes, why it stopped
     assert "## Search tuned on validation" in table
+    tested = runs / "tiny" / result["chosen"]  # how to translate with the tested checkpoint
+    assert f"- `seq2seq translate -c {tested}`" in table and tested.is_file()
     assert "| tiny greedy | " in table and "| tiny tuned | " in table  # BLEU by source length
     assert table in r.stdout
 

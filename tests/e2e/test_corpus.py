@@ -4,7 +4,6 @@ grows."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 from seq2seq.config import DataConfig, validate_config
 from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import Tokenizer
-from tests.conftest import MULTI30K
+from tests.conftest import multi30k_lines
 from tests.toys import REPO, tiny_model_config
 
 
@@ -101,8 +100,7 @@ print(json.dumps({"tokens": n, "peak_anon_mb": peak[0] / 1024, "hwm_mb": kb("VmH
 def _repeated_corpus(folder: Path, n_pairs: int | None, times: int) -> Path:
     folder.mkdir(parents=True)
     for lang in ("de", "en"):
-        with gzip.open(MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
-            lines = f.readlines()[:n_pairs]
+        lines = multi30k_lines("train", lang)[:n_pairs]
         (folder / f"train.{lang}").write_text("".join(lines) * times, encoding="utf-8")
     return folder / "train"
 

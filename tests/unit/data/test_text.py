@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +222,29 @@ def test_a_damaged_gzip_names_the_last_line_read_and_what_to_do(tmp_path):
     for name in ("tail.de.gz", "cut.de.gz"):
         with pytest.raises(DataError, match=r"cannot read after line \d .*gzip -t checks it"):
             read_lines(tmp_path / name)
+
+
+def test_a_missing_corpus_names_where_it_looked_and_only_points_multi30k_at_the_fetch_script(
+    tmp_path, monkeypatch
+):
+    from seq2seq.data.text import DataError, resolve_corpus_file
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEQ2SEQ_DATA_DIR", str(tmp_path / "root"))
+    with pytest.raises(DataError) as e:
+        resolve_corpus_file("multi30k/train", "de")
+    assert str(e.value) == (
+        f"multi30k/train.de: corpus file not found (nor .gz) in {tmp_path} nor under "
+        f"{tmp_path / 'root'}; set SEQ2SEQ_DATA_DIR to the folder holding multi30k/, or fetch it "
+        "with scripts/get_multi30k.sh DIR"
+    )
+    with pytest.raises(DataError, match=r"^mine/train\.de: .* fix the path in the config") as e:
+        resolve_corpus_file("mine/train", "de")
+    assert "get_multi30k" not in str(e.value)
+    absolute = tmp_path / "abs" / "train"
+    with pytest.raises(DataError) as e:
+        resolve_corpus_file(str(absolute), "de")
+    assert str(e.value).startswith(f"{absolute}.de: corpus file not found (nor .gz); fix the path")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "train.de").write_text("a\n")  # the working directory is tried first
+    assert resolve_corpus_file("mine/train", "de") == Path("mine/train.de")
