@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq.config import TokenizerConfig, data_root
+from seq2seq.config import TokenizerConfig
+from seq2seq.data.text import DataError, resolve_corpus_file
 from seq2seq.data.tokenizer import Tokenizer
 from tests.corpora import (
     BLANK_SRC_LINE,
@@ -43,7 +44,6 @@ from tests.corpora import (
 )
 from tests.toys import tiny_model_config
 
-MULTI30K = data_root() / "multi30k"
 CORPUS_FIXTURES = {"multi30k_slice", "slice_tokenizer"}
 E2E = Path(__file__).resolve().parent / "e2e"
 
@@ -207,16 +207,19 @@ def tiny_runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def multi30k_lines(name: str, lang: str, n: int | None = None) -> list[str]:
-    """The first ``n`` lines (all when None) of Multi30k's ``name.lang``, plain or ``.gz`` as the
-    data folder has it, each with its newline; fails the test, naming what to do, when missing."""
-    for path in (MULTI30K / f"{name}.{lang}", MULTI30K / f"{name}.{lang}.gz"):
-        if path.is_file():
-            with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
-                return f.readlines() if n is None else [next(f) for _ in range(n)]
-    pytest.fail(
-        f"Multi30k not found: no {MULTI30K / name}.{lang}[.gz]; set SEQ2SEQ_DATA_DIR to the folder "
-        "holding multi30k/, or fetch it with scripts/get_multi30k.sh DIR"
-    )
+    """The first ``n`` lines (all when None) of Multi30k's ``name.lang``, plain or ``.gz``, found
+    as training finds a corpus (``resolve_corpus_file``), each with its newline; when missing, fails
+    the test with training's own message (what to set, how to fetch it)."""
+    try:
+        path = resolve_corpus_file(f"multi30k/{name}", lang)
+    except DataError as e:
+        missing = str(e)  # failed outside the except block, so the message shows once
+    else:
+        missing = None
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+        return f.readlines() if n is None else [next(f) for _ in range(n)]
 
 
 @pytest.fixture(scope="session")
