@@ -40,7 +40,8 @@ zoo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh $(ZOO_CONFIGS)
 
 # Tests in tiers, one folder each. `make test` runs everything but the `slow` checks (what CI runs;
-# Multi30k from $(DATA); under 10 minutes on 2 CPU cores; it names its 15 slowest tests).
+# Multi30k from $(DATA); in TEST_JOBS pytest-xdist workers, one torch thread each; under 10 minutes
+# on 2 CPU cores; it names its 15 slowest tests).
 # `make test-fast` is the fast tier alone (tests/unit/): models, search, config, data hygiene and
 # metrics on synthetic data, no corpus, under a minute, in TEST_JOBS pytest-xdist workers; it
 # leaves out the end-to-end tier (tests/e2e/, every test there marked `e2e`: training, resume, DDP,
@@ -48,7 +49,7 @@ zoo: install
 # `make test-slow` runs the long checks.
 TEST_JOBS ?= 2
 test: install
-	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q --durations=15
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m pytest -q -n $(TEST_JOBS) --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not e2e and not slow and not browser"
