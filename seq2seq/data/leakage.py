@@ -53,11 +53,13 @@ def report_leakage(
     for name, ks in keys.items():
         pairs, sources = sum(k in found for k in ks), sum(k[0] in found_src for k in ks)
         (log.warning if pairs or sources else log.info)(
-            "leakage: %s: %d of %d pairs (%d sources) also in the training split (%s)",
+            "leakage: %s: %d of %d pairs, and %d of %d source sentences (with any translation), "
+            "also in the training split (%s)",
             name,
             pairs,
             len(ks),
             sources,
+            len(ks),
             evals[name].origin,
         )
     if not duplicates:

@@ -32,8 +32,14 @@ def test_overlap_with_training_and_duplicates_are_reported(tmp_path, caplog, bac
     cfg = copy_run_config(tmp_path, train=train_prefix, valid=valid, data=data)
     with caplog.at_level(logging.INFO, logger="seq2seq"):
         prepare_data(cfg, tmp_path, None, DistInfo())
-    assert "leakage: test: 2 of 5 pairs (2 sources) also in the training split" in caplog.text
-    assert "leakage: valid: 1 of 2 pairs (1 sources) also in the training split" in caplog.text
+    assert (
+        "leakage: test: 2 of 5 pairs, and 2 of 5 source sentences (with any translation), also"
+        in caplog.text
+    )
+    assert (
+        "leakage: valid: 1 of 2 pairs, and 1 of 2 source sentences (with any translation), also"
+        in caplog.text
+    )
     duplicates = "leakage: train: 2 duplicate pairs (1 distinct pairs occur more than once)"
     assert (duplicates in caplog.text) == (backend == "memory")
 
