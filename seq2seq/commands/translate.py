@@ -186,6 +186,8 @@ def translate(
         fail(str(e), code=130)
     if translator.report.summary():
         typer.echo(f"translate: {translator.report.summary()}", err=True)
+    if translator.report.lines == 0:  # exit 0, as for any filter, but never without a word
+        typer.echo(f"translate: {source_name}: no text to translate (empty input)", err=True)
 
 
 def _attention_plotter(tok, directory: Path | None):

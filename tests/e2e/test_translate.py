@@ -36,6 +36,16 @@ def test_translate_keeps_lines_in_order(trained_run, multi30k_slice):
     assert len(out) == 6 and out[-1] == ""  # five lines, each newline-terminated
     assert out[1] == "" and out[2] == ""
     assert out[0] == out[4] and out[0]
+    assert "no text to translate" not in r.stderr
+
+
+def test_empty_input_says_so_on_stderr_and_writes_nothing(trained_run, tmp_path):
+    empty = tmp_path / "empty.de"
+    empty.write_text("")
+    for args, stdin, name in ((("-i", empty), None, str(empty)), ((), "", "stdin")):
+        r = run("translate", "-c", trained_run[0], *args, stdin=stdin)
+        assert r.returncode == 0 and r.stdout == "", r.stderr
+        assert f"translate: {name}: no text to translate (empty input)" in r.stderr
 
 
 def test_translate_file_to_file_and_nbest(trained_run, multi30k_slice, tmp_path):

@@ -38,8 +38,8 @@ def test_shipped_config_loads_and_builds(path):
 
 
 def test_the_best_configs_differ_from_the_zoo_only_in_training():
-    """configs/multi30k/best/ derive from the zoo: same data, tokenizer and architecture; only the
-    training (dropout included: the best Transformer trains with 0.3, the zoo's with 0.1) differs."""
+    """configs/multi30k/best/ derive from the zoo: same data, tokenizer and architecture; only
+    the training differs (dropout included: the best Transformer's is 0.3, the zoo's 0.1)."""
     for path in sorted((REPO / "configs" / "multi30k" / "best").glob("*.yaml")):
         best, zoo = load_config(path), load_config(REPO / "configs" / "multi30k" / path.name)
         same_dropout = best.model.model_copy(update={"dropout": zoo.model.dropout})
