@@ -126,6 +126,26 @@ def compare(
         "1,2,3 (a config's own seed is its main run); the ablation's second seed is the null "
         "control.",
     ),
+    negative_seeds: str | None = typer.Option(
+        None,
+        "--negative-seeds",
+        help="Real text: also train the negative control (plain rnn) with these train.seed "
+        "values, e.g. 4,5,6 (rule v2 tests it at every seed it is trained for).",
+    ),
+    tests: list[str] | None = typer.Option(
+        None,
+        "--test",
+        metavar="PREFIX",
+        help="Real text: a test set to score, PREFIX.<lang> files (repeat for more; the first "
+        "is the report's main set) [default: the configs' data.test]. Not part of a run's "
+        "identity: changing it never retrains.",
+    ),
+    score_only: bool = typer.Option(
+        False,
+        "--score-only",
+        help="Real text: never train; score the finished runs in OUT/runs (a missing one is an "
+        "error).",
+    ),
     reverse_results: Path | None = typer.Option(
         None,
         "--reverse",
@@ -158,11 +178,11 @@ def compare(
     two-stage recipe (--single-steps on single pairs, then --joined-steps on single plus joined
     pairs) with one shared tokenizer (finished runs in OUT/runs are reused, interrupted ones
     resumed); the test set and its lines joined k = 2..--concat-k at a time are decoded greedily
-    and with beam 5 at the length penalty best on validation; every pair (RNNsearch against its
-    fixed-context ablation per seed, the controls, the other families) is rated by one rule;
-    report.md, results.json and bleu_by_k.png go into OUT. Synthetic tasks (--exact-match,
-    --alignment): every config under one --budget-*, the --beams decodings, exact match by
-    length, bleu_by_length.png, attention/ maps."""
+    and with beam 5 at the length penalty best on validation, and every line's statistics kept
+    in OUT/lines/<set>/<model>.json.gz; rule v2 (study/verdict.py) rates the headline pair per
+    seed and the controls from those files alone; report.md, results.json and verdict_by_k.png go
+    into OUT. Synthetic tasks (--exact-match, --alignment): every config under one --budget-*,
+    the --beams decodings, exact match by length, bleu_by_length.png, attention/ maps."""
     from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.study.compare import compare as run_compare
@@ -205,6 +225,11 @@ def compare(
                 reference=reference,
                 headline=headline,
                 seeds=parse_seeds(seeds) if seeds else (),
+                negative_seeds=parse_seeds(negative_seeds, "--negative-seeds")
+                if negative_seeds
+                else (),
+                tests=tuple(tests or ()),
+                score_only=score_only,
                 reverse=_read_reverse(reverse_results),
                 zoo=_read_zoo(zoo),
             )

@@ -23,8 +23,12 @@ from seq2seq.study.stats import (
 )
 
 __all__ = [
+    "CAP_SLACK",
+    "cap_hypotheses",
     "cell_scores",
+    "length_caps",
     "retention",
+    "retention_ci_from_stats",
     "retention_difference_ci",
     "retention_nobp_difference",
     "retention_units",
@@ -155,8 +159,9 @@ def retention_difference_ci(
     seed: int | None = SACREBLEU_SEED,
 ) -> dict:
     """Paired bootstrap 95% interval of retention(A) - retention(B) at ``k_hi``
-    (``stats.paired_difference_ci``; units from ``retention_units``, so a resample keeps each
-    joined line together with its own single lines, for both systems).
+    (``retention_ci_from_stats`` on the hypotheses' sentence statistics; units from
+    ``retention_units``, so a resample keeps each joined line together with its own single
+    lines, for both systems).
 
     Retention here is BLEU of the ``k_hi`` lines over BLEU of the k = 1 lines they were joined
     from; it equals ``retention`` when those cover every k = 1 line.
@@ -180,11 +185,46 @@ def retention_difference_ci(
             f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {n} lines of {evalset.name}"
         )
     units = retention_units(evalset, k_hi)
-    single, joined = _lines_of(evalset, 1), _lines_of(evalset, k_hi)
+    a, b = (BleuStats(h, evalset.ref, tgt_lang).stats for h in (hyps_a, hyps_b))
+    return retention_ci_from_stats(a, b, evalset.k, units, k_hi, tgt_lang, n_bootstrap, seed)
 
-    def stat(hyps: Sequence[str]):
-        s1 = BleuStats([hyps[i] for i in single], [evalset.ref[i] for i in single], tgt_lang)
-        hi = BleuStats([hyps[i] for i in joined], [evalset.ref[i] for i in joined], tgt_lang)
+
+def retention_ci_from_stats(
+    stats_a: np.ndarray,
+    stats_b: np.ndarray,
+    k_of_line: Sequence[int],
+    units: np.ndarray,
+    k_hi: int,
+    tgt_lang: str | None = None,
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+    level: float = 0.95,
+) -> dict:
+    """Paired bootstrap interval of retention(A) - retention(B) at ``k_hi`` from per-line BLEU
+    statistics (``BleuStats.stats`` of every evalset line, kept in a study's per-line file).
+
+    Args:
+        stats_a, stats_b: (N, 10) sentence statistics of every evalset line, A's and B's.
+        k_of_line: k of each line.  units: (U, K) as ``retention_units`` returns for ``k_hi``.
+        level: the interval's coverage.
+
+    Returns:
+        As ``retention_difference_ci``, plus ``"level"``.
+
+    Raises:
+        ValueError: statistics not one row per line, or as ``paired_difference_ci``.
+    """
+    single, joined = (
+        [i for i, x in enumerate(k_of_line) if x == 1],
+        [i for i, x in enumerate(k_of_line) if x == k_hi],
+    )
+    for name, st in (("A", stats_a), ("B", stats_b)):
+        if len(st) != len(k_of_line):
+            raise ValueError(f"system {name}: {len(st)} statistics rows for {len(k_of_line)} lines")
+
+    def stat(stats: np.ndarray):
+        s1 = BleuStats.from_stats(np.asarray(stats)[single], tgt_lang)
+        hi = BleuStats.from_stats(np.asarray(stats)[joined], tgt_lang)
 
         def ret(idx: np.ndarray) -> float:
             base = s1.score(units[idx].ravel())
@@ -192,10 +232,52 @@ def retention_difference_ci(
 
         return ret
 
-    ret_a, ret_b = stat(hyps_a), stat(hyps_b)
+    ret_a, ret_b = stat(stats_a), stat(stats_b)
     everything = np.arange(len(units))
-    d = paired_difference_ci(ret_a, ret_b, len(units), n_bootstrap, seed)
-    return {"a": ret_a(everything), "b": ret_b(everything), **d, "units": len(units)}
+    d = paired_difference_ci(ret_a, ret_b, len(units), n_bootstrap, seed, level)
+    return {
+        "a": ret_a(everything),
+        "b": ret_b(everything),
+        **d,
+        "units": len(units),
+        "level": level,
+    }
+
+
+CAP_SLACK = 1.1
+"""The secondary statistic's length cap: a hypothesis keeps at most ceil(``CAP_SLACK`` x source
+words x r) words, r the training split's target over source words (``length_caps``)."""
+
+
+def length_caps(srcs: Sequence[str], ratio: float, slack: float = CAP_SLACK) -> list[int]:
+    """Per source, the most words its hypothesis may keep before scoring: ceil(slack x its
+    whitespace words x ``ratio``). Reference-free: ``ratio`` is the training split's target
+    over source words (``evalsets.train_length_ratio``).
+
+    Raises:
+        ValueError: ``ratio`` or ``slack`` not positive.
+    """
+    if not ratio > 0 or not slack > 0:
+        raise ValueError(f"length caps: ratio {ratio} and slack {slack} must be positive")
+    return [math.ceil(round(slack * len(s.split()) * ratio, 9)) for s in srcs]
+
+
+def cap_hypotheses(hyps: Sequence[str], caps: Sequence[int]) -> tuple[list[str], list[bool]]:
+    """Each hypothesis cut to its cap in whitespace words (``length_caps``), and whether the
+    cap shortened it. A runaway output's extra words cannot then cost it n-gram precision past
+    the length a competent translation would have.
+
+    Raises:
+        ValueError: not one cap per hypothesis.
+    """
+    if len(caps) != len(hyps):
+        raise ValueError(f"{len(caps)} length caps for {len(hyps)} hypotheses")
+    out, cut = [], []
+    for h, c in zip(hyps, caps, strict=True):
+        words = h.split()
+        cut.append(len(words) > c)
+        out.append(" ".join(words[:c]) if len(words) > c else h)
+    return out, cut
 
 
 def retention_nobp_difference(

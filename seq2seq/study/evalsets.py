@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from seq2seq.config import Config
 from seq2seq.data.text import DataError, ParallelText, join_lines, load_split
@@ -47,24 +48,51 @@ class EvalSet:
 
 
 def build_eval_set(
-    cfg: Config, concat_k: int, concat_n: int | None, split: str = "test"
+    cfg: Config,
+    concat_k: int,
+    concat_n: int | None,
+    split: str = "test",
+    prefix: str | None = None,
 ) -> EvalSet:
     """The config's ``split`` (test, or valid: its first ``data.max_valid_pairs`` lines, as
     training validates on), plus its first ``concat_n`` (default: all) lines joined k at a
     time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
 
+    Args:
+        prefix: a test split's files other than the config's ``data.test`` (``compare --test``:
+            a test set is not part of a run's identity). The set is named after the prefix's
+            last part (``test_2017_flickr``), a validation set ``valid``.
+
     Raises:
         DataError: the split is unusable, or no pair is left in it after cleaning (every
             score would be over zero segments).
     """
-    text = load_split(cfg.data, split)
+    data = cfg.data if prefix is None else cfg.data.model_copy(update={"test": prefix})
+    text = load_split(data, split)
     if split == "valid" and cfg.data.max_valid_pairs:
         n = cfg.data.max_valid_pairs
         text.src, text.tgt, text.line_no = text.src[:n], text.tgt[:n], text.line_no[:n]
     if not len(text):
         raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
-    return EvalSet(split, joined.src, joined.tgt, ks, _origin(text))
+    name = split if split != "test" or data.test is None else Path(data.test).name
+    return EvalSet(name, joined.src, joined.tgt, ks, _origin(text))
+
+
+def train_length_ratio(cfg: Config) -> float:
+    """The training split's target over source length in whitespace words (every cleaned pair;
+    ``data.max_train_pairs`` applies): r of the secondary statistic's length cap
+    (``cells.length_caps``), known before any test line is seen.
+
+    Raises:
+        DataError: the training split is unusable or has no source word.
+    """
+    text = load_split(cfg.data, "train")
+    n = cfg.data.max_train_pairs or len(text)
+    src = sum(len(s.split()) for s in text.src[:n])
+    if not src:
+        raise DataError(f"{text.origin}: no source word in the training split")
+    return sum(len(t.split()) for t in text.tgt[:n]) / src
 
 
 def _origin(text: ParallelText) -> str:

@@ -23,20 +23,30 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.tune import corpus_bleu
-from seq2seq.study import verdict
-from seq2seq.study.cells import cell_scores, retention_difference_ci, retention_nobp_difference
-from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode
-from seq2seq.study.nll import caption_gap_ci, caption_nll_gaps, nll_lines_by_k, nll_rows
+from seq2seq.study.cells import cell_scores, length_caps
+from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
+from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
+from seq2seq.study.nll import caption_gap_ci, nll_lines_by_k, nll_rows
+from seq2seq.study.pairs import model_summary, rate_sets
 from seq2seq.study.plan import Multi30kPlan, StudyOptions, check_plan, roles
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
-from seq2seq.study.runs import ModelRun, decode_with, run_result, tokenizer_digest, train_or_reuse
+from seq2seq.study.rho import CaptionNLL, caption_nlls
+from seq2seq.study.runs import (
+    ModelRun,
+    checkpoint_stamp,
+    decode_with,
+    run_result,
+    tokenizer_digest,
+    train_or_reuse,
+)
 
 log = logging.getLogger("seq2seq")
 
@@ -73,165 +83,180 @@ def _stage(run: ModelRun) -> dict:
     }
 
 
-def zero_shot(run: ModelRun, tok, testset: EvalSet, device, n_bootstrap: int) -> list[dict]:
-    """The single-pair checkpoint decoded greedily on every test line: cells by k."""
-    model, _, _ = load_for_inference(run.run_dir / run.checkpoint, device)
-    h, cut, _ = decode_with(
-        run, model, tok, testset, run.cfg.decode.with_method("greedy"), "greedy", device
-    )
-    return cell_scores(testset, h, cut, run.cfg.data.tgt_lang, n_bootstrap)
-
-
-def evaluate_model(run: ModelRun, tok, testset: EvalSet, validset: EvalSet, plan, device, edges):
-    """Decode and score one fine-tuned run: greedy and tuned beam on ``testset`` (cells by k),
-    the length-penalty sweep on ``validset``, NLL by k and the per-caption NLL gap. Returns the
-    run's entry fields and, apart, its test hypotheses by decoding."""
-    lang = run.cfg.data.tgt_lang
-    model, _, _ = load_for_inference(run.run_dir / run.checkpoint, device)
-    run.parameters = model.num_parameters()
-    decodes, hyps = {}, {}
-
-    def scored(dcfg, label: str, extra: dict) -> None:
-        h, cut, seconds = decode_with(run, model, tok, testset, dcfg, label, device)
-        base = score_decode(testset, h, edges, lang)
-        key = "greedy" if dcfg.method == "greedy" else "beam"
-        decodes[key] = {
-            "seconds": round(seconds, 1),
-            **extra,
-            "bleu": base["bleu"],
-            "chrf": base["chrf"],
-            "by_k": cell_scores(testset, h, cut, lang, plan.n_bootstrap),
-            "by_length": base["by_length"],
-        }
-        hyps[key] = h
-
-    scored(run.cfg.decode.with_method("greedy"), "greedy", {})
+def tune_alpha(run: ModelRun, model, tok, validset: EvalSet, plan, device) -> tuple[float, list]:
+    """The beam's length penalty best on the joined validation lines (the first of equals: the
+    smallest), and the sweep: ``[{"alpha", "bleu", "ratio"}, ...]``."""
     sweep = []
     for a in plan.alphas:
         dcfg = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=a)
         h, _, _ = decode_with(run, model, tok, validset, dcfg, f"beam{plan.beam}-a{a:g}", device)
-        b = corpus_bleu(h, validset.ref, lang)
+        b = corpus_bleu(h, validset.ref, run.cfg.data.tgt_lang)
         sweep.append(
             {"alpha": a, "bleu": round(b.score, 2), "ratio": round(b.sys_len / b.ref_len, 3)}
         )
-    alpha = max(sweep, key=lambda r: r["bleu"])["alpha"]  # first of equals: the smallest alpha
-    best = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=alpha)
-    scored(best, f"beam{plan.beam}-a{alpha:g}", {"beam": plan.beam, "alpha": alpha})
-    batch = run.cfg.train.batch_tokens
-    nll = nll_lines_by_k(model, tok, testset, device, batch)
-    gaps = caption_nll_gaps(model, tok, testset, device, batch)
-    fields = {
-        "decodes": decodes,
-        "alpha_sweep": sweep,
-        "nll_by_k": nll_rows(nll),
-        "caption_gap": {str(k): caption_gap_ci(gaps, k, plan.n_bootstrap) for k in sorted(gaps)},
+    return max(sweep, key=lambda r: r["bleu"])["alpha"], sweep
+
+
+def score_set(
+    runs: dict,
+    models: dict,
+    tok,
+    evalset: EvalSet,
+    alpha: float,
+    ratio: float,
+    plan,
+    device,
+    path: Path,
+) -> dict:
+    """The per-line record (``study.lines``) of one fine-tuned run on one set, from ``path``
+    when it was written for the same checkpoints, set, alpha and length ratio, else scored now
+    and written there: greedy and beam decodings of the fine-tuned checkpoint, the single-pair
+    checkpoint's greedy (zero-shot) one, every line's teacher-forced loss and every caption's
+    NLL alone, with a wrong source and in context (``rho.caption_nlls``)."""
+    run, single = runs["joined"], runs["single"]
+    key = {
+        "checkpoints": [checkpoint_stamp(r) for r in (single, run)],
+        "set": evalset.digest(),
+        "alpha": alpha,
+        "ratio": ratio,
+        "beam": plan.beam,
     }
-    return fields, hyps
-
-
-def _study_job(path, cfg: Config, out: Path, testset, validset, plan, opts, i: int, n: int):
-    """One model through the recipe, in a worker process (one torch thread, log lines prefixed
-    with the run's name) or in this one: the single-pair stage (trained or reused) and its
-    zero-shot cells, the joined stage from its last.pt, then ``evaluate_model``."""
-    worker_setup(cfg.name)
-    tok = Tokenizer.load(out / "tokenizer")
-    recipe = plan.recipe
-    single_cfg = recipe.single(cfg)
-    single_dir = out / "runs" / single_cfg.name
-    single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED)
-    tick = time.perf_counter()
-    shot = zero_shot(single, tok, testset, opts.device, plan.n_bootstrap)
-    scoring = time.perf_counter() - tick
-    joined_cfg = recipe.joined(cfg, single_dir / SCORED)
-    run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED)
-    log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
-    tick = time.perf_counter()
-    fields, hyps = evaluate_model(run, tok, testset, validset, plan, opts.device, opts.edges)
-    scoring += time.perf_counter() - tick
-    entry = run_result(run)
-    entry.pop("resolved_config", None)
-    entry.update(fields)
-    entry.update(
-        seed=cfg.train.seed,
-        stages={"single": _stage(single), "joined": _stage(run)},
-        zero_shot={"greedy": {"by_k": shot}},
-        score_seconds=round(scoring, 1),  # both checkpoints' decoding and scoring
+    if path.is_file():
+        try:
+            old = read_lines(path)
+            if old.record.get("key") == key:
+                return old.record
+        except ValueError as e:
+            log.warning("compare: scoring again: %s", e)
+    model, lang = models["joined"], run.cfg.data.tgt_lang
+    greedy = run.cfg.decode.with_method("greedy")
+    beam = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=alpha)
+    decodes = {
+        "greedy": decode_with(run, model, tok, evalset, greedy, "greedy", device)[:2],
+        "beam": decode_with(run, model, tok, evalset, beam, f"beam{plan.beam}-a{alpha:g}", device)[
+            :2
+        ],
+        "zero_shot": decode_with(single, models["single"], tok, evalset, greedy, "greedy", device)[
+            :2
+        ],
+    }
+    batch = run.cfg.train.batch_tokens
+    record = line_record(
+        run.cfg.name,
+        evalset,
+        decodes,
+        length_caps(evalset.src, ratio),
+        ratio,
+        caption_nlls(model, tok, evalset, device, batch),
+        nll_lines_by_k(model, tok, evalset, device, batch),
+        lang,
     )
-    return entry, hyps
+    record["key"] = key
+    write_lines(path, record)
+    return record
 
 
-def pairs(models: Sequence[dict]) -> list[tuple[str, str, str]]:
-    """(role, attention run, ablation run) of every pair the rule rates: the headline pair per
-    seed, the negative control, the null control (the ablation's first seed copy against the
-    ablation) and every family, each against the ablation of the same seed."""
-    by_role: dict[str, list[dict]] = {}
-    for m in models:
-        by_role.setdefault(m["role"], []).append(m)
-    ablations = {m["seed"]: m["name"] for m in by_role.get("ablation", [])}
-    main_seed = next((m["seed"] for m in models if m["role"] == "ablation" and not m["copy"]), 1)
-    out = []
-    for m in by_role.get("headline", []):
-        if m["seed"] in ablations:
-            out.append(("headline", m["name"], ablations[m["seed"]]))
-    for role in ("negative", "family"):
-        for m in by_role.get(role, []):
-            if m["seed"] in ablations:
-                out.append((role, m["name"], ablations[m["seed"]]))
-    copies = sorted(s for s in ablations if s != main_seed)
-    if copies:
-        out.append(("null", ablations[copies[0]], ablations[main_seed]))
+def entry_fields(record: dict, evalset: EvalSet, edges, alpha: float, plan) -> dict:
+    """The main test set's fields of a model's results entry, from its per-line record: greedy
+    and beam cells by k and buckets, NLL by k, the caption gap, the zero-shot cells."""
+    lang, out = record["tgt_lang"], {}
+    for label in ("greedy", "beam", "zero_shot"):
+        d = record["decodes"][label]
+        cut = [False] * len(d["hyp"])
+        for i in d["cut"]:
+            cut[i] = True
+        cells = cell_scores(evalset, d["hyp"], cut, lang, plan.n_bootstrap)
+        if label == "zero_shot":
+            out["zero_shot"] = {"greedy": {"by_k": cells}}
+            continue
+        base = score_decode(evalset, d["hyp"], edges, lang)
+        extra = {"beam": plan.beam, "alpha": alpha} if label == "beam" else {}
+        out.setdefault("decodes", {})[label] = {
+            **extra,
+            "bleu": base["bleu"],
+            "chrf": base["chrf"],
+            "by_k": cells,
+            "by_length": base["by_length"],
+        }
+    nll = {
+        int(k): (np.asarray(v["nats"]), np.asarray(v["tokens"], dtype=np.int64))
+        for k, v in record["nll_lines"].items()
+    }
+    gaps = CaptionNLL.from_json(record["captions"]).gaps()
+    out["nll_by_k"] = nll_rows(nll)
+    out["caption_gap"] = {str(k): caption_gap_ci(gaps, k, plan.n_bootstrap) for k in sorted(gaps)}
     return out
 
 
-def rate(models: list[dict], hyps: dict, testset: EvalSet, plan, lang: str | None) -> dict:
-    """Every pair's paired statistics and its row under the rule, the seed interval of the
-    headline's retention difference and the overall verdict (``verdict``)."""
-    by_name = {m["name"]: m for m in models}
-    k_hi = max(testset.k)
-    rows = []
-    for role, a, b in pairs(models):
-        ha, hb = hyps[a]["greedy"], hyps[b]["greedy"]
-        stats = {
-            "retention": retention_difference_ci(ha, hb, testset, k_hi, lang, plan.n_bootstrap),
-            "retention_nobp": retention_nobp_difference(ha, hb, testset, k_hi, lang),
-        }
-        row = verdict.rate_pair(by_name[a], by_name[b], stats, role)
-        rows.append(row)
-    diffs = [r["retention"]["difference"] for r in rows if r["role"] == "headline"]
-    seeds = verdict.seed_interval(diffs)
-    return {
-        "rows": rows,
-        "seed_interval": seeds,
-        "overall": verdict.overall(rows, seeds),
+def _study_job(path, cfg: Config, out: Path, sets, validset, ratio, plan, opts, i: int, n: int):
+    """One model through the recipe, in a worker process (one torch thread, log lines prefixed
+    with the run's name) or in this one: the single-pair stage and the joined stage from its
+    last.pt (trained, reused or resumed; with ``plan.score_only`` reused only), then every set
+    in ``sets`` scored into its per-line file (``score_set``); the first set's results fields."""
+    worker_setup(cfg.name)
+    tok = Tokenizer.load(out / "tokenizer")
+    recipe, train = plan.recipe, not plan.score_only
+    single_cfg = recipe.single(cfg)
+    single_dir = out / "runs" / single_cfg.name
+    single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED, may_train=train)
+    joined_cfg = recipe.joined(cfg, single_dir / SCORED)
+    run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED, may_train=train)
+    log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
+    tick = time.perf_counter()
+    runs = {"single": single, "joined": run}
+    models = {
+        k: load_for_inference(r.run_dir / r.checkpoint, opts.device)[0] for k, r in runs.items()
     }
+    run.parameters = models["joined"].num_parameters()
+    alpha, sweep = tune_alpha(run, models["joined"], tok, validset, plan, opts.device)
+    entry = run_result(run)
+    entry.pop("resolved_config", None)
+    for j, evalset in enumerate(sets):
+        where = lines_path(out, evalset.name, cfg.name)
+        record = score_set(runs, models, tok, evalset, alpha, ratio, plan, opts.device, where)
+        if j == 0:
+            entry.update(entry_fields(record, evalset, opts.edges, alpha, plan))
+    entry.update(
+        alpha_sweep=sweep,
+        seed=cfg.train.seed,
+        stages={"single": _stage(single), "joined": _stage(run)},
+        score_seconds=round(time.perf_counter() - tick, 1),  # every set, both checkpoints
+    )
+    return entry
 
 
 def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: Multi30kPlan):
     """Train (or reuse) every config and the seed copies ``plan`` asks for through the recipe,
-    score each as it is trained, then rate every pair; returns the results (``study.report``
-    renders them)."""
+    score each on every test set as it is trained (per-line files), then rate every pair from
+    those files (``pairs.rate_sets``); returns the results (``study.report`` renders them)."""
     tick = time.perf_counter()
     out = Path(out)
     role_of = roles(cfgs, plan)
     k = plan.recipe.concat_k
-    testset = build_eval_set(cfgs[0], k, opts.concat_n)
+    sets = [build_eval_set(cfgs[0], k, opts.concat_n, "test", p) for p in plan.tests or [None]]
     validset = build_eval_set(cfgs[0], k, opts.concat_n, split="valid")
+    ratio = train_length_ratio(cfgs[0])
     extra = check_plan(cfgs, plan)
     every = list(cfgs) + extra
     labels = [str(p) for p in paths] + [f"{c.name} (seed copy)" for c in extra]
     calls = [
-        (label, cfg, out, testset, validset, plan, opts, i, len(every))
+        (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))
         for i, (label, cfg) in enumerate(zip(labels, every, strict=True), start=1)
     ]
-    done = run_pool(_study_job, calls, opts.jobs, "training and scoring")
-    models, hyps = [], {}
-    for i, (cfg, (entry, h)) in enumerate(zip(every, done, strict=True)):
+    done = run_pool(
+        _study_job, calls, opts.jobs, "scoring" if plan.score_only else "training and scoring"
+    )
+    models = []
+    for i, (cfg, entry) in enumerate(zip(every, done, strict=True)):
         copy = i >= len(cfgs)
         base = cfg.name.rsplit("-seed", 1)[0] if copy else cfg.name
         entry.update(role=role_of[base], base=base, copy=copy)
         models.append(entry)
-        hyps[cfg.name] = h
-    rating = rate(models, hyps, testset, plan, cfgs[0].data.tgt_lang)
+    lines = {
+        (s.name, m["name"]): read_lines(lines_path(out, s.name, m["name"]))
+        for s in sets
+        for m in models
+    }
     return {
         "study": "multi30k",
         "recipe": {**plan.recipe.__dict__, "words": plan.recipe.describe()},
@@ -239,15 +264,28 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         "wall_seconds": round(time.perf_counter() - tick, 1),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
         "eval_set": {
-            "origin": testset.origin,
-            "sentences_per_k": {str(x): testset.k.count(x) for x in sorted(set(testset.k))},
+            "origin": sets[0].origin,
+            "sentences_per_k": {str(x): sets[0].k.count(x) for x in sorted(set(sets[0].k))},
             "valid_lines": len(validset.src),
+        },
+        "length_ratio": ratio,
+        "sets": {
+            s.name: {
+                "origin": s.origin,
+                "digest": s.digest(),
+                "lines": f"lines/{s.name}/",
+                "models": {
+                    m["name"]: model_summary(lines[s.name, m["name"]], plan.n_bootstrap)
+                    for m in models
+                },
+            }
+            for s in sets
         },
         "buckets": list(opts.edges),
         "beam": {"size": plan.beam, "alphas": list(plan.alphas)},
         "seeds": list(plan.seeds),
         "models": models,
-        "verdict": rating,
+        "verdict": rate_sets(models, lines, plan.n_bootstrap),
         "reverse": plan.reverse,
         "zoo": plan.zoo,
     }

@@ -7,7 +7,7 @@ Two measures:
   each k's lines, EOS included, and the paired interval of its rise from k = 1 to K. A joined
   reference is scored as a new sentence, so its rise mixes how well a caption is scored with how
   well the decoder handles the joins and the one EOS.
-- per caption in context (``caption_nll_gaps``, ``caption_gap_ci``,
+- per caption in context (``rho.CaptionNLL.gaps``, ``caption_gap_ci``,
   ``caption_gap_difference_ci``): each caption's own target tokens scored inside its k-join minus
   the same tokens scored alone, with the caption's own source, EOS excluded. Both scores cover
   exactly the same tokens, so the gap measures only what the long input costs the caption.
@@ -36,7 +36,6 @@ from seq2seq.training.validate import eval_batches
 __all__ = [
     "caption_gap_ci",
     "caption_gap_difference_ci",
-    "caption_nll_gaps",
     "nll_by_k",
     "nll_lines_by_k",
     "nll_rise_difference_ci",
@@ -196,72 +195,6 @@ def _encoded(tok: Tokenizer, evalset: EvalSet, k: int, n_pos: int | None) -> Tok
 # ---- per caption, in context against alone --------------------------------------------------
 
 
-def caption_nll_gaps(
-    model: Seq2SeqModel,
-    tok: Tokenizer,
-    evalset: EvalSet,
-    device: torch.device,
-    batch_tokens: int = 3000,
-) -> Lines:
-    """Per joined line, what its captions' tokens cost more in the join than alone (nats).
-
-    Each k = 1 line (a caption) is encoded on its own (``tok.encode_src`` / ``encode_tgt``); a
-    k-join's example is the concatenation of its captions' id lists, source and target alike,
-    with one EOS at the end of the join as training's joined pairs have
-    (``data.text.concat_pairs``), so each caption's span in the joined target is exact. Every
-    target token but EOS is scored by teacher forcing (log_softmax of the logits, the gold id
-    gathered): in the join, and in the caption's own example. A line's gap is the sum over its
-    captions of (in-context nats - alone nats); because the captions' spans tile the joined
-    target up to its EOS, it is the joined target's nats before EOS minus its captions' nats
-    alone.
-
-    All examples are batched by ``batch_tokens`` padded tokens as ``validate.eval_batches``
-    batches them; padding never counts, so the result does not depend on the batches. The model
-    runs in eval mode without gradients; its training mode is restored afterwards.
-
-    Returns:
-        k -> (gaps, tokens) for every k >= 2 in the evalset: per joined line in evalset order,
-        the gap (float64, nats) and its captions' target token count (int64, EOS excluded).
-
-    Raises:
-        ValueError: a caption whose source or reference encodes to no token, an example longer
-            than the model's ``max_positions`` (counted), or as ``retention_units`` (a joined
-            line that is not its captions joined by a space).
-    """
-    single = _lines_of(evalset, 1)
-    src = tok.encode_src([evalset.src[i] for i in single])
-    tgt = tok.encode_tgt([evalset.ref[i] for i in single])
-    empty = sum(not s or not t for s, t in zip(src, tgt, strict=True))
-    if empty:
-        raise ValueError(
-            f"{evalset.origin}: {empty} of {len(single)} captions (k = 1 lines) encode to no "
-            "token on one side; their loss is undefined"
-        )
-    units = {k: retention_units(evalset, k) for k in sorted(set(evalset.k)) if k >= 2}
-    pairs = TokenizedPairs(list(src), list(tgt), list(range(len(single))))
-    first = {}  # k -> index of its first joined example in ``pairs``
-    for k, u in units.items():
-        first[k] = len(pairs)
-        for row in u:
-            pairs.src.append([x for p in row for x in src[p]])
-            pairs.tgt.append([x for p in row for x in tgt[p]])
-            pairs.line_no.append(len(pairs.line_no))
-    _check_positions(pairs, model.max_positions)
-    was_training = model.training
-    model.eval()
-    try:
-        nats = _token_nats(model, pairs, batch_tokens, device)
-    finally:
-        model.train(was_training)
-    alone = np.array([n[:-1].sum() for n in nats[: len(single)]], dtype=np.float64)
-    lengths = np.array([len(t) for t in tgt], dtype=np.int64)
-    out = {}
-    for k, u in units.items():
-        joined = np.array([nats[first[k] + j][:-1].sum() for j in range(len(u))], dtype=np.float64)
-        out[k] = (joined - alone[u].sum(1), lengths[u].sum(1))
-    return out
-
-
 def _check_positions(pairs: TokenizedPairs, n_pos: int | None) -> None:
     if n_pos is None:
         return
@@ -308,7 +241,7 @@ def caption_gap_ci(
     n_bootstrap: int = 1000,
     seed: int | None = SACREBLEU_SEED,
 ) -> dict:
-    """One model's caption gap at ``k`` (``caption_nll_gaps``) per caption token, with a
+    """One model's caption gap at ``k`` (``rho.CaptionNLL.gaps``) per caption token, with a
     bootstrap 95% interval over the joined lines (``stats.bootstrap_ci``: the percentile rule of
     ``stats.paired_difference_ci``).
 

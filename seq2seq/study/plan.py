@@ -191,6 +191,9 @@ class Multi30kPlan:
     reference: str | None = None  # the ablation's run name; None: the run of model rnnencdec
     headline: str | None = None  # the attention run paired with it; None: the bahdanau run
     seeds: tuple[int, ...] = ()
+    negative_seeds: tuple[int, ...] = ()  # seed copies of the negative control (plain rnn)
+    tests: tuple[str, ...] = ()  # test-set prefixes to score (); () = the configs' data.test
+    score_only: bool = False  # never train: score finished runs only
     reverse: dict | None = None  # the synthetic half's results, shown in the report
     zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study.zoo.read_zoo)
 
@@ -245,7 +248,7 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
     return validate_config(raw, source)
 
 
-def parse_seeds(spec: str) -> tuple[int, ...]:
+def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:
     """``"1,2,3"`` -> (1, 2, 3).
 
     Raises:
@@ -256,7 +259,9 @@ def parse_seeds(spec: str) -> tuple[int, ...]:
     except ValueError:
         seeds = ()
     if not seeds or min(seeds) < 0 or max(seeds) > 2**32 - 1:
-        raise ValueError(f"--seeds {spec!r}: give training seeds from 0 to 2^32 - 1, such as 1,2,3")
+        raise ValueError(
+            f"{option} {spec!r}: give training seeds from 0 to 2^32 - 1, such as 1,2,3"
+        )
     return seeds
 
 
@@ -333,7 +338,8 @@ def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[i
 
 def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     """What ``plan`` names, checked before any tokenizer or training: the roles
-    (``--reference``, ``--headline``) and the seed copies of the headline pair (``--seeds``).
+    (``--reference``, ``--headline``), the seed copies of the headline pair (``--seeds``) and
+    of the negative control (``--negative-seeds``).
 
     Returns:
         The seed copies to train besides ``cfgs``.
@@ -343,4 +349,11 @@ def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     """
     role_of = roles(cfgs, plan)
     pair = [c.name for c in cfgs if role_of[c.name] in ("headline", "ablation")]
-    return seed_configs(cfgs, pair, plan.seeds) if plan.seeds else []
+    out = seed_configs(cfgs, pair, plan.seeds) if plan.seeds else []
+    negative = [c.name for c in cfgs if role_of[c.name] == "negative"]
+    if plan.negative_seeds and not negative:
+        raise ConfigError(
+            "--negative-seeds: no negative control among the configs (a plain rnn config, "
+            "configs/study/multi30k/rnn.yaml)"
+        )
+    return out + seed_configs(cfgs, negative, plan.negative_seeds)

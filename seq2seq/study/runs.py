@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
-from seq2seq.config import Config, DecodeConfig
+from seq2seq.config import Config, ConfigError, DecodeConfig
 from seq2seq.data.text import load_split, resolve_corpus_file, sha256_file
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
@@ -101,14 +101,26 @@ def _stamp(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
+def checkpoint_stamp(run: ModelRun) -> list:
+    """[file name, (size, mtime)] of the checkpoint a run is scored from: a cache key."""
+    return [run.checkpoint, _stamp(run.run_dir / run.checkpoint)]
+
+
 def train_or_reuse(
-    path: str, cfg: Config, run_dir: Path, tok: Tokenizer, checkpoint: str = "best.pt"
+    path: str,
+    cfg: Config,
+    run_dir: Path,
+    tok: Tokenizer,
+    checkpoint: str = "best.pt",
+    may_train: bool = True,
 ) -> ModelRun:
     """Train ``cfg`` into ``run_dir`` with ``tok``, or reuse the finished run already there;
-    ``checkpoint`` (``best.pt`` or ``last.pt``) is the file the run is scored from.
+    ``checkpoint`` (``best.pt`` or ``last.pt``) is the file the run is scored from. With
+    ``may_train`` False (``compare --score-only``) a run is only ever reused.
 
     Raises:
         KeyboardInterrupt: training was interrupted (its last.pt is kept, nothing is recorded).
+        ConfigError: ``may_train`` is False and there is no finished run of ``cfg`` in ``run_dir``.
     """
     from seq2seq.training.loop import train
 
@@ -124,6 +136,11 @@ def train_or_reuse(
         if same and old.get("checkpoint") == [checkpoint, _stamp(run_dir / checkpoint)]:
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
+    if not may_train:
+        raise ConfigError(
+            f"compare --score-only: {run_dir} holds no finished run of {cfg.name} with this "
+            "recipe, tokenizer and data; train it first (the same command without --score-only)"
+        )
     resume = _interrupted_same_run(run_dir, cfg, tok)
     if resume:
         log.info("compare: resuming the interrupted run in %s from its last.pt", run_dir)

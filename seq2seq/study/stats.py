@@ -16,6 +16,7 @@ BLEU with sacreBLEU's tokenizer for the target language.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,8 +30,11 @@ __all__ = [
     "SACREBLEU_SEED",
     "BleuStats",
     "bleu_ci",
+    "T_975",
+    "T_975_DF2",
     "bootstrap_ci",
     "paired_difference_ci",
+    "seed_interval",
 ]
 
 
@@ -103,6 +107,21 @@ class BleuStats:
         )
         self.stats = np.asarray(rows, dtype=np.int64)
 
+    @classmethod
+    def from_stats(cls, stats, tgt_lang: str | None = None) -> BleuStats:
+        """Statistics kept earlier (``stats``, (N, 10) as the attribute), e.g. read back from a
+        study's per-line file.
+
+        Raises:
+            ValueError: not an (N, 10) array of counts.
+        """
+        arr = np.asarray(stats, dtype=np.int64)
+        if arr.ndim != 2 or arr.shape[1] != 10 or (arr < 0).any():
+            raise ValueError(f"BLEU statistics: want (N, 10) counts, got shape {arr.shape}")
+        out = cls.__new__(cls)
+        out.metric, out.stats = bleu_metric(tgt_lang), arr
+        return out
+
     def __len__(self) -> int:
         return len(self.stats)
 
@@ -134,6 +153,7 @@ def paired_difference_ci(
     n: int,
     n_bootstrap: int = 1000,
     seed: int | None = SACREBLEU_SEED,
+    level: float = 0.95,
 ) -> dict[str, float]:
     """Paired bootstrap 95% interval of ``stat_a - stat_b``: both statistics are computed on the
     same resampled units in every resample (Koehn 2004; sacreBLEU's paired bootstrap draws its
@@ -152,17 +172,19 @@ def paired_difference_ci(
         stat_a, stat_b: map an (n,) int array of unit indices (with repeats) to a float.
         n: the number of units.  n_bootstrap: resamples (at least 2).
         seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
+        level: the interval's coverage (0.95; 0.90 for an equivalence test's two one-sided
+            tests at 5% each).
 
     Returns:
         ``{"difference", "low", "high", "mean"}``: ``stat_a - stat_b`` on the units themselves,
-        the 2.5th and 97.5th percentiles of the resampled differences (the sorted differences at
-        ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``, sacreBLEU's rule),
-        and their mean.
+        the 2.5th and 97.5th percentiles of the resampled differences at the default level (the
+        sorted differences at ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``,
+        sacreBLEU's rule), and their mean.
 
     Raises:
-        ValueError: ``n`` < 1 or ``n_bootstrap`` < 2.
+        ValueError: ``n`` < 1, ``n_bootstrap`` < 2 or ``level`` outside (0, 1).
     """
-    d = bootstrap_ci(lambda i: stat_a(i) - stat_b(i), n, n_bootstrap, seed)
+    d = bootstrap_ci(lambda i: stat_a(i) - stat_b(i), n, n_bootstrap, seed, level)
     return {"difference": d["value"], "low": d["low"], "high": d["high"], "mean": d["mean"]}
 
 
@@ -171,24 +193,29 @@ def bootstrap_ci(
     n: int,
     n_bootstrap: int = 1000,
     seed: int | None = SACREBLEU_SEED,
+    level: float = 0.95,
 ) -> dict[str, float]:
-    """Bootstrap 95% interval of one statistic of ``n`` units, by the rule of
+    """Bootstrap interval of one statistic of ``n`` units, by the rule of
     ``paired_difference_ci`` (which is this with ``stat = stat_a - stat_b``): resamples are the
     rows of ``default_rng(seed).choice(n, size=(n_bootstrap, n))``, the bounds the sorted
-    resampled values at ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``.
+    resampled values at ``c`` and ``n_bootstrap - c - 1`` with ``c = floor(n_bootstrap · (1 -
+    level) / 2)`` (at 0.95 and 1000 resamples: 25, sacreBLEU's ``n_bootstrap // 40``).
 
     Args:
         stat: maps an (n,) int array of unit indices (with repeats) to a float.
         n: the number of units.  n_bootstrap: resamples (at least 2).
         seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
+        level: the interval's coverage, in (0, 1).
 
     Returns:
         ``{"value", "low", "high", "mean"}``: ``stat`` on the units themselves, the interval,
         and the resampled values' mean.
 
     Raises:
-        ValueError: ``n`` < 1 or ``n_bootstrap`` < 2.
+        ValueError: ``n`` < 1, ``n_bootstrap`` < 2 or ``level`` outside (0, 1).
     """
+    if not 0 < level < 1:
+        raise ValueError(f"level {level}: an interval's coverage lies between 0 and 1")
     if n < 1:
         raise ValueError(f"n {n}: a bootstrap needs at least one unit")
     if n_bootstrap < 2:
@@ -196,10 +223,53 @@ def bootstrap_ci(
     rng = np.random.default_rng(seed)
     idxs = rng.choice(n, size=(n_bootstrap, n), replace=True)
     values = np.sort(np.array([stat(i) for i in idxs], dtype=np.float64))
-    cut = n_bootstrap // 40
+    cut = math.floor(round(n_bootstrap * (1 - level) / 2, 9))  # 0.95: n_bootstrap // 40
     return {
         "value": float(stat(np.arange(n))),
         "low": float(values[cut]),
         "high": float(values[n_bootstrap - cut - 1]),
         "mean": float(values.mean()),
     }
+
+
+T_975 = {
+    1: 12.706204736174694,
+    2: 4.302652729749462,
+    3: 3.1824463052837078,
+    4: 2.7764451051977934,
+    5: 2.5705818356363146,
+    6: 2.4469118511449786,
+    7: 2.364624251592784,
+    8: 2.306004135204166,
+    9: 2.262157162798205,
+    10: 2.228138851986274,
+}
+"""Student's t 97.5% quantile by degrees of freedom (scipy.stats.t.ppf(0.975, df))."""
+T_975_DF2 = T_975[2]
+
+
+def seed_interval(differences: Sequence[float | None]) -> dict:
+    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``).
+
+    Returns:
+        ``{"n", "mean", "low", "high", "sd"}``: sd the sample standard deviation (n - 1
+        denominator); low, high and sd None for n < 2; every statistic None when a difference is
+        None or NaN (a retention over a k = 1 BLEU of 0).
+
+    Raises:
+        ValueError: more than 11 differences (the t table stops at df = 10).
+    """
+    n = len(differences)
+    out = {"n": n, "mean": None, "low": None, "high": None, "sd": None}
+    if n == 0 or any(d is None or math.isnan(d) for d in differences):
+        return out
+    if n - 1 > max(T_975):
+        raise ValueError(f"seed_interval: {n} differences, the t table stops at df = {max(T_975)}")
+    mean = math.fsum(differences) / n
+    out["mean"] = mean
+    if n < 2:
+        return out
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (n - 1))
+    half = T_975[n - 1] * sd / math.sqrt(n)
+    out.update(low=mean - half, high=mean + half, sd=sd)
+    return out

@@ -1,20 +1,33 @@
-"""The study's one verdict rule, as data: when a pair of models reproduces Bahdanau et al. (2015,
-Figure 2) -- attention keeps more of its BLEU on long inputs than its fixed-vector ablation --
-and what the study as a whole concludes. Every threshold is defined once, here.
+"""The study's verdict rule, as data: when does attention keep more of what the source tells it
+on long inputs than its own fixed-vector ablation (Bahdanau et al. 2015, Figure 2)? Every
+threshold is defined once, here, and the report states the rule from these constants.
 
-The rule for a pair (``rate_pair``), the same for every role:
+Rule v2 (it replaced ``verdict_v1``, whose statistic could not tell attention from a decoder that
+runs away and whose controls were sign tests):
 
-(a) both models are competent (``competence``): k = 1 greedy length ratio within
-    [``RATIO_LOW``, ``RATIO_HIGH``] and validation BLEU on a plateau over the single-pair
-    stage's last quarter (gained less than ``PLATEAU_GAIN`` points);
-(b) the paired bootstrap 95% interval of the greedy retention difference (attention minus
-    ablation, ``cells.retention_difference_ci``) lies above 0;
-(c) the retention difference on BLEU without the brevity penalty
-    (``cells.retention_nobp_difference``) is not below 0, so shorter outputs alone cannot make it.
+- Competence gate (``competence``, as in v1): k = 1 greedy length ratio within [``RATIO_LOW``,
+  ``RATIO_HIGH``] and validation BLEU on a plateau over the single-pair stage's last quarter.
+- Primary statistic: rho at k = ``K_RULE`` (``rho``: the share of what a caption's own source
+  tells the model that survives joining, from teacher-forced NLL alone, in context and with a
+  wrong source; no search, no runaway). Secondary: greedy retention on length-capped hypotheses
+  (BLEU at k = ``K_RULE`` over BLEU at k = 1, each hypothesis cut at ceil(1.1 x source words x
+  r), ``cells.length_caps``).
+- A headline seed (``rate_seed``) passes when the paired-bootstrap 95% lower bound of
+  rho(attention) - rho(ablation) exceeds ``DELTA`` and the capped-retention difference's own 95%
+  lower bound is above 0; it fails when neither holds; when they disagree it makes no claim.
+- Controls (``rate_control``) are equivalence tests, two one-sided tests at 5% each: the 90%
+  paired-bootstrap interval of the rho difference lies inside (-``MARGIN``, +``MARGIN``). The
+  negative control is the plain ``rnn`` against the ablation at every seed it is trained for; the
+  null control every pair of ablation seeds. A control outside the margin makes the rule invalid.
+- The study (``overall``) reproduces Figure 2 when every confirmation cell (``CONFIRMATION``:
+  seeds 4-6 on test_2016_flickr, every seed on test_2017_flickr) passes, the 95% t-interval over
+  seeds (each seed's rho difference averaged over its confirmation sets) has its lower bound
+  above ``DELTA``, and every control on the confirmation sets holds; it does not reproduce when
+  the controls hold and that lower bound is below ``DELTA``; otherwise no conclusion is drawn.
 
-Length flags (``length_flags``) are reported and never refuse a cell. The study's verdict
-(``overall``) needs every headline seed to reproduce, the t-interval over seeds above 0, and no
-control passing the rule: a negative or null control that passes makes the rule invalid.
+``DELTA`` and ``MARGIN`` are chosen once, by ``choose_margins``, from the exploratory seeds
+(``EXPLORATORY``: seeds 1-3 on test_2016_flickr, rescored), then written here and committed
+before any confirmation run is trained or scored.
 
 Inputs are plain dicts, the entries of results.json: a model has ``name``,
 ``decodes["greedy"]["by_k"]`` (cells of ``cells.cell_scores``) and
@@ -25,6 +38,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+from seq2seq.study.stats import T_975, T_975_DF2, seed_interval
 
 RATIO_LOW = 0.9
 """Shortest competent k = 1 greedy hypothesis over reference length (sacreBLEU tokens)."""
@@ -37,44 +52,56 @@ PLATEAU_GAIN = 1.0
 PLATEAU_FROM = 0.75
 """Where the last quarter starts, as a share of the single-pair stage's last validated step."""
 
-T_975 = {
-    1: 12.706204736174694,
-    2: 4.302652729749462,
-    3: 3.1824463052837078,
-    4: 2.7764451051977934,
-    5: 2.5705818356363146,
-    6: 2.4469118511449786,
-    7: 2.364624251592784,
-    8: 2.306004135204166,
-    9: 2.262157162798205,
-    10: 2.228138851986274,
-}
-"""Student's t 97.5% quantile by degrees of freedom (scipy.stats.t.ppf(0.975, df))."""
-T_975_DF2 = T_975[2]
-
 ROLES = ("headline", "negative", "null", "family")
 CONTROLS = ("negative", "null")
-KINDS = (
-    "reproduces",
-    "rule invalid",
-    "not competent",
-    "incomplete",
-    "opposite",
-    "no difference shown",
-)
+
+RULE = "v2"
+K_RULE = 4
+"""The k of the joined lines every rule-v2 statistic is read at."""
+EQUIVALENCE_LEVEL = 0.90
+"""A control's interval: two one-sided tests at 5% each."""
+EXPLORATORY = {"test_2016_flickr": (1, 2, 3)}
+"""Test set -> the seeds whose scores chose ``DELTA`` and ``MARGIN`` (reported, never judged)."""
+CONFIRMATION = {"test_2016_flickr": (4, 5, 6), "test_2017_flickr": (1, 2, 3, 4, 5, 6)}
+"""Test set -> the seeds the frozen rule judges: seeds and a test set the study never scored."""
+NEGATIVE_SEEDS = (1, 4, 5, 6)
+"""The seeds the negative control (plain rnn) is trained at."""
+
+DELTA: float | None = None
+"""The smallest rho difference that counts as attention keeping more (fraction); None until
+``choose_margins`` has run on the exploratory seeds."""
+MARGIN: float | None = None
+"""The equivalence margin of the controls (fraction of rho); MARGIN <= DELTA / 2."""
+FROZEN_COMMIT: str | None = None
+"""The commit that set DELTA and MARGIN (the report quotes it)."""
+MARGINS_WHY = "not chosen yet: run seeds 1-3 on test_2016_flickr, then choose_margins"
+"""How DELTA and MARGIN were chosen, in words (the report quotes it)."""
+
+MARGIN_HEADROOM = 2.0
+"""``choose_margins``: MARGIN is this many times the widest exploratory null-control bound."""
+MARGIN_FLOOR = 0.02
+"""``choose_margins``: the smallest MARGIN, whatever the seeds' agreement."""
 
 __all__ = [
+    "CONFIRMATION",
     "CUT_MAX",
+    "DELTA",
+    "EXPLORATORY",
+    "K_RULE",
+    "MARGIN",
+    "NEGATIVE_SEEDS",
     "PLATEAU_FROM",
     "PLATEAU_GAIN",
     "RATIO_HIGH",
     "RATIO_LOW",
     "T_975",
     "T_975_DF2",
+    "choose_margins",
     "competence",
     "length_flags",
     "overall",
-    "rate_pair",
+    "rate_control",
+    "rate_seed",
     "seed_interval",
 ]
 
@@ -155,162 +182,192 @@ def _model_flags(model: dict) -> dict[str, list[str]]:
     return {f"k{k}": length_flags(c) for k, c in picked.items()}
 
 
-def _num(x) -> float:
-    return math.nan if x is None else float(x)
+# ---- rule v2 ---------------------------------------------------------------------------------
 
 
-def rate_pair(attention: dict, ablation: dict, pair_stats: dict, role: str) -> dict:
-    """One pair under the rule (module docstring: (a) both competent, (b) greedy retention
-    difference interval above 0, (c) no-BP retention difference at least 0).
+def choose_margins(null_intervals: Sequence[tuple[float, float]]) -> dict:
+    """``MARGIN`` and ``DELTA`` from the exploratory null controls, by a rule written before
+    their data was seen: MARGIN is ``MARGIN_HEADROOM`` times the widest bound of the ablation's
+    seed pairs' 90% rho-difference intervals (how far two seeds of one model stray, with room
+    for the confirmation's many more pairs), at least ``MARGIN_FLOOR``, rounded up to 0.01; DELTA
+    is twice MARGIN, so an effect that counts can never sit inside the band a control must hold.
 
     Args:
-        attention, ablation: the two models' results entries (A and B).
-        pair_stats: ``{"retention": {"difference", "low", "high", "a", "b"}`` (greedy, paired
-            bootstrap, fractions) ``, "retention_nobp": {"a", "b", "difference"}}``.
-        role: "headline", "negative", "null" or "family".
+        null_intervals: (low, high) of each exploratory null pair's 90% interval (fractions).
 
     Returns:
-        ``{"role", "attention", "ablation", "kind", "why", "competent", "retention",
-        "retention_nobp", "flags"}``: the two names; kind "reproduces" (a, b and c), "opposite"
-        (a, and the interval below 0), "not competent" (not a) or "no difference shown";
-        ``why`` one line; ``competent`` each model's ``competence``; ``flags`` each model's
-        greedy ``length_flags`` at k = 1 and the largest k.
+        ``{"margin", "delta", "why"}``.
 
     Raises:
-        ValueError: an unknown role.
+        ValueError: no interval, or a bound that is not a finite number.
     """
-    if role not in ROLES:
-        raise ValueError(f"role {role!r}: one of {', '.join(ROLES)}")
-    names = {"attention": _name(attention, "attention"), "ablation": _name(ablation, "ablation")}
+    bounds = [abs(float(x)) for pair in null_intervals for x in pair]
+    if not bounds or not all(math.isfinite(b) for b in bounds):
+        raise ValueError("choose_margins: give the exploratory null pairs' finite intervals")
+    widest = max(bounds)
+    margin = math.ceil(round(max(MARGIN_FLOOR, MARGIN_HEADROOM * widest) * 100, 9)) / 100
+    why = (
+        f"the widest bound of the {len(null_intervals)} exploratory null pairs' 90% intervals "
+        f"was {widest:.4f}; MARGIN = max({MARGIN_FLOOR:g}, {MARGIN_HEADROOM:g} x that) rounded "
+        f"up to 0.01 = {margin:.2f}, DELTA = 2 x MARGIN = {2 * margin:.2f}"
+    )
+    return {"margin": margin, "delta": round(2 * margin, 2), "why": why}
+
+
+def rate_seed(attention: dict, ablation: dict, stats: dict, delta: float | None = None) -> dict:
+    """One headline cell (a seed on a test set) under rule v2.
+
+    Args:
+        attention, ablation: the two models' results entries (for ``competence``).
+        stats: ``{"rho": {"difference", "low", "high", ...}, "capped": {...}}``: the paired
+            bootstrap 95% intervals of rho(attention) - rho(ablation) at ``K_RULE`` and of the
+            capped greedy retention difference (fractions).
+        delta: the threshold; default ``DELTA``.
+
+    Returns:
+        ``{"kind", "why", "competent"}``: kind "passes", "fails", "no claim" (the two statistics
+        disagree), "not competent" or "not frozen" (no ``DELTA`` yet).
+    """
+    delta = DELTA if delta is None else delta
     comp = {"attention": competence(attention), "ablation": competence(ablation)}
-    ret, nobp = pair_stats["retention"], pair_stats["retention_nobp"]
-    low, high, diff = _num(ret["low"]), _num(ret["high"]), _num(ret["difference"])
-    nobp_diff = _num(nobp["difference"])
-    interval = f"greedy retention difference {diff:+.3f} (95% CI {low:+.3f} to {high:+.3f})"
-    failed = [
-        f"{side} model {names[side]} not competent: {'; '.join(comp[side]['reasons'])}"
-        for side in ("attention", "ablation")
+    rho, capped = stats["rho"], stats["capped"]
+    rho_text = (
+        f"rho difference {rho['difference']:+.3f} (95% CI {rho['low']:+.3f} to {rho['high']:+.3f})"
+    )
+    cap_text = (
+        f"capped retention difference {capped['difference']:+.3f} (95% CI "
+        f"{capped['low']:+.3f} to {capped['high']:+.3f})"
+    )
+    weak = [
+        f"{side} model {m.get('name', side)} not competent: {'; '.join(comp[side]['reasons'])}"
+        for side, m in (("attention", attention), ("ablation", ablation))
         if not comp[side]["competent"]
     ]
-    b_ok, c_ok = low > 0, nobp_diff >= 0
-    if failed:
-        kind, why = "not competent", "; ".join(failed)
-    elif b_ok and c_ok:
-        kind = "reproduces"
-        why = f"{interval} above 0, and {nobp_diff:+.3f} without the brevity penalty"
-    elif high < 0:
-        kind, why = "opposite", f"{interval} below 0: the ablation retains more"
+    if weak:
+        return {"kind": "not competent", "why": "; ".join(weak), "competent": comp}
+    if delta is None:
+        return {"kind": "not frozen", "why": f"{rho_text}; {cap_text}", "competent": comp}
+    primary, secondary = _above(rho["low"], delta), _above(capped["low"], 0.0)
+    if primary and secondary:
+        kind, why = "passes", f"{rho_text}: lower bound above {delta:g}; {cap_text} above 0"
+    elif not primary and not secondary:
+        kind, why = "fails", f"{rho_text}: lower bound not above {delta:g}; {cap_text} not above 0"
     else:
-        kind = "no difference shown"
-        parts = []
-        if not b_ok:
-            parts.append(f"{interval} does not lie above 0")
-        if not c_ok:
-            parts.append(f"without the brevity penalty the difference is {nobp_diff:+.3f}")
-        why = "; ".join(parts)
+        kind = "no claim"
+        why = (
+            f"the statistics disagree: {rho_text} ({'above' if primary else 'not above'} "
+            f"{delta:g}); {cap_text} ({'above' if secondary else 'not above'} 0)"
+        )
+    return {"kind": kind, "why": why, "competent": comp}
+
+
+def _above(x, bound: float) -> bool:
+    return x is not None and not math.isnan(x) and x > bound
+
+
+def rate_control(equivalence: dict, margin: float | None = None) -> dict:
+    """One control under rule v2: equivalent when the 90% interval of the rho difference
+    (``EQUIVALENCE_LEVEL``) lies inside (-margin, +margin).
+
+    Args:
+        equivalence: ``{"difference", "low", "high"}`` (fractions).  margin: default ``MARGIN``.
+
+    Returns:
+        ``{"kind", "why"}``: kind "holds", "breaks" or "not frozen" (no ``MARGIN`` yet).
+    """
+    margin = MARGIN if margin is None else margin
+    low, high = equivalence["low"], equivalence["high"]
+    text = f"rho difference {equivalence['difference']:+.3f}, 90% CI {low:+.3f} to {high:+.3f}"
+    if margin is None:
+        return {"kind": "not frozen", "why": text}
+    inside = _above(low, -margin) and _above(margin, high)
     return {
-        "role": role,
-        **names,
-        "kind": kind,
-        "why": why,
-        "competent": comp,
-        "retention": ret,
-        "retention_nobp": nobp,
-        "flags": {"attention": _model_flags(attention), "ablation": _model_flags(ablation)},
+        "kind": "holds" if inside else "breaks",
+        "why": f"{text} {'inside' if inside else 'not inside'} +/-{margin:g}",
     }
 
 
-def seed_interval(differences: Sequence[float | None]) -> dict:
-    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``).
+def overall(heads: Sequence[dict], controls: Sequence[dict], delta: float | None = None) -> dict:
+    """The study's verdict under rule v2 from the confirmation cells.
+
+    Args:
+        heads: one row per headline cell, ``{"set", "seed", "kind", "rho": {"difference"}}``
+            (``rate_seed``'s kind), every cell of ``CONFIRMATION`` that was scored.
+        controls: one row per control on the confirmation sets, ``{"kind", ...}``
+            (``rate_control``'s kind).
+        delta: default ``DELTA``.
 
     Returns:
-        ``{"n", "mean", "low", "high", "sd"}``: sd the sample standard deviation (n - 1
-        denominator); low, high and sd None for n < 2; every statistic None when a difference is
-        None or NaN (a retention over a k = 1 BLEU of 0).
-
-    Raises:
-        ValueError: more than 11 differences (the t table stops at df = 10).
+        ``{"kind", "words", "seeds"}``: kind "reproduces", "does not reproduce", "no conclusion"
+        (also: a cell missing, a control broken, a headline model not competent) or "not
+        frozen"; words one sentence with its numbers; seeds the t-interval over seeds
+        (``seed_interval`` of each seed's rho difference averaged over its confirmation sets).
     """
-    n = len(differences)
-    out = {"n": n, "mean": None, "low": None, "high": None, "sd": None}
-    if n == 0 or any(d is None or math.isnan(d) for d in differences):
-        return out
-    if n - 1 > max(T_975):
-        raise ValueError(f"seed_interval: {n} differences, the t table stops at df = {max(T_975)}")
-    mean = math.fsum(differences) / n
-    out["mean"] = mean
-    if n < 2:
-        return out
-    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (n - 1))
-    half = T_975[n - 1] * sd / math.sqrt(n)
-    out.update(low=mean - half, high=mean + half, sd=sd)
-    return out
-
-
-def overall(rows: Sequence[dict], seed_stats: dict | None, seeds_wanted: int = 3) -> dict:
-    """The study's verdict from every pair's row (``rate_pair``) and the seed interval of the
-    headline's greedy retention difference (``seed_interval``).
-
-    kind, first that applies: "rule invalid" (a negative or null control reproduces: no
-    conclusion is drawn), "not competent" (a headline model failed the gate), "incomplete"
-    (fewer than ``seeds_wanted`` headline rows, or no seed interval where ``seeds_wanted`` >= 2),
-    "reproduces" (every headline row reproduces and the seed interval lies above 0), "opposite"
-    (every headline row is opposite and the seed interval lies below 0), else "no difference
-    shown". Family rows are reported, never decisive.
-
-    Returns:
-        ``{"kind", "words"}``: words one plain sentence.
-    """
-    heads = [r for r in rows if r["role"] == "headline"]
-    passed = [r for r in rows if r["role"] in CONTROLS and r["kind"] == "reproduces"]
-    seeds = seed_stats or {}
-    low, high = seeds.get("low"), seeds.get("high")
-    where = (
-        f"mean greedy retention difference {seeds['mean']:+.3f} over {seeds['n']} seeds, 95% "
-        f"t-interval {low:+.3f} to {high:+.3f}"
-        if low is not None and high is not None
-        else "no seed interval"
-    )
-    if passed:
-        names = ", ".join(f"{r['attention']} vs {r['ablation']} ({r['role']})" for r in passed)
+    delta = DELTA if delta is None else delta
+    by_seed: dict[int, list[float]] = {}
+    for r in heads:
+        by_seed.setdefault(r["seed"], []).append(r["rho"]["difference"])
+    seeds = seed_interval([math.fsum(v) / len(v) for _, v in sorted(by_seed.items())])
+    seeds["seeds"] = sorted(by_seed)
+    want = sum(len(s) for s in CONFIRMATION.values())
+    where = _seed_words(seeds)
+    if delta is None:
+        return {"kind": "not frozen", "words": "No verdict: rule v2 is not frozen.", "seeds": seeds}
+    if len(heads) < want:
         return {
-            "kind": "rule invalid",
-            "words": f"The rule is invalid, so no conclusion is drawn: control {names} passed it.",
+            "kind": "no conclusion",
+            "words": f"No conclusion yet: {len(heads)} of {want} confirmation cells scored.",
+            "seeds": seeds,
+        }
+    broken = [c for c in controls if c["kind"] != "holds"]
+    passed = sum(r["kind"] == "passes" for r in heads)
+    if broken:
+        names = ", ".join(
+            f"{c['role']} {c['attention']} vs {c['ablation']} on {c['set']}" for c in broken
+        )
+        return {
+            "kind": "no conclusion",
+            "words": f"No conclusion: {len(broken)} of {len(controls)} controls fall outside "
+            f"the equivalence margin ({names}), so rule v2 is invalid here; {where}.",
+            "seeds": seeds,
         }
     weak = [r for r in heads if r["kind"] == "not competent"]
     if weak:
         return {
-            "kind": "not competent",
-            "words": f"No claim: a headline model is not competent ({weak[0]['why']}).",
+            "kind": "no conclusion",
+            "words": f"No conclusion: {len(weak)} of {len(heads)} confirmation cells have a "
+            f"model that is not competent ({weak[0]['why']}).",
+            "seeds": seeds,
         }
-    need_interval = seeds_wanted >= 2 and (low is None or high is None)
-    if len(heads) < seeds_wanted or need_interval:
-        missing = "" if len(heads) < seeds_wanted else ", and no seed interval"
-        return {
-            "kind": "incomplete",
-            "words": f"No claim yet: {len(heads)} of {seeds_wanted} headline seeds rated{missing}.",
-        }
-    if all(r["kind"] == "reproduces" for r in heads) and (low is None or low > 0):
+    low = seeds.get("low")
+    if passed == len(heads) and _above(low, delta):
         return {
             "kind": "reproduces",
-            "words": (
-                f"Reproduced: in all {len(heads)} seeds attention kept more of its BLEU on long "
-                f"inputs than its fixed-vector ablation ({where}), and no control passed the rule."
-            ),
+            "words": f"Reproduced: attention keeps more of what the source tells it on joined "
+            f"captions than its fixed-vector ablation in all {len(heads)} confirmation cells "
+            f"({where}, above {delta:g}), and all {len(controls)} controls hold.",
+            "seeds": seeds,
         }
-    if all(r["kind"] == "opposite" for r in heads) and (high is None or high < 0):
+    if low is not None and low < delta:
         return {
-            "kind": "opposite",
-            "words": (
-                f"The opposite holds: in all {len(heads)} seeds the fixed-vector ablation kept "
-                f"more of its BLEU on long inputs than attention ({where})."
-            ),
+            "kind": "does not reproduce",
+            "words": f"Not reproduced: {where}, whose lower bound is below {delta:g}, with all "
+            f"{len(controls)} controls holding ({passed} of {len(heads)} cells pass).",
+            "seeds": seeds,
         }
-    shown = sum(r["kind"] == "reproduces" for r in heads)
     return {
-        "kind": "no difference shown",
-        "words": (
-            f"No claim: no difference shown, {shown} of {len(heads)} headline seeds pass the "
-            f"rule ({where})."
-        ),
+        "kind": "no conclusion",
+        "words": f"No conclusion: {passed} of {len(heads)} confirmation cells pass ({where}).",
+        "seeds": seeds,
     }
+
+
+def _seed_words(s: dict) -> str:
+    if s.get("mean") is None:
+        return "no rho difference over seeds"
+    if s.get("low") is None:
+        return f"rho difference {s['mean']:+.3f} over {s['n']} seed"
+    return (
+        f"rho difference {s['mean']:+.3f} over {s['n']} seeds, 95% t-interval "
+        f"{s['low']:+.3f} to {s['high']:+.3f}"
+    )

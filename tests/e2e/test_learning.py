@@ -23,7 +23,8 @@ from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.search import greedy_search
 from seq2seq.models import Seq2SeqModel, build_model
 from seq2seq.study.evalsets import EvalSet
-from seq2seq.study.nll import caption_gap_ci, caption_nll_gaps
+from seq2seq.study.nll import caption_gap_ci
+from seq2seq.study.rho import caption_nlls
 from seq2seq.training.loss import token_loss_sum
 
 V = 8  # symbols 4 .. 11 (0-3 are pad, unk, bos, eos)
@@ -194,7 +195,7 @@ def test_a_trained_fixed_vector_rnn_scores_captions_worse_in_long_inputs():
     ev = symbol_evalset(120, 4, seed=99)
     tries = []
     for seed in (0, 1):
-        gaps = caption_nll_gaps(train_joined(cfg, seed), SymbolTokenizer(), ev, CPU)
+        gaps = caption_nlls(train_joined(cfg, seed), SymbolTokenizer(), ev, CPU).gaps()
         cis = {k: caption_gap_ci(gaps, k, n_bootstrap=200) for k in (2, 3, 4)}
         ok = all(c["gap"] > 0.15 and c["low"] > 0 for c in cis.values())
         if ok and cis[2]["gap"] < cis[4]["gap"]:

@@ -4,6 +4,7 @@ reused on a rerun."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -12,8 +13,12 @@ import sys
 import pytest
 
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import ConfigError
 from seq2seq.study.compare import compare
+from seq2seq.study.lines import read_lines
+from seq2seq.study.pairs import model_summary, rate_sets
 from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions
+from seq2seq.study.report.common import finite
 from tests.toys import write_staged_config
 
 SINGLE, JOINED = 4, 3
@@ -21,16 +26,21 @@ SINGLE, JOINED = 4, 3
 
 @pytest.fixture(scope="module")
 def staged_study(tmp_path_factory, multi30k_slice):
-    """rnnencdec, bahdanau and rnn through both stages, seeds 1 and 2 of the pair, two jobs at a
-    time, through the command line; the slice's first 40 val lines are the test set."""
+    """The whole pipeline on the Multi30k slice, as make study, study-confirm and a rescore run
+    it: (1) the study through the command line: rnnencdec, bahdanau and rnn through both stages,
+    seeds 1 and 2 of the pair, two jobs at a time, scored on test_2016_flickr (the slice's first
+    40 val lines); (2) the confirmation: seed 4 of all three, every run scored on
+    test_2016_flickr and on test_2017_flickr (the next 40), which step 1 never scored;
+    (3) --score-only over the finished runs."""
     tmp = tmp_path_factory.mktemp("staged")
     for lang in ("de", "en"):
-        lines = (multi30k_slice / f"val.{lang}").read_text().splitlines(keepends=True)[:40]
-        (tmp / f"test.{lang}").write_text("".join(lines))
+        lines = (multi30k_slice / f"val.{lang}").read_text().splitlines(keepends=True)
+        (tmp / f"test_2016_flickr.{lang}").write_text("".join(lines[:40]))
+        (tmp / f"test_2017_flickr.{lang}").write_text("".join(lines[40:80]))
     data = {
         "train": str(multi30k_slice / "train"),
         "valid": str(multi30k_slice / "val"),
-        "test": str(tmp / "test"),
+        "test": str(tmp / "test_2016_flickr"),
         "max_len": 40,
         "max_valid_pairs": 20,
     }
@@ -47,13 +57,26 @@ def staged_study(tmp_path_factory, multi30k_slice):
         timeout=900,
     )
     assert r.returncode == 0, r.stderr
-    return paths, out, r
+    study = json.loads((out / "results.json").read_text())
+    tests = (str(tmp / "test_2016_flickr"), str(tmp / "test_2017_flickr"))
+    plan = Multi30kPlan(
+        recipe=Recipe(SINGLE, JOINED, 3),
+        alphas=(0.6, 1.0),
+        n_bootstrap=50,
+        seeds=(1, 2, 4),
+        negative_seeds=(4,),
+        tests=tests,
+    )
+    opts = StudyOptions(concat_k=3, concat_n=30, device="cpu", jobs=2)
+    confirmed = compare(paths, out, Budget(), opts, plan)
+    plan.score_only = True
+    rescored = compare(paths, out, Budget(), opts, plan)
+    return paths, out, r, study, confirmed, rescored, plan, opts
 
 
 def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
-    _, out, r = staged_study
-    results = json.loads((out / "results.json").read_text())
-    for name in ("report.md", "bleu_by_k.png"):
+    _, out, r, results, *_ = staged_study
+    for name in ("report.md", "verdict_by_k.png"):
         assert (out / name).is_file(), name
     models = {m["name"]: m for m in results["models"]}
     assert set(models) == {"rnnencdec", "bahdanau", "rnn", "bahdanau-seed2", "rnnencdec-seed2"}
@@ -73,25 +96,63 @@ def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
         assert [c["k"] for c in m["zero_shot"]["greedy"]["by_k"]] == [1, 2, 3]
         assert set(m["caption_gap"]) == {"2", "3"}
         assert m["stages"]["single"]["valid_curve"][-1][0] == SINGLE
-    rows = [(r["role"], r["attention"], r["ablation"]) for r in results["verdict"]["rows"]]
+    x = results["verdict"]["exploratory"]
+    rows = [(c["role"], c["attention"], c["ablation"]) for c in x["heads"] + x["controls"]]
     assert rows == [
         ("headline", "bahdanau", "rnnencdec"),
         ("headline", "bahdanau-seed2", "rnnencdec-seed2"),
         ("negative", "rnn", "rnnencdec"),
         ("null", "rnnencdec-seed2", "rnnencdec"),
     ]
-    assert results["verdict"]["overall"]["words"] in r.stdout
+    v1 = [(r["role"], r["attention"], r["ablation"]) for r in x["v1"]["rows"]]
+    assert sorted(v1) == sorted(rows)
+    assert results["verdict"]["confirmation"]["heads"] == []  # step 1 scored no confirmation
+    report = (out / "report.md").read_text()
+    assert report.splitlines()[2] == f"**Verdict.** {results['findings']['verdict']}"
+    assert results["findings"]["verdict"] in r.stdout
 
 
-def test_a_rerun_reuses_every_stage_and_scores_the_same(staged_study):
-    paths, out, _ = staged_study
-    before = json.loads((out / "results.json").read_text())
-    plan = Multi30kPlan(
-        recipe=Recipe(SINGLE, JOINED, 3), alphas=(0.6, 1.0), n_bootstrap=50, seeds=(1, 2)
-    )
-    opts = StudyOptions(concat_k=3, concat_n=30, device="cpu")
-    again = compare(paths, out, Budget(), opts, plan)
-    for m in again["models"]:
-        assert m["stages"]["single"]["reused"] and m["stages"]["joined"]["reused"], m["name"]
-    old = {m["name"]: m["decodes"] for m in before["models"]}
-    assert {m["name"]: m["decodes"] for m in again["models"]} == old
+def test_confirmation_scores_new_seeds_and_a_new_test_set_without_retraining(staged_study):
+    _, out, _, study, confirmed, *_ = staged_study
+    before = {m["name"]: m for m in study["models"]}
+    for m in confirmed["models"]:
+        if m["name"] in before:  # step 1's runs: reused, not trained again for the new set
+            assert m["stages"]["single"]["reused"] and m["stages"]["joined"]["reused"], m["name"]
+            assert m["decodes"] == before[m["name"]]["decodes"]
+    names = {m["name"] for m in confirmed["models"]}
+    assert {"bahdanau-seed4", "rnnencdec-seed4", "rnn-seed4"} <= names
+    assert set(confirmed["sets"]) == {"test_2016_flickr", "test_2017_flickr"}
+    for set_name in confirmed["sets"]:
+        for name in names:
+            assert (out / "lines" / set_name / f"{name}.json.gz").is_file()
+    conf = confirmed["verdict"]["confirmation"]
+    cells = [(h["set"], h["seed"]) for h in conf["heads"]]
+    assert cells == [("test_2016_flickr", 4)] + [("test_2017_flickr", s) for s in (1, 2, 4)]
+    controls = sorted((c["set"], c["role"], str(c["seed"])) for c in conf["controls"])
+    assert ("test_2016_flickr", "negative", "4") in controls
+    assert ("test_2017_flickr", "negative", "1") in controls
+    nulls = [c for c in controls if c[0] == "test_2017_flickr" and c[1] == "null"]
+    assert len(nulls) == 3  # every pair of ablation seeds 1, 2, 4
+
+
+def test_every_interval_recomputes_from_the_per_line_files_alone(staged_study):
+    _, out, _, _, confirmed, _, plan, _ = staged_study
+    saved = json.loads((out / "results.json").read_text())
+    lines = {
+        (p.parent.name, p.name.removesuffix(".json.gz")): read_lines(p)
+        for p in (out / "lines").glob("*/*.json.gz")
+    }
+    again = finite(rate_sets(saved["models"], lines, plan.n_bootstrap))
+    assert again == saved["verdict"]
+    for set_name, data in saved["sets"].items():
+        for name, summary in data["models"].items():
+            assert finite(model_summary(lines[set_name, name], plan.n_bootstrap)) == summary
+
+
+def test_score_only_reuses_everything_and_refuses_an_untrained_run(staged_study):
+    paths, out, _, _, confirmed, rescored, plan, opts = staged_study
+    assert finite(rescored["verdict"]) == finite(confirmed["verdict"])
+    assert rescored["sets"] == confirmed["sets"]
+    plan = dataclasses.replace(plan, seeds=(1, 9), negative_seeds=())
+    with pytest.raises(ConfigError, match=r"--score-only: .*-seed9-single holds no finished run"):
+        compare(paths, out, Budget(), opts, plan)

@@ -14,6 +14,14 @@ from pathlib import Path
 
 from seq2seq.study import verdict
 from seq2seq.study.report.common import ci_text, ks, missing, num, pct, points, table
+from seq2seq.study.report.confirm import (
+    confirmation_section,
+    exploratory_section,
+    models_section,
+    rule_section,
+    verdict_words,
+)
+from seq2seq.study.report.figure import FIGURE
 from seq2seq.study.report.sections import (
     beam_section,
     by_k,
@@ -47,10 +55,11 @@ def _quarter() -> str:
 
 
 def rule_paragraph(results: dict) -> str:
-    """The verdict rule, worded from ``verdict``'s constants."""
+    """Rule v1, worded from ``verdict``'s constants (shown beside rule v2 on the exploratory
+    seeds)."""
     k1, kk = ks(results)[0], ks(results)[-1]
     return (
-        "**The rule.** A pair, an attention model against its fixed-vector ablation, reproduces "
+        "**Rule v1.** A pair, an attention model against its fixed-vector ablation, reproduces "
         "Figure 2 when (a) both models are competent: the k = "
         f"{k1} greedy length ratio (hypothesis over reference length) lies within "
         f"[{verdict.RATIO_LOW:g}, {verdict.RATIO_HIGH:g}] and validation BLEU gained less than "
@@ -71,10 +80,14 @@ def rule_paragraph(results: dict) -> str:
     )
 
 
+def _v1(results: dict) -> dict:
+    return ((results.get("verdict") or {}).get("exploratory") or {}).get("v1") or {}
+
+
 def _overall(results: dict) -> dict:
-    return (results.get("verdict") or {}).get("overall") or {
+    return _v1(results).get("overall") or {
         "kind": "incomplete",
-        "words": "No claim: results.json holds no verdict.",
+        "words": "No claim: results.json holds no rule-v1 verdict.",
     }
 
 
@@ -210,7 +223,7 @@ def _difference(ret: dict) -> str:
 
 def seed_line(results: dict) -> str:
     """The headline's greedy retention difference over seeds: mean and 95% t-interval."""
-    s = (results.get("verdict") or {}).get("seed_interval") or {}
+    s = _v1(results).get("seed_interval") or {}
     n = s.get("n", 0)
     if missing(s.get("mean")):
         return f"Seeds: {n} headline pair(s) rated; no mean retention difference over seeds."
@@ -226,9 +239,10 @@ def seed_line(results: dict) -> str:
 
 
 def verdict_section(results: dict) -> list[str]:
-    """One row per rated pair (``results["verdict"]["rows"]``), each pair's reason, the seed
-    line and, when a control reproduces, that the rule is invalid."""
-    rows = (results.get("verdict") or {}).get("rows") or []
+    """Rule v1's rows on the exploratory seeds (``results["verdict"]["exploratory"]["v1"]``):
+    one per rated pair, each pair's reason, the seed line and, when a control reproduces, that
+    the rule is invalid."""
+    rows = _v1(results).get("rows") or []
     k1, kk = ks(results)[0], ks(results)[-1]
     head = ["role", "attention vs ablation", f"retention k={kk}/k={k1} (attention / ablation)"]
     head += ["difference, points [95%]", "difference without BP, points", "kind"]
@@ -244,7 +258,7 @@ def verdict_section(results: dict) -> list[str]:
         for r in rows
     ]
     lines = [
-        "## Verdict by pair",
+        rule_paragraph(results),
         "",
         f"Retention is greedy BLEU at k = {kk} over BLEU at k = {k1}; the difference is the "
         "attention model's minus the ablation's, in percentage points, with its paired-bootstrap "
@@ -260,7 +274,7 @@ def verdict_section(results: dict) -> list[str]:
             "- The " + ", ".join(f"{r['role']} control" for r in passed) + " reproduces: the "
             "rule is invalid here and no conclusion is drawn."
         )
-    return lines + ["", seed_line(results), "", f"Overall: {_overall(results)['words']}", ""]
+    return lines + ["", seed_line(results), "", f"Rule v1: {_overall(results)['words']}", ""]
 
 
 def against_paper(results: dict) -> list[str]:
@@ -280,37 +294,33 @@ def against_paper(results: dict) -> list[str]:
         "joined captions, and the fall is read as retention at the largest k rather than as "
         "BLEU per length bucket. "
     )
-    kind = _overall(results)["kind"]
+    kind = verdict_words(results)["kind"]
     text += {
-        "reproduces": "The direction agrees with Figure 2 (attention keeps more of its BLEU on "
-        "longer inputs); the size of the effect does not compare with theirs.",
-        "opposite": "Unlike Figure 2, the fixed-vector ablation keeps more of its BLEU on the "
-        "longest inputs than attention here.",
-        "no difference shown": "Unlike Figure 2, no difference between attention and its "
-        "ablation is shown here: the intervals do not separate them, which is not evidence "
-        "that none exists.",
-        "rule invalid": "No comparison with Figure 2 is drawn: a control passed the rule.",
-        "not competent": "No comparison with Figure 2 is drawn: a headline model is not competent.",
-    }.get(kind, "No comparison with Figure 2 is drawn: the study is incomplete.")
+        "reproduces": "The direction agrees with Figure 2 (attention keeps more of what the "
+        "source tells it on longer inputs); the size of the effect does not compare with theirs.",
+        "does not reproduce": "Unlike Figure 2, attention is not shown to keep more of the "
+        "source's information on joined captions than its fixed-vector ablation here.",
+    }.get(kind, "No comparison with Figure 2 is drawn: rule v2 reached no conclusion.")
     return ["## Against Bahdanau et al. (2015, Figure 2)", "", text, ""]
 
 
 def report_markdown(results: dict) -> tuple[str, dict]:
     """report.md and the findings stored into results.json: ``{"verdict", "kind", "seeds"}``
-    (the overall words, their kind and the seed line)."""
-    overall = _overall(results)
+    (rule v2's sentence, its kind, and rule v1's seed line on the exploratory seeds)."""
+    overall = verdict_words(results)
     lines = [
         TITLE,
         "",
-        rule_paragraph(results),
-        "",
         f"**Verdict.** {overall['words']}",
         "",
+        *rule_section(results),
+        *confirmation_section(results),
+        f"![rho and capped retention by k, seeds as bands]({FIGURE})",
+        "",
+        *models_section(results),
         *setup_section(results),
         *maturity_section(results),
-        *verdict_section(results),
-        "![greedy BLEU and retention by k; hollow markers: not competent](bleu_by_k.png)",
-        "",
+        *exploratory_section(results, verdict_section(results)),
         *diagnostics_section(results),
         *beam_section(results),
         *nll_sections(results),

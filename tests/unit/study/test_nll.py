@@ -17,11 +17,11 @@ from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.nll import (
     caption_gap_ci,
     caption_gap_difference_ci,
-    caption_nll_gaps,
     nll_by_k,
     nll_lines_by_k,
     nll_rise_difference_ci,
 )
+from seq2seq.study.rho import caption_nlls
 from seq2seq.training.loss import token_loss_sum
 from tests.corpora import joined_evalset, lines
 from tests.toys import TINY_MODELS, tiny_model
@@ -188,7 +188,7 @@ def test_caption_gaps_of_a_scripted_oracle_by_hand(synth_tokenizer):
     assert all(UNK not in t for t in tgt)
     v = tok.tgt_vocab_size
     model = LengthOracle(v)
-    gaps = caption_nll_gaps(model, tok, ev, CPU, batch_tokens=60)
+    gaps = caption_nlls(model, tok, ev, CPU, batch_tokens=60).gaps()
     assert sorted(gaps) == [2, 3, 4]
     for k, (nats, tokens) in gaps.items():
         assert nats.dtype == np.float64 and tokens.dtype == np.int64
@@ -210,9 +210,9 @@ def test_caption_gaps_are_direct_forward_passes_whatever_the_batches(name, synth
     tok = synth_tokenizer
     ev = joined_evalset(12, 3, seed=8)
     model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).train()
-    small = caption_nll_gaps(model, tok, ev, CPU, batch_tokens=40)
+    small = caption_nlls(model, tok, ev, CPU, batch_tokens=40).gaps()
     assert model.training  # put back as it was
-    large = caption_nll_gaps(model.eval(), tok, ev, CPU, batch_tokens=5000)
+    large = caption_nlls(model.eval(), tok, ev, CPU, batch_tokens=5000).gaps()
     assert not model.training
     assert sorted(small) == sorted(large) == [2, 3]
     for k in (2, 3):
@@ -230,15 +230,15 @@ def test_caption_gaps_refuse_what_they_cannot_score(synth_tokenizer):
     ev = joined_evalset(6, 2, seed=8)
     ev.ref[1] = ""
     with pytest.raises(ValueError, match="1 of 6 captions .k = 1 lines. encode to no token"):
-        caption_nll_gaps(model, tok, ev, CPU)
+        caption_nlls(model, tok, ev, CPU).gaps()
     ev = joined_evalset(12, 3, seed=8)
     ev.src[lines(ev, 2)[1]] += " und"  # not its captions joined by a space
     with pytest.raises(ValueError, match="k = 2 line 1 is not k = 1 lines 2...3"):
-        caption_nll_gaps(model, tok, ev, CPU)
+        caption_nlls(model, tok, ev, CPU).gaps()
     cfg = TINY_MODELS["transformer"].model_copy(update={"max_positions": 30})
     short = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=False)
     with pytest.raises(ValueError, match=r"^\d+ of \d+ examples are longer than the model's"):
-        caption_nll_gaps(short, tok, joined_evalset(12, 3, seed=8), CPU)
+        caption_nlls(short, tok, joined_evalset(12, 3, seed=8), CPU).gaps()
 
 
 def test_caption_gap_ci_is_a_ratio_of_sums_with_its_bootstrap():

@@ -10,8 +10,17 @@ import pytest
 import yaml
 
 from seq2seq.config import ConfigError, validate_config
-from seq2seq.study.multi30k import pairs
-from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, load_study_configs, roles, seed_configs
+from seq2seq.study import verdict, verdict_v1
+from seq2seq.study.pairs import rated_cells
+from seq2seq.study.plan import (
+    Budget,
+    Multi30kPlan,
+    Recipe,
+    check_plan,
+    load_study_configs,
+    roles,
+    seed_configs,
+)
 from seq2seq.training.schedules import lr_at
 from tests.toys import TINY_MODELS, slice_data, synth_run_raw, write_study_config
 
@@ -155,31 +164,46 @@ def test_seed_copies_and_the_pairs_the_rule_rates():
         m("abl-seed2", "ablation", 2, True),
         m("rs-seed3", "headline", 3, True),
         m("abl-seed3", "ablation", 3, True),
+        m("plain-seed3", "negative", 3, True),
     ]
-    assert pairs(models) == [
-        ("headline", "rs", "abl"),
-        ("headline", "rs-seed2", "abl-seed2"),
-        ("headline", "rs-seed3", "abl-seed3"),
-        ("negative", "plain", "abl"),
-        ("family", "luong", "abl"),
-        ("null", "abl-seed2", "abl"),
+    scored = {("t16", x["name"]): None for x in models} | {
+        ("t17", "rs"): None,
+        ("t17", "abl"): None,
+    }
+    cells = [
+        (s, seed, role, a["name"], b["name"])
+        for s, seed, role, a, b in rated_cells(models, scored, {"t16": (1, 2, 3), "t17": (1, 2)})
     ]
-    assert pairs(models[:4]) == [  # seed 1 alone: no null control
-        ("headline", "rs", "abl"),
-        ("negative", "plain", "abl"),
-        ("family", "luong", "abl"),
+    assert cells == [
+        ("t16", 1, "headline", "rs", "abl"),
+        ("t16", 1, "negative", "plain", "abl"),
+        ("t16", 2, "headline", "rs-seed2", "abl-seed2"),
+        ("t16", 3, "headline", "rs-seed3", "abl-seed3"),
+        ("t16", 3, "negative", "plain-seed3", "abl-seed3"),
+        ("t16", (1, 2), "null", "abl-seed2", "abl"),  # every pair of ablation seeds
+        ("t16", (1, 3), "null", "abl-seed3", "abl"),
+        ("t16", (2, 3), "null", "abl-seed3", "abl-seed2"),
+        ("t17", 1, "headline", "rs", "abl"),  # only what was scored on t17
     ]
+    one = rated_cells(models[:4], scored, {"t16": (1,)})
+    assert [(c[2], c[3]["name"]) for c in one] == [("headline", "rs"), ("negative", "plain")]
+
+
+def test_negative_seeds_copy_the_plain_rnn_and_need_one():
+    cfgs = [study_cfg("abl", "rnnencdec"), study_cfg("rs", "bahdanau"), study_cfg("plain", "rnn")]
+    copies = check_plan(cfgs, Multi30kPlan(seeds=(1, 4), negative_seeds=(4, 5)))
+    assert [c.name for c in copies] == ["abl-seed4", "rs-seed4", "plain-seed4", "plain-seed5"]
+    with pytest.raises(ConfigError, match="--negative-seeds: no negative control"):
+        check_plan(cfgs[:2], Multi30kPlan(negative_seeds=(4,)))
 
 
 def test_a_study_of_one_config_is_checked_before_training_and_still_reports():
     """compare with the ablation alone trains and reports (no pair to rate: "No claim yet");
     one config that is not the ablation is refused before anything is trained."""
-    from seq2seq.study import verdict
-    from seq2seq.study.plan import check_plan
-
     assert check_plan([study_cfg("abl", "rnnencdec")], Multi30kPlan()) == []
-    assert pairs([{"name": "abl", "role": "ablation", "seed": 1, "copy": False}]) == []
-    words = verdict.overall([], verdict.seed_interval([]))["words"]
+    abl = [{"name": "abl", "role": "ablation", "seed": 1, "copy": False}]
+    assert list(rated_cells(abl, {("t", "abl"): None}, {"t": (1,)})) == []
+    words = verdict_v1.overall([], verdict.seed_interval([]))["words"]
     assert words.startswith("No claim yet")
     with pytest.raises(ConfigError, match="no rnnencdec config to rate the others against"):
         check_plan([study_cfg("rs", "bahdanau")], Multi30kPlan())

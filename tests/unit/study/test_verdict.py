@@ -1,5 +1,6 @@
-"""The study's one verdict rule on hand-made results: the competence gate, length flags, a pair's
-kind, the seed t-interval and the overall verdict with its controls."""
+"""Rule v1 and what rule v2 shares with it, on hand-made results: the competence gate, length
+flags, a pair's kind, the seed t-interval and rule v1's overall verdict with its controls (rule
+v2's own: test_verdict_v2.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from seq2seq.study.verdict import (
     T_975_DF2,
     competence,
     length_flags,
-    overall,
-    rate_pair,
     seed_interval,
 )
+from seq2seq.study.verdict_v1 import overall, rate_pair
 
 
 def cell(k: int, ratio: float = 1.0, cut: float = 0.0, bleu: float = 30.0) -> dict:

@@ -1,8 +1,8 @@
-"""The Multi30k study's report (``write_report`` on ``study: multi30k``): the rule stated before
-any table, the overall verdict as ``verdict.overall`` words it, the maturity table, a control that
-passes the rule making it invalid, the figure, byte-identical renders from results.json, and the
-synthetic reverse report left as it was. A fixture of numbers, rated by ``study.verdict``; nothing
-is trained."""
+"""The Multi30k study's report (``write_report`` on ``study: multi30k``): rule v2's verdict first,
+then the rule, the confirmation cells and controls, the maturity table, the exploratory seeds with
+rule v1 beside rule v2 (a control that passes rule v1 making it invalid), the figure,
+byte-identical renders from results.json, and the synthetic reverse report left as it was. A
+fixture of numbers, rated by ``study.verdict`` and ``study.verdict_v1``; nothing is trained."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import copy
 import json
 import math
 
+import pytest
+
 from seq2seq.serve.study import load_study
-from seq2seq.study import verdict
+from seq2seq.study import verdict, verdict_v1
 from seq2seq.study.report import write_report
-from seq2seq.study.report.figure import marker_fill, retention_by_k
+from seq2seq.study.report.figure import FIGURE, seed_bands
 from seq2seq.study.report.multi30k import LIMIT, report_markdown
 
 LINES = {1: 1000, 2: 500, 3: 333, 4: 250}
@@ -108,6 +110,19 @@ def stats(difference, low, high, nobp, a=0.8):
 
 REPRODUCES = stats(0.20, 0.12, 0.28, 0.15)
 THROUGH_ZERO = stats(0.01, -0.05, 0.07, 0.0)
+DELTA, MARGIN = 0.1, 0.05
+
+
+def ci(difference, low, high, a=0.9):
+    return {"a": a, "b": a - difference, "difference": difference, "low": low, "high": high}
+
+
+V2_PASS = {
+    "rho": ci(0.4, 0.3, 0.5),
+    "capped": ci(0.3, 0.2, 0.4),
+    "equivalence": ci(0.4, 0.32, 0.48),
+}
+QUIET = ci(0.01, -0.02, 0.03)
 
 
 def study(pair_stats=None, reverse=None, **changes):
@@ -141,9 +156,44 @@ def study(pair_stats=None, reverse=None, **changes):
     for role, a, b in pairs:
         default = REPRODUCES if role in ("headline", "family") else THROUGH_ZERO
         pair = copy.deepcopy(given.get(a, given.get(role, default)))
-        rows.append(verdict.rate_pair(by[a], by[b], pair, role))
+        rows.append(verdict_v1.rate_pair(by[a], by[b], pair, role))
     diffs = [r["retention"]["difference"] for r in rows if r["role"] == "headline"]
     seeds = verdict.seed_interval(diffs)
+    v1 = {"rows": rows, "seed_interval": seeds, "overall": verdict_v1.overall(rows, seeds)}
+    heads, controls = [], []
+    for set_name, seed_list in verdict.CONFIRMATION.items():
+        for s in seed_list:
+            a = by.get(f"{HEADLINE}-seed{s}", by[HEADLINE])
+            b = by.get(f"{ABLATION}-seed{s}", by[ABLATION])
+            st = copy.deepcopy(given.get("v2", V2_PASS))
+            row = {"set": set_name, "seed": s, "role": "headline", "attention": a["name"]}
+            row.update(ablation=b["name"], **st, **verdict.rate_seed(a, b, st, DELTA))
+            heads.append(row)
+        eq = copy.deepcopy(given.get("equivalence", QUIET))
+        row = {"set": set_name, "seed": (1, 2), "role": "null", "attention": f"{ABLATION}-seed2"}
+        row.update(ablation=ABLATION, equivalence=eq, **verdict.rate_control(eq, MARGIN))
+        controls.append(row)
+    v2 = {
+        "rule": "v2",
+        "k": 4,
+        "delta": DELTA,
+        "margin": MARGIN,
+        "why": "chosen by hand for this fixture",
+        "confirmation": {
+            "heads": heads,
+            "controls": controls,
+            "overall": verdict.overall(heads, controls, DELTA),
+        },
+        "exploratory": {"heads": [], "controls": [], "proposal": None, "v1": v1},
+    }
+    summary = {
+        "by_k": [
+            {"k": k, "rho": None if k == 1 else 1 - 0.1 * k, "rho_low": None if k == 1 else 0.5}
+            | {"rho_high": None if k == 1 else 0.95, "capped_bleu": 30.0 - k}
+            | {"capped_retention": 1 - 0.05 * (k - 1), "shortened": 2.0 * k}
+            for k in LINES
+        ]
+    }
     return {
         "study": "multi30k",
         "recipe": {"single_steps": 1200, "joined_steps": 600, "concat_k": 4}
@@ -160,7 +210,12 @@ def study(pair_stats=None, reverse=None, **changes):
         "beam": {"size": 5, "alphas": [0.6, 1.0, 1.4]},
         "seeds": [1, 2, 3],
         "models": models,
-        "verdict": {"rows": rows, "seed_interval": seeds, "overall": verdict.overall(rows, seeds)},
+        "length_ratio": 1.07,
+        "sets": {
+            name: {"origin": name, "models": {m["name"]: copy.deepcopy(summary) for m in models}}
+            for name in verdict.CONFIRMATION
+        },
+        "verdict": v2,
         "reverse": reverse,
     }
 
@@ -169,26 +224,37 @@ def section(text: str, head: str) -> str:
     return text.split(head, 1)[1].split("\n## ", 1)[0]
 
 
-def test_the_rule_comes_before_any_table_and_the_overall_words_follow_it():
+def test_the_verdict_comes_first_then_rule_v2_before_any_table():
     res = study()
     text, findings = report_markdown(res)
-    words = res["verdict"]["overall"]["words"]
-    assert res["verdict"]["overall"]["kind"] == "reproduces"
-    assert findings["verdict"] == words and findings["kind"] == "reproduces"
-    rule, first_table = text.index("**The rule.**"), text.index("\n| ")
-    assert rule < text.index(words) < first_table
+    overall = res["verdict"]["confirmation"]["overall"]
+    assert overall["kind"] == "reproduces" and overall["words"].startswith("Reproduced:")
+    assert findings["verdict"] == overall["words"] and findings["kind"] == "reproduces"
+    assert text.splitlines()[2] == f"**Verdict.** {overall['words']}"
+    rule, first_table = text.index("**Rule v2**"), text.index("\n| ")
+    assert rule < first_table
     paragraph = text[rule:].split("\n", 1)[0]
-    assert "[0.9, 1.1]" in paragraph and "less than 1 BLEU point" in paragraph
-    assert "paired-bootstrap 95% interval above 0" in paragraph
-    assert "without its brevity penalty is at least 0" in paragraph
-    assert "the rule is invalid and no conclusion is drawn" in paragraph
-    assert "over 5% of lines" in paragraph
+    assert "exceeds DELTA = 0.1" in paragraph and "inside +/-0.05" in paragraph
+    assert "r = 1.070" in paragraph and "ceil(1.1 x source words x r)" in paragraph
+    assert (
+        "(i + N/2) mod N" in paragraph and "test_2017_flickr: seeds 1, 2, 3, 4, 5, 6" in paragraph
+    )
+    v1 = text[text.index("**Rule v1.**") :].split("\n", 1)[0]
+    assert "[0.9, 1.1]" in v1 and "less than 1 BLEU point" in v1
+    assert "paired-bootstrap 95% interval above 0" in v1
+    assert "without its brevity penalty is at least 0" in v1
+    assert "the rule is invalid and no conclusion is drawn" in v1 and "over 5% of lines" in v1
     heads = [
         "# Bottleneck versus attention on Multi30k",
+        "**Verdict.**",
+        "## Rule v2",
+        "## Confirmation",
+        f"]({FIGURE})",
+        "## Rho and capped retention by k",
         "## Setup",
         "## Maturity (the competence gate)",
-        "## Verdict by pair",
-        "](bleu_by_k.png)",
+        "## Exploratory: the seeds that chose the margins",
+        "### Rule v1 on the same seeds",
         "## Per-cell diagnostics (greedy)",
         "## Tuned beam by k (beam 5)",
         "## Per-caption NLL in context",
@@ -204,6 +270,35 @@ def test_the_rule_comes_before_any_table_and_the_overall_words_follow_it():
     assert "## Synthetic reversal\n\nNot run (make study-quick)." in text
     for bad in BAD_WORDS:
         assert bad not in text.lower()
+
+
+def test_the_confirmation_table_the_controls_and_the_seed_interval():
+    res = study()
+    conf = section(report_markdown(res)[0], "## Confirmation")
+    rows = [x for x in conf.splitlines() if x.startswith("| test_")]
+    assert len(rows) == 9 + 2  # 3 + 6 headline cells, one null control per set
+    assert rows[0] == (
+        "| test_2016_flickr | 4 | 90.0% / 50.0% | +40.0 [+30.0, +50.0] | 90.0% / 60.0% "
+        "| +30.0 [+20.0, +40.0] | passes |"
+    )
+    assert "| test_2017_flickr | null | 1 vs 2 | study-rnnencdec-seed2 vs study-rnnencdec " in conf
+    assert "| +1.0 [-2.0, +3.0] | holds |" in conf
+    assert "Over seeds 1, 2, 3, 4, 5, 6: mean rho difference +40.0 points" in conf
+    models = section(report_markdown(res)[0], "## Rho and capped retention by k")
+    assert "### test_2017_flickr" in models
+    assert f"| {HEADLINE} | 80.0% [50.0%, 95.0%] | 70.0% [50.0%, 95.0%] |" in models
+
+
+def test_a_broken_control_or_a_weak_effect_decides_the_verdict():
+    res = study({"equivalence": ci(0.08, 0.02, 0.12)})
+    words = res["verdict"]["confirmation"]["overall"]["words"]
+    assert words.startswith("No conclusion: 2 of 2 controls fall outside the equivalence margin")
+    assert "| +8.0 [+2.0, +12.0] | breaks |" in report_markdown(res)[0]
+    weak = {"rho": ci(0.02, -0.05, 0.09), "capped": ci(-0.01, -0.05, 0.03)}
+    res = study({"v2": weak})
+    overall = res["verdict"]["confirmation"]["overall"]
+    assert overall["kind"] == "does not reproduce" and overall["words"].startswith("Not reproduced")
+    assert "0 of 9 cells pass" in overall["words"]
 
 
 def test_setup_states_the_recipe_and_each_stages_minutes_and_tokens():
@@ -231,7 +326,7 @@ def test_the_maturity_table_lists_every_entry_with_its_gate():
     assert "| 35.0 [33.7, 36.3] | 36.0 [34.7, 37.3] | 0.820 |" in row  # zero-shot, fine-tuned
     row = next(x for x in table.splitlines() if x.startswith("| study-rnn |"))
     assert "| +2.50 |" in row and "not competent: validation BLEU still rising" in row
-    family = section(text, "## Verdict by pair")
+    family = section(text, "### Rule v1 on the same seeds")
     assert "| not competent |" in family and "study-transformer vs study-rnnencdec" in family
     for bad in BAD_WORDS:
         assert bad not in text.lower()
@@ -256,30 +351,34 @@ def test_the_maturity_table_shows_the_zoo_bleu_of_each_config_that_has_one():
     assert "| - | 1.000 | yes |" in row  # no zoo run of rnnencdec
 
 
-def test_a_headline_model_that_is_not_competent_gives_no_claim():
+def test_a_headline_model_that_is_not_competent_gives_no_conclusion():
     res = study(**{f"{HEADLINE}-seed3": {"ratio1": 1.2}})
     text, findings = report_markdown(res)
-    assert res["verdict"]["overall"]["kind"] == "not competent"
-    assert findings["verdict"].startswith("No claim: a headline model is not competent")
+    assert res["verdict"]["confirmation"]["overall"]["kind"] == "no conclusion"
+    assert findings["verdict"].startswith("No conclusion: 1 of 9 confirmation cells have a model")
+    assert f"{HEADLINE}-seed3 not competent" in findings["verdict"]
     assert f"**Verdict.** {findings['verdict']}" in text
-    assert "No comparison with Figure 2 is drawn: a headline model is not competent." in text
+    assert "No comparison with Figure 2 is drawn: rule v2 reached no conclusion." in text
+    v1 = res["verdict"]["exploratory"]["v1"]["overall"]
+    assert v1["kind"] == "not competent" and f"Rule v1: {v1['words']}" in text
     for bad in BAD_WORDS:
         assert bad not in text.lower()
 
 
-def test_the_verdict_table_has_one_row_per_pair_and_the_seed_line():
+def test_rule_v1_s_table_has_one_row_per_pair_and_the_seed_line():
     res = study({f"{HEADLINE}-seed3": stats(0.10, 0.02, 0.18, 0.05)})
     text = report_markdown(res)[0]
-    table = section(text, "## Verdict by pair")
+    table = section(text, "### Rule v1 on the same seeds")
     rows = [x for x in table.splitlines() if x.startswith("| ") and "---" not in x][1:]
-    assert len(rows) == len(res["verdict"]["rows"]) == 6
+    v1 = res["verdict"]["exploratory"]["v1"]
+    assert len(rows) == len(v1["rows"]) == 6
     assert rows[0] == (
         f"| headline | {HEADLINE} vs {ABLATION} | 80.0% / 60.0% | +20.0 [+12.0, +28.0] | +15.0 "
         "| reproduces |"
     )
     assert "| null | study-rnnencdec-seed2 vs study-rnnencdec |" in table
     assert "| no difference shown |" in table
-    s = res["verdict"]["seed_interval"]
+    s = v1["seed_interval"]
     assert s["n"] == 3 and s["low"] > 0
     assert (
         f"Seeds: mean greedy retention difference {100 * s['mean']:+.1f} points, 95% t-interval "
@@ -287,16 +386,15 @@ def test_the_verdict_table_has_one_row_per_pair_and_the_seed_line():
     )
 
 
-def test_a_control_that_reproduces_makes_the_rule_invalid():
+def test_a_control_that_reproduces_makes_rule_v1_invalid():
     for role in ("negative", "null"):
         res = study({role: REPRODUCES})
-        text, findings = report_markdown(res)
-        assert res["verdict"]["overall"]["kind"] == "rule invalid"
-        assert findings["verdict"].startswith("The rule is invalid, so no conclusion is drawn")
-        table = section(text, "## Verdict by pair")
+        text = report_markdown(res)[0]
+        assert res["verdict"]["exploratory"]["v1"]["overall"]["kind"] == "rule invalid"
+        table = section(text, "### Rule v1 on the same seeds")
+        assert "Rule v1: The rule is invalid, so no conclusion is drawn" in table
         assert "| reproduces (a control: the rule is invalid) |" in table
         assert f"- The {role} control reproduces: the rule is invalid here" in table
-        assert "No comparison with Figure 2 is drawn: a control passed the rule." in text
 
 
 def test_diagnostics_flag_length_and_never_take_a_cell_out():
@@ -326,15 +424,16 @@ def test_diagnostics_flag_length_and_never_take_a_cell_out():
 
 def test_write_report_draws_the_figure_and_renders_twice_the_same(tmp_path):
     res = study(**{"study-transformer": {"ratio1": 0.82}})
-    res["verdict"]["rows"][3]["retention"]["difference"] = float("nan")  # a k = 1 BLEU of 0
+    v1_rows = res["verdict"]["exploratory"]["v1"]["rows"]
+    v1_rows[3]["retention"]["difference"] = float("nan")  # a k = 1 BLEU of 0
     write_report(res, tmp_path / "a")
-    png = (tmp_path / "a" / "bleu_by_k.png").read_bytes()
+    png = (tmp_path / "a" / FIGURE).read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     assert not list((tmp_path / "a").glob(".*.tmp"))
     raw = (tmp_path / "a" / "results.json").read_text()
     assert "NaN" not in raw
     saved = json.loads(raw)
-    assert saved["findings"]["verdict"] == res["verdict"]["overall"]["words"]
+    assert saved["findings"]["verdict"] == res["verdict"]["confirmation"]["overall"]["words"]
     assert res["findings"] == saved["findings"]
     write_report(copy.deepcopy(saved), tmp_path / "b")
     first = (tmp_path / "a" / "report.md").read_bytes()
@@ -346,13 +445,19 @@ def test_write_report_draws_the_figure_and_renders_twice_the_same(tmp_path):
     assert page["findings"] == saved["findings"]["verdict"]
 
 
-def test_hollow_markers_for_a_model_that_is_not_competent():
-    res = study(**{"study-transformer": {"ratio1": 0.82}})
-    fills = {m["name"]: marker_fill(m) for m in res["models"]}
-    assert fills["study-transformer"] == "none"
-    assert {n for n, f in fills.items() if f == "full"} == set(fills) - {"study-transformer"}
-    m = next(m for m in res["models"] if m["name"] == HEADLINE)
-    assert retention_by_k(m, [1, 2, 3, 4]) == [100.0, 100 * 32 / 34, 100 * 30 / 34, 100 * 28 / 34]
+def test_the_figure_draws_each_model_over_its_seeds():
+    res = study()
+    rnnencdec = res["sets"]["test_2016_flickr"]["models"][f"{ABLATION}-seed2"]["by_k"]
+    rnnencdec[3] = {**rnnencdec[3], "rho": 0.3}  # one seed lower at k = 4
+    bands = seed_bands(res, "test_2016_flickr", "rho")
+    assert set(bands) == {ABLATION, HEADLINE, "study-rnn", "study-transformer"}
+    b = bands[ABLATION]
+    assert b["seeds"] == 3 and not b["attention"] and bands[HEADLINE]["attention"]
+    assert list(b["mean"][:3]) == [100.0, 80.0, 70.0]  # rho is 100% at k = 1
+    assert b["low"][3] == 30.0 and b["high"][3] == 60.0
+    assert b["mean"][3] == (60.0 + 30.0 + 60.0) / 3
+    capped = seed_bands(res, "test_2017_flickr", "capped_retention")[HEADLINE]
+    assert list(capped["mean"]) == pytest.approx([100.0, 95.0, 90.0, 85.0])
 
 
 def reverse_results():
@@ -417,5 +522,5 @@ def test_the_reverse_section_and_the_synthetic_report_are_left_as_they_were(tmp_
     assert rev["findings"]["plateau"] in text
     assert (tmp_path / "rev" / "bleu_by_length.png").exists()
     assert (tmp_path / "rev" / "exact_by_length.png").exists()
-    assert not (tmp_path / "rev" / "bleu_by_k.png").exists()
+    assert not (tmp_path / "rev" / FIGURE).exists()
     assert json.loads((tmp_path / "rev" / "results.json").read_text())["alignment"] == "reverse"

@@ -1,0 +1,239 @@
+"""The study's primary statistic (rule v2): the share of what a caption's source tells the model
+that survives joining captions into one long input.
+
+Per caption i of the N test captions (the k = 1 lines), three teacher-forced scores of exactly
+the same target tokens (the caption's own, EOS excluded), in nats:
+
+- A_i, alone: the caption with its own source;
+- C_i^k, in context: the caption's span inside its k-join (``data.text.concat_pairs``' layout:
+  the captions' id lists concatenated, one EOS at the end of the join);
+- F_i, free: the caption alone with a wrong source, that of caption (i + N // 2) mod N (a
+  derangement for N >= 2, the same for every model).
+
+F_i - A_i is what the right source is worth to the model on that caption; F_i - C_i^k what is left
+of it inside the join. Pooled over the captions of the k-joined lines as a ratio of sums,
+
+    rho_k = sum_i (F_i - C_i^k) / sum_i (F_i - A_i),
+
+1 when joining costs nothing, 0 when the join leaves the caption no better off than a wrong
+source. It involves no search (so no runaway decoding), and it divides out each model's k = 1
+level: a weaker model has a smaller F - A, and only the share it keeps counts. Intervals are
+paired bootstraps over the joined lines (``stats.bootstrap_ci``), each line with its captions.
+
+Shape notation: N captions, U joined lines of one k, K captions per joined line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from seq2seq.data.text import TokenizedPairs
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.models import Seq2SeqModel
+from seq2seq.study.cells import _lines_of, retention_units
+from seq2seq.study.evalsets import EvalSet
+from seq2seq.study.nll import Lines, _check_positions, _token_nats
+from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
+
+__all__ = ["CaptionNLL", "caption_nlls", "derangement", "rho_ci", "rho_difference_ci"]
+
+
+def derangement(n: int) -> np.ndarray:
+    """The wrong source of each caption: caption i gets the source of (i + n // 2) mod n.
+
+    Returns:
+        (N,) int64 source positions; no caption keeps its own for n >= 2.
+
+    Raises:
+        ValueError: n < 2 (one caption has no other source).
+    """
+    if n < 2:
+        raise ValueError(f"{n} caption(s): a wrong source needs at least 2 captions")
+    return (np.arange(n, dtype=np.int64) + n // 2) % n
+
+
+@dataclass
+class CaptionNLL:
+    """One model's per-caption scores on one evaluation set (module docstring).
+
+    Attributes:
+        tokens: (N,) int64 target tokens per caption (EOS excluded).
+        alone, free: (N,) float64 nats: A_i and F_i.
+        ctx: k -> (U, K) float64 nats: C_i^k of the captions of each k-joined line, in the order
+            of ``units[k]``.
+        units: k -> (U, K) int64 caption positions of each k-joined line
+            (``cells.retention_units``).
+    """
+
+    tokens: np.ndarray
+    alone: np.ndarray
+    free: np.ndarray
+    ctx: dict[int, np.ndarray]
+    units: dict[int, np.ndarray]
+
+    def gaps(self) -> Lines:
+        """k -> (per joined line the summed C - A of its captions in nats, their token count):
+        what the long input costs the captions (``nll.caption_gap_ci`` reads it)."""
+        return {
+            k: (self.ctx[k].sum(1) - self.alone[u].sum(1), self.tokens[u].sum(1))
+            for k, u in self.units.items()
+        }
+
+    def rho(self, k: int, idx: np.ndarray | None = None) -> float:
+        """rho_k over the joined lines ``idx`` (repeats counted; None: all), nan where the
+        source is worth nothing (sum of F - A is 0)."""
+        u, c = self.units[k], self.ctx[k]
+        if idx is not None:
+            u, c = u[idx], c[idx]
+        worth = float((self.free[u] - self.alone[u]).sum())
+        kept = float((self.free[u] - c).sum())
+        return kept / worth if worth else float("nan")
+
+    def to_json(self) -> dict:
+        """Plain lists, for a per-line file (``study.lines``)."""
+        return {
+            "tokens": self.tokens.tolist(),
+            "alone": self.alone.tolist(),
+            "free": self.free.tolist(),
+            "ctx": {str(k): v.tolist() for k, v in self.ctx.items()},
+            "units": {str(k): v.tolist() for k, v in self.units.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> CaptionNLL:
+        """The inverse of ``to_json``.
+
+        Raises:
+            ValueError: arrays whose sizes do not agree.
+        """
+        out = cls(
+            np.asarray(d["tokens"], dtype=np.int64),
+            np.asarray(d["alone"], dtype=np.float64),
+            np.asarray(d["free"], dtype=np.float64),
+            {int(k): np.asarray(v, dtype=np.float64) for k, v in d["ctx"].items()},
+            {int(k): np.asarray(v, dtype=np.int64) for k, v in d["units"].items()},
+        )
+        n = len(out.tokens)
+        if len(out.alone) != n or len(out.free) != n or set(out.ctx) != set(out.units):
+            raise ValueError("caption NLLs: sizes do not agree")
+        for k, u in out.units.items():
+            if out.ctx[k].shape != u.shape or (u.size and u.max() >= n):
+                raise ValueError(f"caption NLLs: k = {k} spans do not match its units")
+        return out
+
+
+def caption_nlls(
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    evalset: EvalSet,
+    device: torch.device,
+    batch_tokens: int = 3000,
+) -> CaptionNLL:
+    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing.
+
+    Each caption is encoded on its own (``tok.encode_src`` / ``encode_tgt``); a k-join's example
+    concatenates its captions' id lists, source and target alike, with one EOS at the end, as
+    training's joined pairs have, so each caption's span in the joined target is exact. Every
+    target token but EOS is scored (log_softmax, the gold id gathered). Examples are batched by
+    ``batch_tokens`` padded tokens as ``validate.eval_batches`` batches them; padding never
+    counts, so the result does not depend on the batches. The model runs in eval mode without
+    gradients; its training mode is restored afterwards.
+
+    Raises:
+        ValueError: fewer than 2 captions, a caption whose source or reference encodes to no
+            token, an example longer than the model's ``max_positions`` (counted), or as
+            ``retention_units`` (a joined line that is not its captions joined by a space).
+    """
+    single = _lines_of(evalset, 1)
+    src = tok.encode_src([evalset.src[i] for i in single])
+    tgt = tok.encode_tgt([evalset.ref[i] for i in single])
+    empty = sum(not s or not t for s, t in zip(src, tgt, strict=True))
+    if empty:
+        raise ValueError(
+            f"{evalset.origin}: {empty} of {len(single)} captions (k = 1 lines) encode to no "
+            "token on one side; their loss is undefined"
+        )
+    n = len(single)
+    wrong = derangement(n)
+    units = {k: retention_units(evalset, k) for k in sorted(set(evalset.k)) if k >= 2}
+    pairs = TokenizedPairs(list(src), list(tgt), list(range(n)))
+    pairs.src += [src[j] for j in wrong]  # the free examples: n .. 2n - 1
+    pairs.tgt += list(tgt)
+    first = {}  # k -> index of its first joined example in ``pairs``
+    for k, u in units.items():
+        first[k] = len(pairs.src)
+        for row in u:
+            pairs.src.append([x for p in row for x in src[p]])
+            pairs.tgt.append([x for p in row for x in tgt[p]])
+    pairs.line_no = list(range(len(pairs.src)))
+    _check_positions(pairs, model.max_positions)
+    was_training = model.training
+    model.eval()
+    try:
+        nats = _token_nats(model, pairs, batch_tokens, device)
+    finally:
+        model.train(was_training)
+    lengths = np.array([len(t) for t in tgt], dtype=np.int64)
+    alone = np.array([x[:-1].sum() for x in nats[:n]], dtype=np.float64)
+    free = np.array([x[:-1].sum() for x in nats[n : 2 * n]], dtype=np.float64)
+    ctx = {}
+    for k, u in units.items():
+        spans = np.zeros(u.shape, dtype=np.float64)
+        for j, row in enumerate(u):
+            ends = np.cumsum(lengths[row])
+            per_pos = nats[first[k] + j]
+            for c, (start, end) in enumerate(zip(ends - lengths[row], ends, strict=True)):
+                spans[j, c] = per_pos[start:end].sum()
+        ctx[k] = spans
+    return CaptionNLL(lengths, alone, free, ctx, units)
+
+
+def rho_ci(
+    nll: CaptionNLL, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
+) -> dict:
+    """One model's rho_k with its bootstrap 95% interval over the k-joined lines.
+
+    Returns:
+        ``{"rho", "low", "high", "units"}``: fractions, and the number of joined lines.
+
+    Raises:
+        ValueError: no k-joined lines, or as ``stats.bootstrap_ci``.
+    """
+    if k not in nll.units:
+        raise ValueError(f"rho: no k = {k} lines (have k = {sorted(nll.units)})")
+    n = len(nll.units[k])
+    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap, seed)
+    return {"rho": d["value"], "low": d["low"], "high": d["high"], "units": n}
+
+
+def rho_difference_ci(
+    a: CaptionNLL,
+    b: CaptionNLL,
+    k: int,
+    n_bootstrap: int = 1000,
+    seed: int | None = SACREBLEU_SEED,
+    level: float = 0.95,
+) -> dict:
+    """Paired bootstrap interval of rho_k(A) - rho_k(B): the same resampled joined lines for
+    both models (``stats.paired_difference_ci``).
+
+    Returns:
+        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``.
+
+    Raises:
+        ValueError: no k-joined lines in either, the two scored on different lines, or as
+            ``paired_difference_ci``.
+    """
+    for name, x in (("A", a), ("B", b)):
+        if k not in x.units:
+            raise ValueError(f"rho: model {name} has no k = {k} lines")
+    if not np.array_equal(a.units[k], b.units[k]):
+        raise ValueError(f"rho: k = {k}: models A and B were scored on different lines")
+    n = len(a.units[k])
+    d = paired_difference_ci(
+        lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, seed, level
+    )
+    return {"a": a.rho(k), "b": b.rho(k), **d, "units": n, "level": level}
