@@ -59,6 +59,7 @@ def train(
     train_log.jsonl), TensorBoard scalars and train_summary.json into the run directory. Ctrl-C or
     SIGTERM stops it after the current step: last.pt is saved and the exit code is 130."""
     from seq2seq.config import load_config
+    from seq2seq.training.distributed import launched_as_main
     from seq2seq.training.loop import train as run_training
 
     setup_logging(verbose)
@@ -75,7 +76,7 @@ def train(
     cfg = load_config(config, overrides, {f"train.{k}": f"--{k.replace('_', '-')}" for k in given})
     _check_run_dir(resume, run_dir, cfg)
     summary = run_training(cfg, resume or run_dir, resume=resume is not None, overwrite=overwrite)
-    main = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 speaks for all
+    main = launched_as_main()  # under torchrun, rank 0 speaks for all
     if main:
         typer.echo(json.dumps(summary, indent=2))  # stdout: the one machine-readable result
     if summary["stopped"] == "interrupted":  # not finished: `train && eval` must not go on

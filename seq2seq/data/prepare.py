@@ -104,6 +104,21 @@ class TrainData:
     target_vocab: torch.Tensor | None = None
 
 
+def check_corpus_files(cfg: Config) -> None:
+    """The local corpus files of the training and validation splits exist (a dataset of
+    ``data.hf`` is checked when it is read): a run checks them before it writes anything.
+
+    Raises:
+        DataError: a file is missing (``resolve_corpus_file``'s line).
+    """
+    d = cfg.data
+    if d.hf is not None:
+        return
+    for prefix in (d.train, d.valid):
+        for lang in (d.src_lang, d.tgt_lang) if prefix else ():
+            resolve_corpus_file(prefix, lang)
+
+
 def _alone() -> None:
     """The barrier of a single process: nothing to wait for."""
 

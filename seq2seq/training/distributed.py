@@ -32,6 +32,12 @@ class DistInfo:
         return self.world > 1
 
 
+def launched_as_main() -> bool:
+    """Whether this process is rank 0 (or alone), from torchrun's environment: known before
+    the process group is joined."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def init_distributed(device_type: str) -> DistInfo:
     """Join the process group when launched by torchrun with more than one process."""
     world = int(os.environ.get("WORLD_SIZE", "1"))

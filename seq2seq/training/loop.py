@@ -45,7 +45,8 @@ from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.prefetch import Ahead, builds_ahead
 from seq2seq.training.setup import RunSetup
-from seq2seq.training.signals import interruptible
+from seq2seq.training.run_lock import RunLock
+from seq2seq.training.signals import ended_like_ctrl_c, interruptible
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,
     STOP_REASONS,
@@ -75,8 +76,10 @@ def train(
     (``seq2seq compare``); a resumed run always keeps its checkpoint's own, and a warm-started one
     (``train.init_from``) takes its checkpoint's (a given ``tokenizer`` must be that one).
 
-    Rank 0 writes the summary to ``train_summary.json`` (rewritten by a resumed run) and the
-    ``seq2seq`` logger's INFO lines of the run to ``train.log`` (appended across resumes).
+    Rank 0 holds the run folder's lock (``run_lock``: one writer a folder) from before anything
+    is written to the end, and writes the summary to ``train_summary.json`` (rewritten by a
+    resumed run) and the ``seq2seq`` logger's INFO lines of the run to ``train.log`` (appended
+    across resumes). A run that fails before its first checkpoint leaves nothing behind.
 
     Returns:
         A summary: steps, epochs, why it stopped, training seconds and target tokens (both over
@@ -84,10 +87,12 @@ def train(
         torchrun, every rank's weight digest).
 
     Raises:
-        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
+        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems
+            (``run_lock.RunFolderBusy``, a TrainingError: another training holds the folder).
     """
     path = Path(run_dir or cfg.run_dir or f"runs/{cfg.name}")
-    with RunLog() as run_log:
+    main = dist.launched_as_main()  # under torchrun rank 0 alone writes, so it alone locks
+    with ended_like_ctrl_c(), RunLog() as run_log, RunLock(path, enabled=main):
         run = Run(cfg, path, resume, overwrite, tokenizer, run_log)  # setup
         try:
             _loop(run)

@@ -122,7 +122,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None
         "src_vocab": data.tok.src_vocab_size,
         "tgt_vocab": data.tok.tgt_vocab_size,
         "parameters": model.num_parameters(),
-        "bleu_signature": _bleu_signature(cfg.data.tgt_lang),
+        "bleu_signature": _bleu_signature(cfg.data.tgt_lang) if cfg.train.valid_bleu else None,
         "runtime": runtime or {},
     }
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))

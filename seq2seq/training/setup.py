@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from seq2seq.checkpoint import config_of
-from seq2seq.config import Config, TrainConfig
-from seq2seq.data.prepare import prepare_data
+from seq2seq.config import Config, ConfigError, TrainConfig
+from seq2seq.data.prepare import check_corpus_files, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.evaluation.metrics import bleu_metric
 from seq2seq.models import build_model
 from seq2seq.runtime import (
     configure_device,
@@ -67,6 +68,7 @@ class RunSetup:
             TrainingError, ConfigError, CheckpointError, DataError: as ``loop.train``.
         """
         check_run_dir(run_dir, resume, overwrite)
+        check_before_writing(cfg)
         self.run_dir = run_dir
         self.cfg = cfg  # train.precision as given until _settle_precision
         self.info, self.device = _device_and_rank(cfg)
@@ -175,6 +177,27 @@ def _warm_start(cfg: Config, resume: bool, tokenizer: Tokenizer | None) -> WarmS
         log.info("resume: train.init_from ignored (the run continues from its own last.pt)")
         return None
     return load_warm_start(cfg.train.init_from, cfg, tokenizer) if cfg.train.init_from else None
+
+
+def check_before_writing(cfg: Config) -> None:
+    """What a run needs that can be checked before it writes anything (before ``--overwrite``
+    clears the folder, before the tokenizer is trained): its local corpus files, and, when it
+    computes validation BLEU, the BLEU tokenizer of its target language (``ja`` and ``ko`` need
+    a sacrebleu extra; the line is the one ``eval --tgt-lang`` prints).
+
+    Raises:
+        DataError: a corpus file is missing.
+        ConfigError: the BLEU tokenizer is not installed.
+    """
+    check_corpus_files(cfg)
+    if cfg.train.valid_bleu:
+        try:
+            bleu_metric(cfg.data.tgt_lang)
+        except ValueError as e:
+            raise ConfigError(
+                f"{e} (data.tgt_lang {cfg.data.tgt_lang}, for validation BLEU); or train "
+                "without it: --set train.valid_bleu=false --set train.best_metric=loss"
+            ) from None
 
 
 def _settle_run_dir(

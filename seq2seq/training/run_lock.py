@@ -1,0 +1,148 @@
+"""One writer per run folder: ``train.lock``, held by the training that writes the folder.
+
+The lock is an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken before anything else is
+written there, and the file records who holds it: PID, host and start time. The kernel drops the
+lock when its holder ends, however it ends (a crash or ``kill -9`` included), so a lock file
+whose lock is free is stale: the next training takes it over and logs whose it was. On NFS Linux
+turns ``flock`` into a lock the server keeps, so it holds across hosts; a file system without
+locks is noted once and the run goes on unlocked.
+
+A second training into a held folder (a new run, ``--resume`` or ``--overwrite``) is refused with
+one line naming the holder; ``--overwrite`` clears a folder only once it holds the lock, so it
+never deletes a live run's files. Under torchrun only rank 0 writes files, so only rank 0 locks.
+
+A run that fails before it saved a checkpoint (a data path that does not exist, a tokenizer that
+cannot be trained, ...) leaves nothing behind: its files go (``clear_run``'s rules: other files
+are left alone) and so do the folders the lock made, when empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+
+from seq2seq.training.run_dir import clear_run
+from seq2seq.training.state import TrainingError
+
+log = logging.getLogger("seq2seq")
+
+LOCK_FILE = "train.lock"
+
+
+class RunFolderBusy(TrainingError):
+    """Another live process holds the run folder's lock."""
+
+
+def _describe(holder: dict) -> str:
+    """``PID 1234 on host gpu1, since 2026-12-03 16:40:12 UTC`` (what the lock file records)."""
+    if not holder:
+        return "a process that has not yet recorded itself"
+    since = holder.get("since")
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if since else "?"
+    return f"PID {holder.get('pid', '?')} on host {holder.get('host', '?')}, since {when}"
+
+
+def _read_holder(fd: int) -> dict:
+    """The JSON the holder wrote into the lock file ({} when empty or unreadable)."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        data = json.loads(os.read(fd, 4096).decode("utf-8") or "{}")
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+class RunLock:
+    """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for the
+    ranks other than 0). On entry makes the folder (noting the folders it made) and takes the
+    lock; on exit removes the lock file, and after an error, when the folder holds no checkpoint,
+    the run's files and the folders made here.
+
+    Raises:
+        RunFolderBusy: another live process holds the lock (names it, and what to do).
+        OSError: the folder or the lock file cannot be made.
+    """
+
+    def __init__(self, run_dir: Path, enabled: bool = True):
+        self.run_dir, self.enabled = Path(run_dir), enabled
+        self.path = self.run_dir / LOCK_FILE
+        self.fd: int | None = None
+        self.made: list[Path] = []  # folders made here, the deepest first
+
+    def __enter__(self) -> RunLock:
+        if not self.enabled:
+            return self
+        missing = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.made = missing
+        try:
+            self._acquire()
+        except BaseException:
+            self._rmdir_made()  # empty: nothing of the holder's is touched
+            raise
+        return self
+
+    def _acquire(self) -> None:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                holder = _read_holder(fd)
+                os.close(fd)
+                if e.errno in (errno.EACCES, errno.EAGAIN):
+                    raise RunFolderBusy(
+                        f"{self.run_dir}: another training is writing this run folder "
+                        f"({_describe(holder)}; lock {self.path}): wait for it to finish or stop "
+                        "it (it saves last.pt), or train into another --run-dir"
+                    ) from None
+                log.warning(
+                    "%s: cannot lock (%s): make sure no other training writes this folder",
+                    self.path,
+                    e.strerror,
+                )
+                return
+            try:  # the file may have been removed (a holder's exit) between open and lock
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        old = _read_holder(fd)
+        if old:
+            log.warning(
+                "%s: taking over a stale lock (%s, no longer running)", self.path, _describe(old)
+            )
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
+        self.fd = fd
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        failed = exc_type is not None and self.enabled and not any(self.run_dir.glob("*.pt"))
+        if failed:
+            with contextlib.suppress(OSError):  # still under the lock
+                clear_run(self.run_dir)
+        if self.fd is not None:
+            # unlinked before the lock goes: a waiter that opened this file sees it is gone
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            os.close(self.fd)
+            self.fd = None
+        if failed:
+            self._rmdir_made()
+
+    def _rmdir_made(self) -> None:
+        """The folders made here, each only if empty."""
+        for folder in self.made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self.made = []
