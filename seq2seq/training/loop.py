@@ -44,8 +44,8 @@ from seq2seq.runtime import rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.prefetch import Ahead, builds_ahead
-from seq2seq.training.setup import RunSetup
 from seq2seq.training.run_lock import RunLock
+from seq2seq.training.setup import RunSetup
 from seq2seq.training.signals import ended_like_ctrl_c, interruptible
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,

@@ -45,7 +45,7 @@ def _describe(holder: dict) -> str:
     if not holder:
         return "a process that has not yet recorded itself"
     since = holder.get("since")
-    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if since else "?"
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if since is not None else "?"
     return f"PID {holder.get('pid', '?')} on host {holder.get('host', '?')}, since {when}"
 
 

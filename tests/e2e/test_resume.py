@@ -1,5 +1,6 @@
-"""Resuming through the command line: exact resume after SIGKILL, Ctrl-C and SIGTERM save and exit
-130, ``--resume`` takes no other folder, a corrupt or inference-only checkpoint is refused."""
+"""Resuming through the command line: exact resume after SIGKILL, Ctrl-C, SIGTERM and SIGHUP save
+and exit 130, ``--resume`` takes no other folder, a corrupt or inference-only checkpoint is
+refused."""
 
 from __future__ import annotations
 
@@ -110,8 +111,12 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     assert translate_sentences(model, tok, ["Ein Hund läuft."], DecodeConfig())[0].hypotheses
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_ctrl_c_or_sigterm_saves_and_exits_130_with_how_to_resume(tmp_path, multi30k_slice, sig):
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
+def test_ctrl_c_sigterm_or_sighup_saves_and_exits_130_with_how_to_resume(
+    tmp_path, multi30k_slice, sig
+):
     cfg = write_config(tmp_path, multi30k_slice, valid_every=1000)
     run = tmp_path / "run"
     proc = cli("train", cfg, "--run-dir", run, "--max-steps", 1000, wait=False)

@@ -1,0 +1,123 @@
+"""``seq2seq/training/run_lock.py``: one writer per run folder. A second training into a held folder
+(new, ``--resume``, ``--overwrite``) exits 2 naming the holder and touches nothing; a lock left by a
+process that is gone is taken over with a log line; the lock goes when the run ends; a run that
+fails before its first checkpoint leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+
+import pytest
+import yaml
+
+from seq2seq.training.distributed import launched_as_main
+from seq2seq.training.run_lock import LOCK_FILE, RunFolderBusy, RunLock
+from tests.toys import run_main, synth_run_raw
+
+
+def tree(folder) -> dict:
+    """Every file under ``folder`` -> its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_held_folder_refuses_a_second_lock_naming_the_holder_and_frees_on_exit(tmp_path):
+    run = tmp_path / "runs" / "x"
+    with RunLock(run) as held:
+        holder = json.loads((run / LOCK_FILE).read_text())
+        assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
+        with pytest.raises(RunFolderBusy) as e:
+            RunLock(run).__enter__()
+        msg = str(e.value)
+        busy = f"{run}: another training is writing this run folder (PID {os.getpid()} on host"
+        assert msg.startswith(busy)
+        assert f"host {socket.gethostname()}, since 20" in msg and " UTC; lock " in msg
+        assert "another --run-dir" in msg and "\n" not in msg
+        assert held.fd is not None
+    assert not (run / LOCK_FILE).exists()
+    with RunLock(run):  # free again
+        pass
+    assert run.is_dir()  # a run that ended without an error keeps its folder
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_log_line(tmp_path, caplog):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK_FILE).write_text(json.dumps({"pid": 4_000_000, "host": "h1", "since": 0}))
+    with caplog.at_level("WARNING", logger="seq2seq"), RunLock(run):
+        assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
+    said = f"{run / LOCK_FILE}: taking over a stale lock (PID 4000000 on host h1, since 1970-01-01"
+    assert said + " 00:00:00 UTC, no longer running)" in caplog.text
+
+
+def test_ranks_other_than_0_take_no_lock(tmp_path, monkeypatch):
+    with RunLock(tmp_path / "run", enabled=False):
+        assert not (tmp_path / "run").exists()
+    monkeypatch.setenv("RANK", "1")
+    assert not launched_as_main()
+    monkeypatch.setenv("RANK", "0")
+    assert launched_as_main()
+
+
+def test_a_failed_start_removes_the_run_files_and_the_folders_it_made(tmp_path):
+    run = tmp_path / "runs" / "a" / "b"
+    with pytest.raises(ValueError), RunLock(run):
+        (run / "train.log").write_text("x")
+        (run / "spm.model").write_text("x")
+        raise ValueError("no data")
+    assert not (tmp_path / "runs").exists()
+    # a folder that held something else keeps it, and itself
+    run.mkdir(parents=True)
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError), RunLock(run):
+        (run / "train.log").write_text("x")
+        raise ValueError("no data")
+    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]
+    # a run that saved a checkpoint before its error keeps everything
+    with pytest.raises(ValueError), RunLock(run):
+        (run / "last.pt").write_text("x")
+        raise ValueError("later")
+    assert sorted(p.name for p in run.iterdir()) == ["last.pt", "notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "how", [["--run-dir", "RUN"], ["--run-dir", "RUN", "--overwrite"], ["--resume", "RUN"]]
+)
+def test_train_into_a_folder_another_training_holds_exits_2_and_touches_nothing(
+    synth_run, tmp_path, monkeypatch, capsys, how
+):
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    args = [str(run) if a == "RUN" else a for a in how]
+    with RunLock(run):
+        before = tree(run)
+        code, err = run_main(monkeypatch, capsys, "train", run / "config.yaml", *args)
+        assert tree(run) == before  # --overwrite deleted nothing of the live run
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {run}: another training is writing this run folder (PID ")
+
+
+def test_train_on_a_missing_data_path_leaves_no_folder(tmp_path, synth_corpus, monkeypatch, capsys):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2)))
+    run = tmp_path / "runs" / "new"
+    for bad in ["data.train=/nowhere/train", "data.valid=/nowhere/val"]:
+        code, err = run_main(monkeypatch, capsys, "train", cfg, "--run-dir", run, "--set", bad)
+        assert code == 2 and "corpus file not found" in err, err
+        assert not (tmp_path / "runs").exists()
+
+
+def test_overwrite_with_a_missing_data_path_keeps_the_earlier_run(
+    synth_run, tmp_path, synth_corpus, monkeypatch, capsys
+):
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    before = tree(run)
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2)))
+    args = ["--run-dir", run, "--overwrite", "--set", "data.train=/nowhere/train"]
+    code, err = run_main(monkeypatch, capsys, "train", cfg, *args)
+    assert code == 2 and "/nowhere/train.de: corpus file not found" in err, err
+    assert tree(run) == before
