@@ -20,6 +20,8 @@ The modules, each importing only those above it:
 - ``experiment.py``: ``Config``, the whole experiment, with the ``model:`` union ``ModelConfig``
   built from ``seq2seq/models/configs.py``. Imports ``sections.py``, ``decode.py`` and
   ``seq2seq.models.configs``.
+- ``aliases.py``: the names other toolkits give a setting (``ALIASES``) and ``foreign_hint``, the
+  key an unknown one may mean by those names or in another section. Imports only ``difflib``.
 - ``loading.py``: ``load_config``, ``validate_config``, ``to_yaml`` and their one-line errors
   (``RANGE_ERRORS``, ``valid_range``). Imports every module above.
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from seq2seq.config.aliases import foreign_hint
 from seq2seq.config.decode import DecodeConfig
 from seq2seq.config.experiment import Config
 from seq2seq.config.reading import (
@@ -38,11 +39,23 @@ _SECTIONS = (Config, DataConfig, HFSource, TokenizerConfig, TrainConfig, Teacher
 _SECTIONS += (DecodeConfig, *MODEL_CONFIGS)
 
 
+def _keys_of(model: str | None) -> dict[str, set[str]]:
+    """Each section's keys; the model section's are those of ``model`` when it names one."""
+    out = {}
+    for section, field in Config.model_fields.items():
+        out[section] = set(getattr(field.annotation, "model_fields", {}))
+    named = [MODEL_CONFIGS[MODEL_NAMES.index(model)]] if model in MODEL_NAMES else MODEL_CONFIGS
+    out["model"] = {f for c in named for f in c.model_fields}
+    return out
+
+
 def _did_you_mean(loc: str, model: str | None = None) -> str:
     """What follows "unknown key" for ``loc``: ``"; did you mean train.valid_every?"`` for a key
-    close to a real one, else "". Under ``model`` (the name of the model section's model) the keys
-    are that model's: ``" of the transformer model; did you mean model.n_heads?"``, or, with no
-    close key, that model's keys and the models that have the key."""
+    close to a real one of its section, else another toolkit's name for a key or a key of another
+    section (``aliases.foreign_hint``: ``"; did you mean train.lr? (learning_rate is another
+    toolkit's name for it)"``), else "". Under ``model`` (the name of the model section's model)
+    the keys are that model's: ``" of the transformer model; did you mean model.n_heads?"``, or,
+    for a key of other models, that model's keys and the models that have the key."""
     import difflib
 
     *parents, last = loc.split(".")
@@ -55,6 +68,8 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
         pairs = list(zip(MODEL_NAMES, MODEL_CONFIGS, strict=True))
         if has := [n for n, c in pairs if last in c.model_fields]:
             return f"{said}; {last} is a key of {', '.join(has)}"
+        if hint := foreign_hint(loc, _keys_of(model)):
+            return f" of the {model} model; did you mean {hint}"
         others = sorted({f for n, c in pairs if n != model for f in c.model_fields})
         if near := difflib.get_close_matches(last, others, n=1, cutoff=0.75):
             has = [n for n, c in pairs if near[0] in c.model_fields]
@@ -68,7 +83,10 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
         section = Config.model_fields[parents[0]].annotation
         known = list(getattr(section, "model_fields", {}))
     close = difflib.get_close_matches(last, known, n=1, cutoff=0.75)
-    return f"; did you mean {'.'.join([*parents, close[0]])}?" if close else ""
+    if close:
+        return f"; did you mean {'.'.join([*parents, close[0]])}?"
+    hint = foreign_hint(loc, _keys_of(model))
+    return f"; did you mean {hint}" if hint else ""
 
 
 # pydantic's error types for a number out of its field's bounds, or not finite
