@@ -279,12 +279,13 @@ class TrainConfig(_Section):
             raise ValueError("schedule 'noam' needs warmup_steps > 0")
         if self.schedule == "cosine" and self.max_steps is None:
             raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
-        end = self.decay_steps or self.max_steps
-        if self.schedule == "cosine" and self.warmup_steps >= end:
-            what = "decay_steps" if self.decay_steps else "max_steps"
+        # (a warmup longer than the whole run is no contradiction, only a waste: training warns,
+        # whatever the schedule, training.schedules.unreached_peak)
+        if self.schedule == "cosine" and self.decay_steps and self.warmup_steps >= self.decay_steps:
             raise ValueError(
-                f"warmup_steps ({self.warmup_steps}) must be below {what} ({end}) under schedule "
-                f"'cosine', which decays from the end of warmup to {what}"
+                f"warmup_steps ({self.warmup_steps}) must be below decay_steps "
+                f"({self.decay_steps}) under schedule 'cosine', which decays from the end of "
+                "warmup to decay_steps"
             )
         if self.min_lr > self.lr:
             raise ValueError(

@@ -45,6 +45,7 @@ from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.prefetch import Ahead, builds_ahead
 from seq2seq.training.run_lock import RunLock
+from seq2seq.training.schedules import run_length, unreached_peak
 from seq2seq.training.setup import RunSetup
 from seq2seq.training.signals import ended_like_ctrl_c, interruptible
 from seq2seq.training.state import (
@@ -124,6 +125,9 @@ def _loop(run: Run) -> None:
             if not noted_tail:
                 noted_tail = True
                 note_short_update(len(batches), t.update_freq, run.info.is_main)
+                per_epoch = -(-len(batches) // t.update_freq)
+                if (short := unreached_peak(t, run_length(t, per_epoch))) and run.info.is_main:
+                    log.warning(short)
             groups = range(st.batch_in_epoch, len(batches), t.update_freq)
             groups = [batches[i : i + t.update_freq] for i in groups]
             with Ahead(run.updates.make_batches, groups, run.updates.ahead) as built:

@@ -34,6 +34,26 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
     return t.lr * warm
 
 
+def run_length(t: TrainConfig, updates_per_epoch: int) -> int | None:
+    """The updates a run makes when ``max_steps`` or ``max_epochs`` (of ``updates_per_epoch``)
+    says so, the smaller of the two; None when only the clock, tokens or patience end it."""
+    bounds = [t.max_steps, t.max_epochs * updates_per_epoch if t.max_epochs else None]
+    return min((b for b in bounds if b is not None), default=None)
+
+
+def unreached_peak(t: TrainConfig, total: int | None) -> str:
+    """A warning when a warmup of ``warmup_steps`` is longer than the ``total`` updates of the
+    run, whatever the schedule (each warms up linearly to ``lr``): the rate it ends at and the
+    peak it never reaches; '' otherwise."""
+    if total is None or t.warmup_steps <= total:
+        return ""
+    return (
+        f"train.warmup_steps {t.warmup_steps} is longer than the run ({total} updates): the "
+        f"learning rate rises to {lr_at(total, t):.2e} at the last update and never reaches its "
+        f"peak, train.lr {t.lr:g}; lower warmup_steps or train longer"
+    )
+
+
 def teacher_forcing_at(step: int, tf: TeacherForcingConfig) -> float:
     """ε for update ``step`` (from 1): the probability of feeding the gold previous token
     (scheduled sampling, Bengio et al. 2015, §2.4; the formulas are in ``TeacherForcingConfig``)."""

@@ -103,3 +103,12 @@ def test_the_summary_counts_epochs_trained_as_the_log_counts_the_epoch_under_way
     assert steps[-1].startswith(f"step {n + n // 2} epoch 2 ")
     # resumed with nothing left to do, it says the same
     assert train(cfg, tmp_path / "run", resume=True)["epochs"] == summary["epochs"]
+
+
+def test_a_warmup_longer_than_the_run_is_a_warning_at_its_start(tmp_path, caplog):
+    caplog.set_level("WARNING", logger="seq2seq")
+    cfg = copy_run_config(tmp_path, schedule="noam", warmup_steps=4000)
+    train(cfg, tmp_path / "run")
+    assert "train.warmup_steps 4000 is longer than the run (2 updates): the learning rate " in (
+        caplog.text
+    )

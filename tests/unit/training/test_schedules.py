@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from seq2seq.config import TrainConfig
-from seq2seq.training.schedules import lr_at, teacher_forcing_at
+from seq2seq.training.schedules import lr_at, run_length, teacher_forcing_at, unreached_peak
 
 
 def test_lr_schedules():
@@ -49,3 +49,19 @@ def test_teacher_forcing_schedules():
     assert teacher_forcing_at(0, tf) == pytest.approx(10 / 11)
     assert teacher_forcing_at(23.026, tf) == pytest.approx(0.5, rel=1e-4)  # exp(i/k) = k
     assert teacher_forcing_at(10**9, tf) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "noam", "plateau", "cosine"])
+def test_a_warmup_longer_than_the_run_is_accepted_and_warned_of_alike_in_every_schedule(schedule):
+    t = TrainConfig(max_steps=20, lr=1e-3, schedule=schedule, warmup_steps=4000)
+    assert unreached_peak(t, run_length(t, 7)) == (
+        "train.warmup_steps 4000 is longer than the run (20 updates): the learning rate rises to "
+        "5.00e-06 at the last update and never reaches its peak, train.lr 0.001; lower "
+        "warmup_steps or train longer"
+    )
+    assert unreached_peak(t, 4000) == "" and unreached_peak(t, None) == ""
+    if schedule == "cosine":  # needs max_steps: its decay ends there
+        return
+    by_epochs = TrainConfig(max_epochs=3, lr=1e-3, schedule=schedule, warmup_steps=40)
+    assert run_length(by_epochs, 10) == 30 and "(30 updates)" in unreached_peak(by_epochs, 30)
+    assert run_length(TrainConfig(max_time=5.0), 10) is None
