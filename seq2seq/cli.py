@@ -9,7 +9,8 @@ in ``commands/decode_options.py``), ``tune-decode`` in ``commands/tune.py``, ``c
 ``commands/common.py`` (and ``commands/outputs.py``: every output path is checked writable before
 the work starts).
 Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
-code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1. An output path ``-`` means standard
+code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1, which prints it (with the errors
+the line was raised from) before the same line. An output path ``-`` means standard
 output.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 import typer
 
@@ -104,6 +106,20 @@ def _click_error(e: Exception) -> None:
         fail("interrupted", code=130)
 
 
+def _debug_traceback(e: BaseException) -> bool:
+    """With ``SEQ2SEQ_DEBUG`` set (and not 0): print ``e``'s traceback on stderr, with the errors
+    it was raised from or while handling (a one-line error hides them: ``raise ... from None``),
+    and return True; the caller prints the one line after it."""
+    if os.environ.get("SEQ2SEQ_DEBUG", "") in ("", "0"):
+        return False
+    cause: BaseException | None = e
+    while cause is not None:  # show what "from None" hid
+        cause.__suppress_context__ = False
+        cause = cause.__cause__ or cause.__context__
+    traceback.print_exception(e, file=sys.stderr)
+    return True
+
+
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     try:  # these import torch, which takes a second or two: Ctrl-C may land here
@@ -119,17 +135,19 @@ def main() -> None:
         # and a Ctrl-C that typer turned into exit code 130 is said, not silent
         code = app(standalone_mode=False, prog_name="seq2seq")
     except (ConfigError, DataError, CheckpointError, TrainingError, UserError) as e:
+        _debug_traceback(e)
         fail(str(e))
     except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C
         fail("interrupted", code=130)
     except OSError as e:  # a path that is a folder, exists already, is not writable, ...
+        _debug_traceback(e)
         if e.filename is None:
             fail(str(e))
         fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
         _click_error(e)  # exits if it is one
-        if os.environ.get("SEQ2SEQ_DEBUG"):
-            raise
+        if _debug_traceback(e):
+            fail(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}", code=1)
         first = (str(e).strip().splitlines() or [""])[0]
         fail(f"{type(e).__name__}: {first} (set SEQ2SEQ_DEBUG=1 for the traceback)", code=1)
     if code == 130:  # typer's answer to a Ctrl-C it caught

@@ -98,3 +98,40 @@ def test_a_ctrl_c_in_a_command_or_while_starting_says_stopped(monkeypatch, capsy
         entry.main()
     assert e.value.code == 130
     assert capsys.readouterr().err == "stopped: interrupted while starting\n"
+
+
+def test_seq2seq_debug_shows_the_traceback_then_the_same_line_for_every_kind_of_error(
+    tmp_path, monkeypatch, capsys
+):
+    """A user error (config, checkpoint, an option), and an unexpected one: SEQ2SEQ_DEBUG=1 adds the
+    traceback, with the error the line was raised from, above the line it prints anyway."""
+    from seq2seq.commands import training
+    from tests.toys import run_cli
+
+    (tmp_path / "x.yaml").write_text("name: x\ntrain:\n  max_steps: 5\n  lrr: 1\n")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something inside broke")
+
+    cases = [
+        (("train", tmp_path / "x.yaml"), 2, "train.lrr: unknown key; did you mean train.lr?"),
+        (("translate", "-c", tmp_path / "none"), 2, "no such checkpoint or run directory"),
+        (("average", "-c", tmp_path, "--last", "1", "-o", tmp_path), 2, "is a folder"),
+        (("train", "any.yaml"), 1, "RuntimeError: something inside broke"),
+    ]
+    for args, exit_code, line in cases:
+        if exit_code == 1:
+            monkeypatch.setattr(training, "setup_logging", broken)
+        monkeypatch.delenv("SEQ2SEQ_DEBUG", raising=False)
+        code, _, quiet = run_cli(monkeypatch, capsys, *args)
+        assert code == exit_code and line in quiet and "Traceback" not in quiet, quiet
+        monkeypatch.setenv("SEQ2SEQ_DEBUG", "1")
+        code, _, loud = run_cli(monkeypatch, capsys, *args)
+        assert code == exit_code and loud.startswith("Traceback (most recent call last):"), loud
+        last = loud.strip().splitlines()[-1]
+        assert last == quiet.strip().replace(" (set SEQ2SEQ_DEBUG=1 for the traceback)", "")
+        if args[0] == "train" and exit_code == 2:  # what the one line was made from
+            assert "ValidationError" in loud
+    monkeypatch.setenv("SEQ2SEQ_DEBUG", "0")
+    code, _, err = run_cli(monkeypatch, capsys, *cases[0][0])
+    assert "Traceback" not in err
