@@ -134,7 +134,7 @@ def _loop(run: Run) -> None:
                 for group in built:
                     run.updates.update(group)
                     at_log = st.step % t.log_every == 0
-                    stats = run.updates.flush() if at_log else ""
+                    stats = run.updates.flush() if at_log else run.updates.heartbeat()
                     progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
                     run.checkpoint_if_due()
                     run.stopped = run.should_stop(interrupted(), at_log)

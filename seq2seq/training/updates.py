@@ -22,6 +22,9 @@ from seq2seq.training.step import train_step
 
 log = logging.getLogger("seq2seq")
 
+# Output to a file (no progress bar) gets a step line at least this often (between log points).
+HEARTBEAT_SECONDS = 30.0
+
 
 class Updates:
     """The updates of one stretch of ``run``, booked into ``run.state`` as they are read.
@@ -45,10 +48,12 @@ class Updates:
         self.seconds0 = self.state.train_seconds
         self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
         self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
+        self.said_at = time.monotonic()  # when a step line was last logged (heartbeat)
 
     def start_clock(self) -> None:
         """Start this stretch's training clock (setup before it is not training time)."""
         self.clock0, self.seconds0 = time.time(), self.state.train_seconds
+        self.said_at = time.monotonic()
 
     def elapsed(self) -> float:
         """Training seconds over every stretch so far: the earlier ones (from last.pt) and this."""
@@ -94,9 +99,35 @@ class Updates:
         values = torch.stack([out["loss"], out["grad_norm"], out["tokens"], out["skipped"]])
         self.pending.append((st.step, st.epoch, lr, ratio, self.busy, values))
 
-    def flush(self) -> str:
+    def heartbeat(self) -> str:
+        """Between log points, when the output goes to a file (no progress bar) and no step line
+        was logged for ``HEARTBEAT_SECONDS``: a step line, so a run with a long ``log_every``
+        shows it is alive at least about once a minute. Alone, the line of a log point (its
+        results read from the device, ``flush``); under torchrun rank 0's step and clock only
+        (the device's results stay for the log points every rank reaches together).
+
+        Returns:
+            ``flush``'s progress line, or '' when nothing was read.
+        """
+        if self.run.monitor is None or console.is_terminal:
+            return ""
+        if time.monotonic() - self.said_at < HEARTBEAT_SECONDS:
+            return ""
+        if not self.run.info.enabled:
+            return self.flush(say=True)
+        self.said_at = time.monotonic()
+        log.info(
+            "step %d, %.1f min trained (loss and rate every %d steps, train.log_every)",
+            self.state.step,
+            self.elapsed() / 60,
+            self.t.log_every,
+        )
+        return ""
+
+    def flush(self, say: bool = False) -> str:
         """Read the pending updates' results from the device (one copy: the only wait for it
-        between log points), count skipped updates and log one line per applied one.
+        between log points), count skipped updates and log one line per applied one; when the
+        output goes to a file, also one step line at a log point (or with ``say``).
 
         Returns:
             A progress line for the last applied update ('' if none).
@@ -145,8 +176,10 @@ class Updates:
         r = records[-1]
         stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
         stats += f"{r['tokens_per_s']:,.0f} tok/s"
-        if self.run.monitor is not None and not console.is_terminal and st.step % t.log_every == 0:
-            log.info("step %d %s", st.step, stats)  # a log file gets no progress bar
+        if self.run.monitor is not None and not console.is_terminal:
+            if say or st.step % t.log_every == 0:  # a log file gets no progress bar
+                log.info("step %d %s", st.step, stats)
+                self.said_at = time.monotonic()
         return stats
 
     def _skipped(self, step: int) -> str:

@@ -112,3 +112,20 @@ def test_a_warmup_longer_than_the_run_is_a_warning_at_its_start(tmp_path, caplog
     assert "train.warmup_steps 4000 is longer than the run (2 updates): the learning rate " in (
         caplog.text
     )
+
+
+def test_output_to_a_file_gets_a_step_line_between_sparse_log_points(tmp_path, caplog, monkeypatch):
+    """log_every 1000 in a 2-step run: no log point, yet each step past HEARTBEAT_SECONDS since
+    the last line is said (here 0 s: every step), with its loss, as at a log point."""
+    import seq2seq.training.updates as updates
+
+    caplog.set_level("INFO", logger="seq2seq")
+    cfg = copy_run_config(tmp_path, log_every=1000, valid_every=1000)
+    train(cfg, tmp_path / "quiet")
+    assert not re.search(r"step \d+ epoch", caplog.text)
+    monkeypatch.setattr(updates, "HEARTBEAT_SECONDS", 0.0)
+    caplog.clear()
+    train(cfg, tmp_path / "alive")
+    assert re.findall(r"step (\d+) epoch \d+ loss [\d.]+ lr [\d.e+-]+ [\d,]+ tok/s", caplog.text)[
+        :2
+    ] == ["1", "2"]
