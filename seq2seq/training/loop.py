@@ -54,6 +54,7 @@ from seq2seq.training.state import (
     NonFiniteStop,
     book_score,
     metric_value,
+    nothing_left,
     stop_reason,
 )
 from seq2seq.training.updates import Updates
@@ -115,6 +116,8 @@ def _loop(run: Run) -> None:
     run.log_start()
     run.updates.start_clock()
     run.stopped = run.should_stop(False)
+    if run.stopped and info.is_main:  # a resume of a run that had already stopped
+        log.warning("--resume %s: %s", run.run_dir, nothing_left(run.stopped, st, t))
     noted_tail = False
     with progress_bar(info.is_main) as progress, interruptible() as interrupted:
         task = progress.add_task("train", total=t.max_steps, completed=st.step, stats="")

@@ -93,6 +93,38 @@ def stop_reason(
     return next((reason for reason, hit in checks if hit), "")
 
 
+def nothing_left(reason: str, st: TrainState, t: TrainConfig) -> str:
+    """Why a resumed run at ``st`` stops before its first update (``reason``, from
+    ``stop_reason``), in words, with the option that lets it go on."""
+    if reason == "max_steps":
+        return (
+            f"already at step {st.step}, and train.max_steps is {t.max_steps}: nothing to train; "
+            f"--max-steps above {st.step} continues it"
+        )
+    if reason == "max_epochs":
+        return (
+            f"already {st.epoch} epochs trained, and train.max_epochs is {t.max_epochs}: nothing "
+            f"to train; --max-epochs above {st.epoch} continues it"
+        )
+    if reason == "max_time":
+        return (
+            f"already {st.train_seconds / 60:.3g} min trained, and train.max_time is "
+            f"{t.max_time:g} min: nothing to train; --max-time above {st.train_seconds / 60:.3g} "
+            "(minutes, counted over every stretch of the run) continues it"
+        )
+    if reason == "max_tokens":
+        return (
+            f"already {st.target_tokens:,} target tokens trained, and train.max_tokens is "
+            f"{t.max_tokens:,}: nothing to train; --set train.max_tokens=N above "
+            f"{st.target_tokens} continues it"
+        )
+    return (
+        f"already stopped early ({st.bad_validations} validations without a gain, train.patience "
+        f"{t.patience}): nothing to train; --set train.patience=N above {st.bad_validations} "
+        "continues it"
+    )
+
+
 def metric_value(metrics: dict, name: str) -> float:
     """The score ``best_metric`` ranks by; higher is better (the loss is negated)."""
     return -metrics["loss"] if name == "loss" else metrics[name]

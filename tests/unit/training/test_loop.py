@@ -129,3 +129,19 @@ def test_output_to_a_file_gets_a_step_line_between_sparse_log_points(tmp_path, c
     assert re.findall(r"step (\d+) epoch \d+ loss [\d.]+ lr [\d.e+-]+ [\d,]+ tok/s", caplog.text)[
         :2
     ] == ["1", "2"]
+
+
+def test_a_resume_with_nothing_left_to_train_says_so_and_which_option_goes_on(tmp_path, caplog):
+    run = tmp_path / "run"
+    train(copy_run_config(tmp_path), run)
+    caplog.set_level("WARNING", logger="seq2seq")
+    for change, said in [
+        ({"max_steps": 1}, "already at step 2, and train.max_steps is 1: nothing to train; "
+         "--max-steps above 2 continues it"),
+        ({"max_steps": 9, "max_time": 1e-6}, "min trained, and train.max_time is 1e-06 min: "
+         "nothing to train; --max-time above "),
+    ]:  # fmt: skip
+        caplog.clear()
+        summary = train(copy_run_config(tmp_path, **change), run, resume=True)
+        assert summary["steps"] == 2 and f"--resume {run}: already " in caplog.text
+        assert said in caplog.text, caplog.text

@@ -4,7 +4,7 @@ state."""
 from __future__ import annotations
 
 from seq2seq.config import TrainConfig
-from seq2seq.training.state import TrainState, book_score, stop_reason
+from seq2seq.training.state import TrainState, book_score, nothing_left, stop_reason
 
 
 def test_book_score_plateau_and_patience():
@@ -38,3 +38,18 @@ def test_stop_reason_is_a_function_of_the_state():
     # a budget left unset never stops a run
     only_tokens = TrainConfig(max_tokens=500)
     assert stop_reason(TrainState(step=10**6, epoch=99, train_seconds=1e9), only_tokens) == ""
+
+
+def test_nothing_left_names_each_stop_and_the_option_that_goes_on():
+    st = TrainState(step=10, epoch=3, target_tokens=5000, train_seconds=120.0, bad_validations=4)
+    t = TrainConfig(max_steps=5, max_epochs=3, max_time=2.0, max_tokens=4000, patience=4)
+    for reason, said in [
+        ("max_steps", "--max-steps above 10 continues it"),
+        ("max_epochs", "already 3 epochs trained, and train.max_epochs is 3"),
+        ("max_time", "already 2 min trained, and train.max_time is 2 min: nothing to train; "
+         "--max-time above 2 (minutes"),
+        ("max_tokens", "--set train.max_tokens=N above 5000 continues it"),
+        ("early_stopping", "--set train.patience=N above 4 continues it"),
+    ]:  # fmt: skip
+        assert stop_reason(st, t) == "max_steps"
+        assert said in nothing_left(reason, st, t)
