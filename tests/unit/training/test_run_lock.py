@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -121,3 +124,25 @@ def test_overwrite_with_a_missing_data_path_keeps_the_earlier_run(
     code, err = run_main(monkeypatch, capsys, "train", cfg, *args)
     assert code == 2 and "/nowhere/train.de: corpus file not found" in err, err
     assert tree(run) == before
+
+
+def test_another_process_holds_the_lock_until_killed_then_it_is_stale(tmp_path, caplog):
+    """Across processes, as two trainings are: a holder's PID is named; after ``kill -9`` (no
+    cleanup ran, the file stays) the kernel has freed the lock and it is taken over."""
+    run = tmp_path / "run"
+    code = (
+        "import sys, time\nfrom seq2seq.training.run_lock import RunLock\n"
+        f"with RunLock({str(run)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(RunFolderBusy, match=f"PID {holder.pid} on host "):
+            RunLock(run).__enter__()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert (run / LOCK_FILE).exists()
+    with caplog.at_level("WARNING", logger="seq2seq"), RunLock(run):
+        pass
+    assert f"taking over a stale lock (PID {holder.pid} on host " in caplog.text
