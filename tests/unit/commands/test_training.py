@@ -15,7 +15,7 @@ import yaml
 import seq2seq.training.loop as loop
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import to_yaml
-from tests.corpora import DICT_FIELD, SENTENCES, hf_dataset, translation_rows
+from tests.corpora import DICT_FIELD, SENTENCES, hf_dataset, translation_rows, write_split
 from tests.toys import copy_run_config, cuda_run, needs_no_cuda, run_main, synth_run_raw
 
 
@@ -141,3 +141,35 @@ def test_ctrl_c_saves_last_pt_and_exits_130_naming_the_resume_command(
     assert code == 0, err
     summary = json.loads((run / "train_summary.json").read_text())
     assert (summary["steps"], summary["stopped"]) == (6, "max_steps")
+
+
+@pytest.mark.parametrize("lang", ["ja", "ko"])
+def test_a_target_language_without_its_bleu_tokenizer_is_refused_before_writing_anything(
+    tmp_path, monkeypatch, capsys, lang
+):
+    from seq2seq.evaluation.metrics import bleu_metric
+
+    try:
+        bleu_metric(lang)
+        pytest.skip(f"sacrebleu[{lang}] is installed: {lang} BLEU works")
+    except ValueError as e:
+        eval_line = str(e)  # what `eval --tgt-lang ja` prints
+    d = tmp_path / "data"
+    d.mkdir()
+    train = write_split(d, "train", SENTENCES * 3, tgt_lang=lang)
+    valid = write_split(d, "valid", SENTENCES[:4], tgt_lang=lang)
+    cfg = copy_run_config(tmp_path, train=train, valid=valid, data={"tgt_lang": lang})
+    (tmp_path / "config.yaml").write_text(to_yaml(cfg))
+    run = tmp_path / "runs" / "x"
+    code, err = run_main(monkeypatch, capsys, "train", tmp_path / "config.yaml", "--run-dir", run)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {eval_line} (data.tgt_lang {lang}, for validation BLEU); ")
+    assert "--set train.valid_bleu=false --set train.best_metric=loss" in err
+    assert not (tmp_path / "runs").exists()
+    # without validation BLEU nothing asks for the tokenizer
+    off = ["--set", "train.valid_bleu=false", "--set", "train.best_metric=loss"]
+    code, err = run_main(
+        monkeypatch, capsys, "train", tmp_path / "config.yaml", "--run-dir", run, *off
+    )
+    assert code == 0, err
+    assert json.loads((run / "run_info.json").read_text())["bleu_signature"] is None
