@@ -54,13 +54,16 @@ def check_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
         )
 
 
-def clear_run(run_dir: Path) -> None:
+def clear_run(run_dir: Path, keep: frozenset[str] = frozenset()) -> None:
     """``--overwrite``: remove what an earlier run wrote (checkpoints, tokenizer, logs, TensorBoard
-    events), so nothing of it mixes with the new run; other files in the folder are left alone."""
+    events), so nothing of it mixes with the new run; other files in the folder, and those named
+    in ``keep``, are left alone."""
     for pattern in RUN_FILES:
         for path in run_dir.glob(pattern):
-            path.unlink()
-    shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
+            if path.name not in keep:
+                path.unlink()
+    if "tensorboard" not in keep:
+        shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
 
 
 def load_resume(run_dir: Path, cfg: Config) -> dict:

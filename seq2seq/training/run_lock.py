@@ -12,8 +12,9 @@ one line naming the holder; ``--overwrite`` clears a folder only once it holds t
 never deletes a live run's files. Under torchrun only rank 0 writes files, so only rank 0 locks.
 
 A run that fails before it saved a checkpoint (a data path that does not exist, a tokenizer that
-cannot be trained, ...) leaves nothing behind: its files go (``clear_run``'s rules: other files
-are left alone) and so do the folders the lock made, when empty.
+cannot be trained, ...) leaves nothing new behind: the run files it wrote go (``clear_run``'s
+names; files the folder held before, a config.yaml of the user's say, are left alone) and so do
+the folders the lock made, when empty.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class RunLock:
     """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for the
     ranks other than 0). On entry makes the folder (noting the folders it made) and takes the
     lock; on exit removes the lock file, and after an error, when the folder holds no checkpoint,
-    the run's files and the folders made here.
+    the run files this run wrote and the folders made here.
 
     Raises:
         RunFolderBusy: another live process holds the lock (names it, and what to do).
@@ -75,6 +76,7 @@ class RunLock:
         self.path = self.run_dir / LOCK_FILE
         self.fd: int | None = None
         self.made: list[Path] = []  # folders made here, the deepest first
+        self.before: frozenset[str] = frozenset()  # what the folder held before
 
     def __enter__(self) -> RunLock:
         if not self.enabled:
@@ -82,6 +84,7 @@ class RunLock:
         missing = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.made = missing
+        self.before = frozenset(os.listdir(self.run_dir))  # a failed start removes only the new
         try:
             self._acquire()
         except BaseException:
@@ -130,7 +133,7 @@ class RunLock:
         failed = exc_type is not None and self.enabled and not any(self.run_dir.glob("*.pt"))
         if failed:
             with contextlib.suppress(OSError):  # still under the lock
-                clear_run(self.run_dir)
+                clear_run(self.run_dir, keep=self.before - {LOCK_FILE})
         if self.fd is not None:
             # unlinked before the lock goes: a waiter that opened this file sees it is gone
             with contextlib.suppress(OSError):

@@ -71,18 +71,21 @@ def test_a_failed_start_removes_the_run_files_and_the_folders_it_made(tmp_path):
         (run / "spm.model").write_text("x")
         raise ValueError("no data")
     assert not (tmp_path / "runs").exists()
-    # a folder that held something else keeps it, and itself
+    # a folder that held something else keeps it (a config.yaml too), and itself
     run.mkdir(parents=True)
     (run / "notes.txt").write_text("mine")
+    (run / "config.yaml").write_text("mine")
     with pytest.raises(ValueError), RunLock(run):
         (run / "train.log").write_text("x")
+        (run / "tensorboard").mkdir()
         raise ValueError("no data")
-    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "notes.txt"]
+    assert (run / "config.yaml").read_text() == "mine"
     # a run that saved a checkpoint before its error keeps everything
     with pytest.raises(ValueError), RunLock(run):
         (run / "last.pt").write_text("x")
         raise ValueError("later")
-    assert sorted(p.name for p in run.iterdir()) == ["last.pt", "notes.txt"]
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "last.pt", "notes.txt"]
 
 
 @pytest.mark.parametrize(
