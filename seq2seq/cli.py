@@ -101,6 +101,8 @@ def _click_error(e: Exception) -> None:
         ctx = getattr(e, "ctx", None)
         if "UsageError" in kinds:
             msg += f" (see {ctx.command_path if ctx is not None else 'seq2seq'} -h)"
+        if "NoSuchOption" in kinds and ctx is not None and ctx.command.name == "train":
+            msg += _set_hint(e.option_name)
         fail(msg, code=e.exit_code)
     if "Abort" in kinds:  # end of input at a prompt
         fail("interrupted", code=130)
@@ -118,6 +120,15 @@ def _debug_traceback(e: BaseException) -> bool:
         cause = cause.__cause__ or cause.__context__
     traceback.print_exception(e, file=sys.stderr)
     return True
+
+
+def _set_hint(option: str) -> str:
+    """For an unknown ``train`` option that names a config key (``--lr``), or another toolkit's
+    name for one (``--learning-rate``, ``--warmup``): ``; did you mean --set train.lr=VALUE?``."""
+    from seq2seq.config.loading import config_key_for
+
+    key = config_key_for(option.lstrip("-").replace("-", "_"))
+    return f"; did you mean --set {key}=VALUE?" if key else ""
 
 
 def main() -> None:

@@ -89,6 +89,18 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
     return f"; did you mean {hint}" if hint else ""
 
 
+def config_key_for(name: str) -> str | None:
+    """The config key a bare ``name`` means: a key of one section (``lr`` -> ``train.lr``, the
+    train section first), or another toolkit's name for one (``learning_rate`` -> ``train.lr``);
+    None when none fits."""
+    keys = _keys_of(None)
+    for section in ("train", *keys):
+        if name in keys[section]:
+            return f"{section}.{name}"
+    hint = foreign_hint(name, keys)
+    return hint.split("?")[0] if hint else None
+
+
 # pydantic's error types for a number out of its field's bounds, or not finite
 RANGE_ERRORS = {
     "finite_number",

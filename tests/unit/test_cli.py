@@ -135,3 +135,25 @@ def test_seq2seq_debug_shows_the_traceback_then_the_same_line_for_every_kind_of_
     monkeypatch.setenv("SEQ2SEQ_DEBUG", "0")
     code, _, err = run_cli(monkeypatch, capsys, *cases[0][0])
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("option", "key"),
+    [
+        ("--lr", "train.lr"),
+        ("--learning-rate", "train.lr"),
+        ("--warmup", "train.warmup_steps"),
+        ("--dropout", "model.dropout"),
+        ("--beam", "decode.beam_size"),
+    ],
+)
+def test_an_unknown_train_option_naming_a_config_key_points_at_set(
+    monkeypatch, capsys, option, key
+):
+    from tests.toys import run_cli
+
+    code, _, err = run_cli(monkeypatch, capsys, "train", "x.yaml", option, "1")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"No such option: {option}" in err and f"did you mean --set {key}=VALUE?" in err
+    code, _, err = run_cli(monkeypatch, capsys, "train", "x.yaml", "--zzqq", "1")
+    assert "did you mean" not in err
