@@ -102,6 +102,22 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
         check_writable(where[1], where[0], folder=True, fix=fix)
 
 
+def _not_a_live_runs_file(output: Path) -> None:
+    """``average -o`` never replaces a checkpoint a live training writes (last.pt, best.pt, ...).
+
+    Raises:
+        UserError: ``output`` is such a file in a folder a training holds (``run_lock``).
+    """
+    from seq2seq.training.run_dir import CHECKPOINT_FILES
+    from seq2seq.training.run_lock import live_holder
+
+    if any(output.match(p) for p in CHECKPOINT_FILES) and (holder := live_holder(output.parent)):
+        raise UserError(
+            f"-o {output}: a training is writing that run folder ({holder}) and writes "
+            f"{output.name} itself; write the average to another file"
+        )
+
+
 def average(
     checkpoint: Path = typer.Option(
         ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
@@ -127,6 +143,7 @@ def average(
     setup_logging()
     no_stdout(output, "-o", "a checkpoint")
     check_writable(output, "-o")  # before the checkpoints are read and averaged
+    _not_a_live_runs_file(output)
     paths = average_run(checkpoint, output, last=last, best=best)
     names = ", ".join(p.name for p in paths)
     typer.echo(f"averaged {counted(len(paths), 'checkpoint')} ({names}) -> {output}")

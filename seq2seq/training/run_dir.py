@@ -29,6 +29,8 @@ from seq2seq.training.state import TrainingError, TrainState, book_last
 log = logging.getLogger("seq2seq")
 
 RESUME_KEYS = ("model", "optimizer", "scaler", "train_state", "rng", "tokenizer")
+# The checkpoints a training writes (``RunCheckpoints``).
+CHECKPOINT_FILES = ("last.pt", "best.pt", "step*.pt", "best-step*.pt")
 RUN_FILES = (
     "*.pt",
     "spm*.model",

@@ -60,6 +60,22 @@ def _read_holder(fd: int) -> dict:
         return {}
 
 
+def live_holder(run_dir: Path) -> str | None:
+    """Who holds ``run_dir``'s lock, in words (``PID 1234 on host gpu1, since ...``), when a live
+    process does; None when none does (no lock file, or a stale one). Takes nothing."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return _describe(_read_holder(fd)) if e.errno in (errno.EACCES, errno.EAGAIN) else None
+    finally:
+        os.close(fd)  # drops the shared lock, if taken
+    return None
+
+
 class RunLock:
     """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for the
     ranks other than 0). On entry makes the folder (noting the folders it made) and takes the

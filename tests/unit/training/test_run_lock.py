@@ -149,3 +149,23 @@ def test_another_process_holds_the_lock_until_killed_then_it_is_stale(tmp_path, 
     with caplog.at_level("WARNING", logger="seq2seq"), RunLock(run):
         pass
     assert f"taking over a stale lock (PID {holder.pid} on host " in caplog.text
+
+
+def test_average_never_replaces_a_file_a_live_training_writes(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    with RunLock(run):
+        before = tree(run)
+        for name in ("last.pt", "best.pt"):
+            args = ["average", "-c", run, "--last", "1", "-o", run / name]
+            code, err = run_main(monkeypatch, capsys, *args)
+            assert code == 2 and len(err.strip().splitlines()) == 1, err
+            assert (
+                f"-o {run / name}: a training is writing that run folder (PID {os.getpid()}" in err
+            )
+        assert tree(run) == before
+        code, err = run_main(monkeypatch, capsys, "average", "-c", run, "--last", "1", "-o",
+                             run / "avg.pt")  # fmt: skip
+        assert code == 0, err
