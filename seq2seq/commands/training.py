@@ -37,7 +37,10 @@ def train(
         "settings may change, e.g. --max-time to extend a finished run.",
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="Start afresh in a run directory that already holds a run."
+        False,
+        "--overwrite",
+        help="Start afresh in a run directory that already holds a run (never one a live "
+        "training holds).",
     ),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
     max_epochs: int | None = typer.Option(
@@ -55,8 +58,9 @@ def train(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ):
     """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs (train.log,
-    train_log.jsonl), TensorBoard scalars and train_summary.json into the run directory. Ctrl-C or
-    SIGTERM stops it after the current step: last.pt is saved and the exit code is 130."""
+    train_log.jsonl), TensorBoard scalars and train_summary.json into the run directory, which it
+    holds alone (train.lock: another training into it exits 2). Ctrl-C, SIGTERM or SIGHUP stops it
+    after the current step: last.pt is saved and the exit code is 130."""
     from seq2seq.config import load_config
     from seq2seq.training.distributed import launched_as_main
     from seq2seq.training.loop import train as run_training
