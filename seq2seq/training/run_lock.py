@@ -2,10 +2,12 @@
 
 The lock is an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken before anything else is
 written there, and the file records who holds it: PID, host and start time. The kernel drops the
-lock when its holder ends, however it ends (a crash or ``kill -9`` included), so a lock file
-whose lock is free is stale: the next training takes it over and logs whose it was. On NFS Linux
-turns ``flock`` into a lock the server keeps, so it holds across hosts; a file system without
-locks is noted once and the run goes on unlocked.
+lock when its holder ends, however it ends (a crash or ``kill -9`` included), so a lock file of
+this host whose lock is free is stale: the next training takes it over and logs whose it was. On
+NFS Linux turns ``flock`` into a lock the server keeps, so it holds across hosts; but as some
+shared file systems keep locks per host, a free lock written on another host is not taken over:
+the line says to delete the file if that training no longer runs. A file system without locks
+is noted once and the run goes on unlocked.
 
 A second training into a held folder (a new run, ``--resume`` or ``--overwrite``) is refused with
 one line naming the holder; ``--overwrite`` clears a folder only once it holds the lock, so it
@@ -135,12 +137,19 @@ class RunLock:
             if same:
                 break
             os.close(fd)
-        old = _read_holder(fd)
+        old, host = _read_holder(fd), socket.gethostname()
+        if old and old.get("host", host) != host:  # its lock may just not reach this host
+            os.close(fd)
+            raise RunFolderBusy(
+                f"{self.run_dir}: a training on another host wrote {LOCK_FILE} ({_describe(old)}) "
+                "and its lock is free here: it has ended, or this file system does not share "
+                f"locks between hosts; if it no longer runs, delete {self.path} and try again"
+            )
         if old:
             log.warning(
                 "%s: taking over a stale lock (%s, no longer running)", self.path, _describe(old)
             )
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+        me = {"pid": os.getpid(), "host": host, "since": time.time()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
         self.fd = fd

@@ -46,13 +46,29 @@ def test_a_held_folder_refuses_a_second_lock_naming_the_holder_and_frees_on_exit
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_log_line(tmp_path, caplog):
-    run = tmp_path / "run"
+    run, host = tmp_path / "run", socket.gethostname()
     run.mkdir()
-    (run / LOCK_FILE).write_text(json.dumps({"pid": 4_000_000, "host": "h1", "since": 0}))
+    (run / LOCK_FILE).write_text(json.dumps({"pid": 4_000_000, "host": host, "since": 0}))
     with caplog.at_level("WARNING", logger="seq2seq"), RunLock(run):
         assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
-    said = f"{run / LOCK_FILE}: taking over a stale lock (PID 4000000 on host h1, since 1970-01-01"
-    assert said + " 00:00:00 UTC, no longer running)" in caplog.text
+    said = f"{run / LOCK_FILE}: taking over a stale lock (PID 4000000 on host {host}, since 1970"
+    assert said + "-01-01 00:00:00 UTC, no longer running)" in caplog.text
+
+
+def test_a_free_lock_written_on_another_host_is_not_taken_over(tmp_path):
+    """Some shared file systems keep locks per host: that training may still run."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK_FILE).write_text(json.dumps({"pid": 7, "host": "elsewhere", "since": 0}))
+    with pytest.raises(RunFolderBusy) as e:
+        RunLock(run).__enter__()
+    assert str(e.value) == (
+        f"{run}: a training on another host wrote train.lock (PID 7 on host elsewhere, since "
+        "1970-01-01 00:00:00 UTC) and its lock is free here: it has ended, or this file system "
+        "does not share locks between hosts; if it no longer runs, delete "
+        f"{run / LOCK_FILE} and try again"
+    )
+    assert json.loads((run / LOCK_FILE).read_text())["host"] == "elsewhere"  # untouched
 
 
 def test_ranks_other_than_0_take_no_lock(tmp_path, monkeypatch):
