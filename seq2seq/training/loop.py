@@ -38,6 +38,7 @@ from pathlib import Path
 from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import pack_target_vocab, weights_digest
 from seq2seq.config import Config
+from seq2seq.console import console
 from seq2seq.data.prepare import epoch_batches
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.runtime import rng_states
@@ -232,6 +233,8 @@ class Run(RunSetup):
         self.last_valid = st.step
         if self.info.is_main:
             d = self.data
+            if not console.is_terminal:  # a sign of life in a log file while it decodes
+                log.info("step %d: validating on %s pairs", st.step, f"{len(d.valid):,}")
             metrics = validate(self.model, d.tok, d.valid, d.valid_text, self.cfg, self.device)
             improved, kept, dropped = book_score(st, metric_value(metrics, t.best_metric), t)
             self._log_validation(metrics)

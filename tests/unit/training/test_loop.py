@@ -120,12 +120,13 @@ def test_output_to_a_file_gets_a_step_line_between_sparse_log_points(tmp_path, c
     import seq2seq.training.updates as updates
 
     caplog.set_level("INFO", logger="seq2seq")
-    cfg = copy_run_config(tmp_path, log_every=1000, valid_every=1000)
+    cfg = copy_run_config(tmp_path, log_every=1000, valid_every=1000)  # validated at the end
     train(cfg, tmp_path / "quiet")
     assert not re.search(r"step \d+ epoch", caplog.text)
     monkeypatch.setattr(updates, "HEARTBEAT_SECONDS", 0.0)
     caplog.clear()
     train(cfg, tmp_path / "alive")
+    assert "step 2: validating on 4 pairs" in caplog.text  # before its decoding starts
     assert re.findall(r"step (\d+) epoch \d+ loss [\d.]+ lr [\d.e+-]+ [\d,]+ tok/s", caplog.text)[
         :2
     ] == ["1", "2"]
