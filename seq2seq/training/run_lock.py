@@ -124,6 +124,9 @@ class RunLock:
                         f"({_describe(holder)}; lock {self.path}): wait for it to finish or stop "
                         "it (it saves last.pt), or train into another --run-dir"
                     ) from None
+                if not holder:  # the empty file just made: leave no lock file that locks nothing
+                    with contextlib.suppress(OSError):
+                        self.path.unlink()
                 log.warning(
                     "%s: cannot lock (%s): make sure no other training writes this folder",
                     self.path,

@@ -5,6 +5,7 @@ fails before its first checkpoint leaves nothing behind."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -185,3 +186,14 @@ def test_average_never_replaces_a_file_a_live_training_writes(
         code, err = run_main(monkeypatch, capsys, "average", "-c", run, "--last", "1", "-o",
                              run / "avg.pt")  # fmt: skip
         assert code == 0, err
+
+
+def test_a_file_system_without_locks_is_noted_and_the_run_goes_on(tmp_path, monkeypatch, caplog):
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr("seq2seq.training.run_lock.fcntl.flock", no_locks)
+    run = tmp_path / "run"
+    with caplog.at_level("WARNING", logger="seq2seq"), RunLock(run):
+        assert not (run / LOCK_FILE).exists()
+    assert "cannot lock (No locks available): make sure no other training writes" in caplog.text
