@@ -234,7 +234,7 @@ class Run(RunSetup):
         if self.info.is_main:
             d = self.data
             if not console.is_terminal:  # a sign of life in a log file while it decodes
-                log.info("step %d: validating on %s pairs", st.step, f"{len(d.valid):,}")
+                log.info("validating at step %d on %s pairs", st.step, f"{len(d.valid):,}")
             metrics = validate(self.model, d.tok, d.valid, d.valid_text, self.cfg, self.device)
             improved, kept, dropped = book_score(st, metric_value(metrics, t.best_metric), t)
             self._log_validation(metrics)

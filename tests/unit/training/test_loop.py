@@ -126,7 +126,7 @@ def test_output_to_a_file_gets_a_step_line_between_sparse_log_points(tmp_path, c
     monkeypatch.setattr(updates, "HEARTBEAT_SECONDS", 0.0)
     caplog.clear()
     train(cfg, tmp_path / "alive")
-    assert "step 2: validating on 4 pairs" in caplog.text  # before its decoding starts
+    assert "validating at step 2 on 4 pairs" in caplog.text  # before its decoding starts
     assert re.findall(r"step (\d+) epoch \d+ loss [\d.]+ lr [\d.e+-]+ [\d,]+ tok/s", caplog.text)[
         :2
     ] == ["1", "2"]
