@@ -96,22 +96,26 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
     )
     futures = []
 
-    def forward(signum, frame):  # kill / timeout signal this process only: pass it on
+    def forward(signum, frame):  # kill, timeout or a hang-up signal this process only: pass on
         stop.set()  # a job already handed to a worker's queue does not start either
         for f in futures:
             f.cancel()  # the jobs not started yet
         workers = list(getattr(pool, "_processes", None) or {})  # the workers' pids
-        log.warning("compare: SIGTERM: the running jobs save their runs and stop")
+        name = signal.Signals(signum).name
+        log.warning("compare: %s: the running jobs save their runs and stop", name)
         for pid in workers:
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
 
-    try:
-        previous = signal.signal(signal.SIGTERM, forward)
-    except ValueError:  # not the main thread: signals keep their usual effect
-        previous = None
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a hang-up (terminal closed) as SIGTERM
+        try:
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays so
+                previous[sig] = signal.signal(sig, forward)
+        except ValueError:  # not the main thread: signals keep their usual effect
+            break
     try:
         futures += [pool.submit(_guarded, fn, *args) for args in calls]
         return [f.result() for f in futures]
@@ -119,5 +123,5 @@ def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list
         raise KeyboardInterrupt from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # no worker outlives this process
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -3,10 +3,12 @@ alignment numbers for attention models only, and SIGTERM stopping its workers.""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -43,11 +45,12 @@ def test_reverse_study_reports_exact_match(tmp_path):
     assert (tmp_path / "out" / "exact_by_length.png").is_file()
 
 
-def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
-    """``kill`` or ``timeout`` signal compare's own process only: it passes SIGTERM on to its
-    worker processes, which save last.pt (a rerun resumes from it), no queued job starts after it
-    (the third config here waits for a worker) and no worker outlives it."""
-    import signal
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path, signum):
+    """``kill``, ``timeout`` or a closed terminal (SIGHUP) signal compare's own process only: it
+    passes SIGTERM on to its worker processes, which save last.pt (a rerun resumes from it), no
+    queued job starts after it (the third config here waits for a worker) and no worker outlives
+    it."""
     import time
 
     data = reverse_data(tmp_path, 300, 12, 40)
@@ -73,7 +76,7 @@ def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path):
     cmdline = {int(c): Path(f"/proc/{c}/cmdline").read_bytes() for c in children}
     workers = [pid for pid, cmd in cmdline.items() if b"spawn_main" in cmd]  # not the tracker
     assert len(workers) == 2, cmdline
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err, err[-3000:]
