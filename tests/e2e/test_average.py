@@ -13,18 +13,18 @@ from seq2seq.training.average import select_checkpoints
 from tests.e2e.helpers import one_line_exit_2, run
 
 
-def test_average_refuses_to_overwrite_the_runs_own_checkpoints(trained_run):
+def test_average_refuses_to_overwrite_the_runs_own_checkpoints(trained_run, run_in_process):
     run_dir, _ = trained_run
     before = (run_dir / "last.pt").read_bytes()
     for name in ("last.pt", "best.pt", "step99.pt", "best-step99.pt"):
         one_line_exit_2(
-            run("average", "-c", run_dir, "--last", "1", "-o", run_dir / name),
+            run_in_process("average", "-c", run_dir, "--last", "1", "-o", run_dir / name),
             f"would overwrite the run's own {name}",
         )
     assert (run_dir / "last.pt").read_bytes() == before
     assert not (run_dir / "step99.pt").exists() and not (run_dir / "best-step99.pt").exists()
     one_line_exit_2(
-        run("average", "-c", run_dir, "--last", "0", "-o", "x.pt"),
+        run_in_process("average", "-c", run_dir, "--last", "0", "-o", "x.pt"),
         "give exactly one of --last K or --best K, with K >= 1",
     )
 

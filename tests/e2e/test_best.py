@@ -1,7 +1,8 @@
 """`make best` (scripts/best.py) end to end on a tiny model and a Multi30k slice: train, choose the
 checkpoint on validation (best.pt or an average), tune the search on validation, score both test
-sets, write the table; a rerun continues instead of redoing; an unknown family is refused; each
-shipped recipe (configs/multi30k/best/) trains two updates."""
+sets, write the table; a rerun continues instead of redoing; each shipped recipe
+(configs/multi30k/best/) trains two updates. Its argument errors are checked in process, in
+tests/unit/test_best_script.py."""
 
 from __future__ import annotations
 
@@ -32,30 +33,6 @@ def best(*args, data: Path | None = None):
         timeout=600,
         cwd=REPO,
     )
-
-
-def test_an_unknown_family_is_refused_in_one_line():
-    r = best("transformer", "lstm")
-    assert r.returncode == 2
-    assert r.stderr.strip() == (
-        "error: unknown family 'lstm' (BEST): choose from bahdanau, luong_concat, rnn, "
-        "rnn_context, transformer"
-    )
-
-
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--beams", "5,x"], "--beams '5,x': give comma-separated beam sizes"),
-        (["--alphas", "0,,1"], "--alphas '0,,1': give comma-separated numbers"),
-        (["--configs", "."], "--configs .: no <family>.yaml there"),
-        (["--runs", "README.md"], "--runs README.md: a file, not a folder"),
-    ],
-)
-def test_bad_arguments_are_refused_before_any_training(args, needle):
-    r = best(*args, "transformer")
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().startswith(f"error: {needle}"), r.stderr
 
 
 def test_the_makefile_passes_best_and_its_settings_to_the_script():

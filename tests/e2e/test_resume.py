@@ -15,7 +15,7 @@ from seq2seq.checkpoint import CheckpointError, load_checkpoint, load_for_infere
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.training.loop import train
-from tests.e2e.helpers import cli, run, untrained_checkpoint
+from tests.e2e.helpers import cli, untrained_checkpoint
 from tests.toys import tiny_model_config
 
 
@@ -61,9 +61,9 @@ def checkpoint_step(path):
         return 0
 
 
-def test_resume_refuses_run_dir_and_overwrite(tmp_path):
+def test_resume_refuses_run_dir_and_overwrite(tmp_path, run_in_process):
     for extra in (["--run-dir", "elsewhere"], ["--overwrite"]):
-        r = run("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)
+        r = run_in_process("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)
         assert r.returncode == 2 and "--resume continues the run in its own folder" in r.stderr
 
 
@@ -134,7 +134,7 @@ def test_ctrl_c_or_sigterm_saves_and_exits_130_with_how_to_resume(tmp_path, mult
 
 
 def test_resume_refuses_a_corrupt_or_inference_only_checkpoint(
-    tmp_path, multi30k_slice, slice_tokenizer
+    tmp_path, multi30k_slice, slice_tokenizer, run_in_process
 ):
     cfg = write_config(tmp_path, multi30k_slice, max_steps=2)
     run = tmp_path / "run"
@@ -146,6 +146,6 @@ def test_resume_refuses_a_corrupt_or_inference_only_checkpoint(
     with pytest.raises(CheckpointError, match="can translate but not resume training"):
         train(load_config(cfg), run, resume=True)
     (run / "last.pt").write_bytes(b"\x00" * 100)
-    r = cli("train", cfg, "--resume", run)
+    r = run_in_process("train", cfg, "--resume", run)
     assert r.returncode == 2 and "corrupt or truncated" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

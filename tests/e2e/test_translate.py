@@ -39,11 +39,11 @@ def test_translate_keeps_lines_in_order(trained_run, multi30k_slice):
     assert "no text to translate" not in r.stderr
 
 
-def test_empty_input_says_so_on_stderr_and_writes_nothing(trained_run, tmp_path):
+def test_empty_input_says_so_on_stderr_and_writes_nothing(trained_run, tmp_path, run_in_process):
     empty = tmp_path / "empty.de"
     empty.write_text("")
     for args, stdin, name in ((("-i", empty), None, str(empty)), ((), "", "stdin")):
-        r = run("translate", "-c", trained_run[0], *args, stdin=stdin)
+        r = run_in_process("translate", "-c", trained_run[0], *args, stdin=stdin)
         assert r.returncode == 0 and r.stdout == "", r.stderr
         assert f"translate: {name}: no text to translate (empty input)" in r.stderr
 
