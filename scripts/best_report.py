@@ -1,13 +1,48 @@
 """The tables `make best` (scripts/best.py) prints and writes to RUNS/README.md: the Converged
-table, the checkpoint choice on validation and every family's search sweep."""
+table, the checkpoint choice on validation and every family's search sweep.
+
+The Converged table of docs/results/best/README.md is rendered from that folder's results.json by
+the same function (``converged_table``), between the two ``MARKERS``; to redo it after a run:
+
+    python scripts/best_report.py docs/results/best/results.json --write docs/results/best/README.md
+
+(without ``--write`` the table is printed). tests/unit/test_best_script.py checks that the doc's
+table is this rendering.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
 
 TESTS = ["test_2016_flickr", "test_2017_flickr"]
 BUCKETS = "10,20"  # eval --buckets: source words 1-10, 11-20, 21+
-STOPPED = {"early_stopping": "converged (early stopping)", "max_time": "time cap"}
+STOPPED = {"early_stopping": "converged: early stopping", "max_time": "time cap"}
+MARKERS = (
+    "<!-- converged table: rendered from results.json by scripts/best_report.py; do not edit -->",
+    "<!-- end of the converged table -->",
+)
+
+
+def _checkpoint(name: str) -> str:
+    """``avg_best5.pt`` -> "average of the 5 best", ``avg_last5.pt`` -> "average of the last 5";
+    any other file by its name."""
+    for prefix, words in (
+        ("avg_best", "average of the {} best"),
+        ("avg_last", "average of the last {}"),
+    ):
+        if name.startswith(prefix) and name.endswith(".pt") and name[len(prefix) : -3].isdigit():
+            return words.format(name[len(prefix) : -3])
+    return name
+
+
+def _search(best: dict) -> str:
+    """The search tune-decode chose: "beam 40, α 1" or "greedy"."""
+    if best["method"] != "beam":
+        return best["method"]
+    return f"beam {best['beam_size']}, α {best['length_penalty']:g}"
 
 
 def _row(r: dict) -> str:
@@ -16,12 +51,59 @@ def _row(r: dict) -> str:
     for test in TESTS:
         for search in ("greedy", "tuned"):
             s = t[f"{test}_{search}"]
-            cells.append(f"{s['bleu']['score']:.2f} / {s['chrf']['score']:.2f}")
+            bleu = f"{s['bleu']['score']:.2f}"
+            if test == TESTS[0] and search == "tuned":
+                bleu = f"**{bleu}**"
+            cell = f"{bleu} / {s['chrf']['score']:.2f}"
+            if test == TESTS[0] and search == "tuned":
+                cell += f" ({_search(r['tune']['best'])})"
+            cells.append(cell)
     stopped = STOPPED.get(tr["stopped"], tr["stopped"])
+    if tr.get("best_step") is not None:
+        stopped += f"; best at update {tr['best_step']:,}"
+    minutes = tr["train_seconds"] / 60
     return (
-        f"| {r['family']} | {tr['epochs']} | {tr['steps']} | {tr['train_seconds'] / 60:.0f} | "
-        f"{stopped} | {r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
+        f"| {r['family']} | {tr['epochs']:.1f} | {tr['steps']:,} | {minutes:.0f} | "
+        f"{stopped} | {r['parameters']:,} | {_checkpoint(r['chosen'])} | "
+        + " | ".join(cells)
+        + " |"
     )
+
+
+def converged_table(results: list[dict]) -> str:
+    """The Converged table: one row per family, best first (by test_2016 BLEU with the tuned
+    search): training (epochs, updates, minutes, why it stopped and the best validation's update),
+    parameters, the tested checkpoint, and BLEU / chrF on both test sets, greedy and tuned (the
+    tuned search named)."""
+    ranked = sorted(results, key=lambda r: -r["tests"][f"{TESTS[0]}_tuned"]["bleu"]["score"])
+    lines = [
+        "| family | epochs | updates | train min | stopped | parameters | tested checkpoint | "
+        "test_2016 greedy BLEU / chrF | test_2016 tuned | test_2017 greedy | test_2017 tuned |",
+        "|" + " --- |" * 11,
+        *[_row(r) for r in ranked],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def with_table(doc: str, table: str) -> str:
+    """``doc`` with the text between its two ``MARKERS`` lines replaced by ``table`` (a blank line
+    either side, so Markdown sees a table and not part of the comments' HTML block).
+
+    Raises:
+        ValueError: ``doc`` lacks either marker, or has them out of order.
+    """
+    begin, end = doc.find(MARKERS[0]), doc.find(MARKERS[1])
+    if begin < 0 or end < begin:
+        raise ValueError(f"the doc needs the lines {MARKERS[0]!r} and then {MARKERS[1]!r}")
+    return doc[: begin + len(MARKERS[0])] + "\n\n" + table + "\n" + doc[end:]
+
+
+def table_in(doc: str) -> str:
+    """The text between ``doc``'s two ``MARKERS`` lines ("" when it has none)."""
+    begin, end = doc.find(MARKERS[0]), doc.find(MARKERS[1])
+    if begin < 0 or end < begin:
+        return ""
+    return doc[begin + len(MARKERS[0]) : end].strip("\n") + "\n"
 
 
 def _by_length(results: list[dict]) -> list[str]:
@@ -49,10 +131,7 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
         "",
         f"Wall time of this invocation: {wall / 60:.1f} minutes. BLEU signature: `{b}`.",
         "",
-        "| family | epochs done | updates | train min | stopped | parameters | checkpoint | "
-        "2016 greedy BLEU / chrF | 2016 tuned | 2017 greedy | 2017 tuned |",
-        "|" + " --- |" * 11,
-        *[_row(r) for r in results],
+        converged_table(results).rstrip("\n"),
         "",
         *_by_length(results),
         "## Translate with a tested model",
@@ -99,3 +178,24 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
             )
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Render the Converged table from a results.json.")
+    ap.add_argument("results", type=Path, help="results.json of `make best`")
+    ap.add_argument("--write", type=Path, help="put the table between the markers of this doc")
+    args = ap.parse_args(argv)
+    try:
+        table = converged_table(json.loads(args.results.read_text()))
+        if args.write is None:
+            print(table, end="")
+            return 0
+        args.write.write_text(with_table(args.write.read_text(), table))
+    except (OSError, ValueError, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
