@@ -57,15 +57,16 @@ def _converged_quotes() -> dict[str, str]:
     return {"README.md": row, "docs/results/README.md": section}
 
 
-def test_the_converged_table_is_rendered_from_results_json(best_report):
+@pytest.mark.parametrize("name", ["converged table", "by-length table"])
+def test_the_tables_are_rendered_from_results_json(best_report, name):
     doc = (BEST / "README.md").read_text()
-    table = best_report.table_in(doc)
-    assert table, f"docs/results/best/README.md lacks the markers {best_report.MARKERS}"
-    assert table == best_report.converged_table(_results()), (
-        "the Converged table differs from its rendering; run: python scripts/best_report.py "
+    table = best_report.table_in(doc, name)
+    assert table, f"docs/results/best/README.md lacks the markers {best_report.markers(name)}"
+    assert table == best_report.TABLES[name](_results()), (
+        f"the {name} differs from its rendering; run: python scripts/best_report.py "
         "docs/results/best/results.json --write docs/results/best/README.md"
     )
-    assert best_report.with_table(doc, table) == doc
+    assert best_report.with_table(doc, name, table) == doc
 
 
 def test_the_rendering_puts_the_best_first_and_names_the_tuned_search(best_report):
@@ -88,7 +89,11 @@ def test_the_rendering_puts_the_best_first_and_names_the_tuned_search(best_repor
     assert best_report._checkpoint("avg_last3.pt") == "average of the last 3"
     assert best_report._checkpoint("best.pt") == "best.pt"
     with pytest.raises(ValueError, match="the doc needs the lines"):
-        best_report.with_table("no markers here\n", "| table |\n")
+        best_report.with_table("no markers here\n", "converged table", "| table |\n")
+    by_length = best_report.by_length_table(results).splitlines()[2:]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in by_length] == [
+        f"{family} {search}" for family in order for search in ("greedy", "tuned")
+    ]
 
 
 def test_every_figure_quoted_for_the_converged_runs_is_in_a_results_file():
@@ -129,3 +134,22 @@ def test_the_kept_share_by_source_length_is_the_results_files():
     for doc, text in _converged_quotes().items():
         quoted = re.findall(r"\d+-\d+%", text)
         assert {fixed, attention} == set(quoted), (doc, quoted)
+
+
+def test_write_fills_every_table_of_a_doc_and_refuses_a_doc_without_markers(
+    best_report, tmp_path, capsys
+):
+    doc = (BEST / "README.md").read_text()
+    emptied = doc
+    for name in best_report.TABLES:
+        emptied = best_report.with_table(emptied, name, "")
+    assert emptied != doc
+    target = tmp_path / "README.md"
+    target.write_text(emptied)
+    assert best_report.main([str(RESULTS), "--write", str(target)]) == 0
+    assert target.read_text() == doc
+    target.write_text("no markers\n")
+    assert best_report.main([str(RESULTS), "--write", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {target}: the doc needs the lines") and err.count("\n") == 1
+    assert target.read_text() == "no markers\n"
