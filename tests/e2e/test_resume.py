@@ -67,8 +67,9 @@ def test_resume_refuses_run_dir_and_overwrite(tmp_path, run_in_process):
         assert r.returncode == 2 and "--resume continues the run in its own folder" in r.stderr
 
 
-def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
-    """2N steps straight == N steps, SIGKILL, --resume to 2N: same losses, same weights."""
+def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice, run_in_process):
+    """2N steps straight == N steps, SIGKILL, --resume to 2N: same losses, same weights. The
+    killed run is a subprocess (the point: a process killed mid-run); the rest runs in process."""
     n = 4  # checkpoint_every; 120 pairs make ~6 batches an epoch, so step N is mid-epoch
     cfg = write_config(tmp_path, multi30k_slice, checkpoint_every=n, valid_every=3, keep_last=2)
     killed = tmp_path / "killed"
@@ -84,9 +85,9 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     k = state["step"]  # N, unless the poll missed it and the run reached the next multiple
     assert k % n == 0 and state["epoch"] == 0 and state["batch_in_epoch"] > 0  # mid-epoch
 
-    r = cli("train", cfg, "--resume", killed, "--max-steps", 2 * k)
+    r = run_in_process("train", cfg, "--resume", killed, "--max-steps", 2 * k)
     assert r.returncode == 0, r.stderr
-    r = cli("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * k)
+    r = run_in_process("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * k)
     assert r.returncode == 0, r.stderr
 
     straight, resumed = step_losses(tmp_path / "straight"), step_losses(killed)
@@ -101,7 +102,7 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     saved = sorted({s for s in range(1, 2 * k + 1) if s % 3 == 0 or s % n == 0})
     kept = sorted(killed.glob("step*.pt"), key=lambda p: int(p.stem[4:]))
     assert [p.name for p in kept] == [f"step{s}.pt" for s in saved[-2:]]
-    r = cli("average", "-c", killed, "--last", 2, "-o", tmp_path / "avg.pt")
+    r = run_in_process("average", "-c", killed, "--last", 2, "-o", tmp_path / "avg.pt")
     assert r.returncode == 0, r.stderr
     x, y = (load_checkpoint(p)["model"] for p in kept)
     avg = load_checkpoint(tmp_path / "avg.pt")["model"]
