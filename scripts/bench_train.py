@@ -7,7 +7,7 @@ Usage:
 
 ``make bench-train`` runs it on configs/multi30k/*.yaml. Each (config, precision) trains ``steps``
 updates after ``warmup`` on the first batches of a Multi30k epoch with the training loop's own
-``train_step`` and optimizer (``setup.build_optimizer``: fused, the config's Adam or AdamW; batches
+``train_step`` and optimizer (``step.build_optimizer``: fused, the config's Adam or AdamW; batches
 padded as the run would pad them, nothing read from the device until the end), in a fresh process,
 so its peak
 memory is its own (CPU: VmHWM, the resident high-water mark; CUDA: torch's peak allocation). Model
@@ -55,8 +55,7 @@ from seq2seq.models import build_model
 from seq2seq.models.flops import formula, step_flops
 from seq2seq.runtime import configure_device, resolve_pad_multiple, seed_everything
 from seq2seq.training.distributed import DistInfo
-from seq2seq.training.setup import build_optimizer
-from seq2seq.training.step import TeacherForcing, train_step
+from seq2seq.training.step import TeacherForcing, build_optimizer, train_step
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,13 +1,47 @@
 """The tables `make best` (scripts/best.py) prints and writes to RUNS/README.md: the Converged
-table, the checkpoint choice on validation and every family's search sweep."""
+table, the checkpoint choice on validation and every family's search sweep.
+
+The Converged table and the BLEU-by-length table of docs/results/best/README.md are rendered from
+that folder's results.json by the same functions (``TABLES``), each between its two ``markers``;
+to redo them after a run:
+
+    python scripts/best_report.py docs/results/best/results.json --write docs/results/best/README.md
+
+(without ``--write`` the tables are printed). tests/unit/test_results_docs.py checks that the
+doc's tables are this rendering.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
+
+from seq2seq.atomic import atomic_write_text
 
 TESTS = ["test_2016_flickr", "test_2017_flickr"]
 BUCKETS = "10,20"  # eval --buckets: source words 1-10, 11-20, 21+
-STOPPED = {"early_stopping": "converged (early stopping)", "max_time": "time cap"}
+STOPPED = {"early_stopping": "converged: early stopping", "max_time": "time cap"}
+
+
+def _checkpoint(name: str) -> str:
+    """``avg_best5.pt`` -> "average of the 5 best", ``avg_last5.pt`` -> "average of the last 5";
+    any other file by its name."""
+    for prefix, words in (
+        ("avg_best", "average of the {} best"),
+        ("avg_last", "average of the last {}"),
+    ):
+        if name.startswith(prefix) and name.endswith(".pt") and name[len(prefix) : -3].isdigit():
+            return words.format(name[len(prefix) : -3])
+    return name
+
+
+def _search(best: dict) -> str:
+    """The search tune-decode chose: "beam 40, α 1" or "greedy"."""
+    if best["method"] != "beam":
+        return best["method"]
+    return f"beam {best['beam_size']}, α {best['length_penalty']:g}"
 
 
 def _row(r: dict) -> str:
@@ -16,30 +50,90 @@ def _row(r: dict) -> str:
     for test in TESTS:
         for search in ("greedy", "tuned"):
             s = t[f"{test}_{search}"]
-            cells.append(f"{s['bleu']['score']:.2f} / {s['chrf']['score']:.2f}")
+            bleu = f"{s['bleu']['score']:.2f}"
+            if test == TESTS[0] and search == "tuned":
+                bleu = f"**{bleu}**"
+            cell = f"{bleu} / {s['chrf']['score']:.2f}"
+            if test == TESTS[0] and search == "tuned":
+                cell += f" ({_search(r['tune']['best'])})"
+            cells.append(cell)
     stopped = STOPPED.get(tr["stopped"], tr["stopped"])
+    if tr.get("best_step") is not None:
+        stopped += f"; best at update {tr['best_step']:,}"
+    minutes = tr["train_seconds"] / 60
     return (
-        f"| {r['family']} | {tr['epochs']} | {tr['steps']} | {tr['train_seconds'] / 60:.0f} | "
-        f"{stopped} | {r['parameters']:,} | {r['chosen']} | " + " | ".join(cells) + " |"
+        f"| {r['family']} | {tr['epochs']:.1f} | {tr['steps']:,} | {minutes:.0f} | "
+        f"{stopped} | {r['parameters']:,} | {_checkpoint(r['chosen'])} | "
+        + " | ".join(cells)
+        + " |"
     )
 
 
-def _by_length(results: list[dict]) -> list[str]:
-    """BLEU by source length on test_2016_flickr, greedy and tuned: one row per family."""
+def _ranked(results: list[dict]) -> list[dict]:
+    """Best first, by test_2016 BLEU with the tuned search."""
+    return sorted(results, key=lambda r: -r["tests"][f"{TESTS[0]}_tuned"]["bleu"]["score"])
+
+
+def converged_table(results: list[dict]) -> str:
+    """The Converged table: one row per family, best first (by test_2016 BLEU with the tuned
+    search): training (epochs, updates, minutes, why it stopped and the best validation's update),
+    parameters, the tested checkpoint, and BLEU / chrF on both test sets, greedy and tuned (the
+    tuned search named)."""
+    lines = [
+        "| family | epochs | updates | train min | stopped | parameters | tested checkpoint | "
+        "test_2016 greedy BLEU / chrF | test_2016 tuned | test_2017 greedy | test_2017 tuned |",
+        "|" + " --- |" * 11,
+        *[_row(r) for r in _ranked(results)],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def by_length_table(results: list[dict]) -> str:
+    """BLEU by source length on test_2016_flickr, greedy and tuned: one row per family and search,
+    best first; a column per length bucket that holds sentences, their count in brackets."""
     first = results[0]["tests"][f"{TESTS[0]}_greedy"]["by_length"]["buckets"]
     head = [f"{b['bucket']} ({b['sentences']})" for b in first if b["sentences"]]
-    lines = [
-        f"## BLEU by source length ({TESTS[0]}, source words; sentences in brackets)",
-        "",
-        "| family, search | " + " | ".join(head) + " |",
-        "|" + " --- |" * (len(head) + 1),
-    ]
-    for r in results:
+    lines = ["| family, search | " + " | ".join(head) + " |", "|" + " --- |" * (len(head) + 1)]
+    for r in _ranked(results):
         for search in ("greedy", "tuned"):
             buckets = r["tests"][f"{TESTS[0]}_{search}"]["by_length"]["buckets"]
             cells = [f"{b['bleu']:.2f}" for b in buckets if b["sentences"]]
             lines.append(f"| {r['family']} {search} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return "\n".join(lines) + "\n"
+
+
+TABLES = {"converged table": converged_table, "by-length table": by_length_table}
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The two comment lines that hold the table ``name`` of ``TABLES`` in a doc."""
+    return (
+        f"<!-- {name}: rendered from results.json by scripts/best_report.py; do not edit -->",
+        f"<!-- end of the {name} -->",
+    )
+
+
+def with_table(doc: str, name: str, table: str) -> str:
+    """``doc`` with the text between the ``markers(name)`` lines replaced by ``table`` (a blank
+    line either side, so Markdown sees a table and not part of the comments' HTML block).
+
+    Raises:
+        ValueError: ``doc`` lacks either marker, or has them out of order.
+    """
+    first, last = markers(name)
+    begin, end = doc.find(first), doc.find(last)
+    if begin < 0 or end < begin:
+        raise ValueError(f"the doc needs the lines {first!r} and then {last!r}")
+    return doc[: begin + len(first)] + "\n\n" + table + "\n" + doc[end:]
+
+
+def table_in(doc: str, name: str) -> str:
+    """The text between ``doc``'s ``markers(name)`` lines ("" when it has none)."""
+    first, last = markers(name)
+    begin, end = doc.find(first), doc.find(last)
+    if begin < 0 or end < begin:
+        return ""
+    return doc[begin + len(first) : end].strip("\n") + "\n"
 
 
 def report(results: list[dict], runs: Path, wall: float) -> str:
@@ -49,12 +143,11 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
         "",
         f"Wall time of this invocation: {wall / 60:.1f} minutes. BLEU signature: `{b}`.",
         "",
-        "| family | epochs done | updates | train min | stopped | parameters | checkpoint | "
-        "2016 greedy BLEU / chrF | 2016 tuned | 2017 greedy | 2017 tuned |",
-        "|" + " --- |" * 11,
-        *[_row(r) for r in results],
+        converged_table(results).rstrip("\n"),
         "",
-        *_by_length(results),
+        f"## BLEU by source length ({TESTS[0]}, source words; sentences in brackets)",
+        "",
+        by_length_table(results),
         "## Translate with a tested model",
         "",
         "The checkpoint tested above, with the search tuned on validation (decode.yaml beside it); "
@@ -99,3 +192,33 @@ def report(results: list[dict], runs: Path, wall: float) -> str:
             )
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Render the results tables from a results.json.")
+    ap.add_argument("results", type=Path, help="results.json of `make best`")
+    ap.add_argument(
+        "--write", type=Path, help="put each table between its markers in this doc (all of them)"
+    )
+    args = ap.parse_args(argv)
+    try:
+        results = json.loads(args.results.read_text())
+        tables = {name: render(results) for name, render in TABLES.items()}
+        if args.write is None:
+            print("\n".join(tables.values()), end="")
+            return 0
+        doc = args.write.read_text()
+        for name, table in tables.items():
+            doc = with_table(doc, name, table)
+        atomic_write_text(args.write, doc)
+    except OSError as e:
+        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError) as e:
+        print(f"error: {args.write or args.results}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,9 +14,10 @@ Multi30k is read from $SEQ2SEQ_DATA_DIR (default ../shared/data); nothing is dow
 asks for it must be marked ``e2e`` (or ``slow``): collection stops otherwise, so the fast tier can
 never come to need the corpus.
 
-Helpers shared by test files: ``toys.py`` (toy models, the oracle, tiny run configs, the command
-line in this process), ``corpora.py`` (made-up corpora), ``scoring.py`` (sacrebleu's command line),
-``serve_runs.py`` (the server's tiny runs), ``e2e/helpers.py`` (the command line in a subprocess).
+Helpers shared by test files: ``toys/`` (toy models, the oracle, tiny run configs, the command
+line in this process: ``run_cli``, and the ``run_in_process`` fixture below), ``corpora.py``
+(made-up corpora), ``scoring.py`` (sacrebleu's command line), ``serve_runs.py`` (the server's tiny
+runs), ``e2e/helpers.py`` (the command line in a subprocess).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,7 @@ from tests.corpora import (
     write_pairs,
     write_raw_lines,
 )
-from tests.toys import tiny_model_config
+from tests.toys import cli_result, tiny_model_config
 
 CORPUS_FIXTURES = {"multi30k_slice", "slice_tokenizer"}
 E2E = Path(__file__).resolve().parent / "e2e"
@@ -85,6 +87,14 @@ def _seq2seq_logger_put_back():
     logger.handlers[:] = saved[0]
     logger.setLevel(saved[1])
     logger.propagate = saved[2]
+
+
+@pytest.fixture
+def run_in_process(monkeypatch, capsys):
+    """``seq2seq ARGS`` in this process (``toys.cli_result``), called as ``e2e/helpers.run`` is:
+    ``run_in_process("train", cfg, cwd=tmp_path, stdin="...")`` answers ``returncode``,
+    ``stdout`` and ``stderr``, without starting an interpreter and importing torch again."""
+    return partial(cli_result, monkeypatch, capsys)
 
 
 # ---- synthetic: a made-up word-for-word "translation", for the fast tier ----------------------

@@ -3,11 +3,11 @@
 Every model class is its own builder, with one signature, ``cls(cfg, src_vocab, tgt_vocab,
 joint_vocab)``, and speaks the protocol in ``base.Seq2SeqModel``. The names are those of the config
 classes in ``configs.MODEL_CONFIGS`` (``cfg.name``); a test checks the two tables agree and that
-every model has a toy in ``tests/toys.py``.
+every model has a toy in ``tests/toys/models.py``.
 
 Adding a model: its config class in ``configs.py`` (and in ``MODEL_CONFIGS``), its module here in
 ``models/`` with ``has_attention``, ``flop_sides`` and ``attention_flops``, its entry below, and a
-toy in ``tests/toys.py``.
+toy in ``tests/toys/models.py``.
 """
 
 from __future__ import annotations

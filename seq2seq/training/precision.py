@@ -29,7 +29,7 @@ from seq2seq.data.batch import Batch
 from seq2seq.data.prepare import TrainData, epoch_batches, make_batch
 from seq2seq.runtime import resolve_precision, rng_states, set_rng_states
 from seq2seq.training import distributed as dist
-from seq2seq.training.step import TeacherForcing, train_step
+from seq2seq.training.step import TeacherForcing, build_optimizer, train_step
 
 log = logging.getLogger("seq2seq")
 
@@ -113,8 +113,6 @@ def probe_speeds(
     they were. Takes 2 + 2 x rounds steps: 1.3-1.7 s for a 44k- or a 1.2M-parameter Transformer
     on one busy Zen 4 thread, most of it the first bf16 step's setup.
     """
-    from seq2seq.training.setup import build_optimizer  # setup imports this module
-
     saved = rng_states()
     twin = copy.deepcopy(model).train()
     wrapper, optimizer = TeacherForcing(twin), build_optimizer(twin, t)

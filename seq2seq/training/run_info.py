@@ -11,6 +11,7 @@ from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.config import Config, to_yaml
+from seq2seq.data.text import DataError, resolve_corpus_file, sha256_file
 
 log = logging.getLogger("seq2seq")
 
@@ -52,8 +53,6 @@ def data_file_hashes(cfg: Config) -> dict[str, str]:
     """sha256 of every data file the run reads, by path: the corpus files of the train, valid and
     test splits, or the Arrow files of those splits of a local (``save_to_disk``) Hugging Face
     dataset. A hub dataset is named in ``hf_dataset``, not hashed."""
-    from seq2seq.data.text import resolve_corpus_file, sha256_file
-
     paths: list[Path] = []
     hf = cfg.data.hf
     if hf is None:
@@ -79,8 +78,6 @@ def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
     Raises:
         DataError: a recorded file changed (names each, with the old and new sha256 prefix).
     """
-    from seq2seq.data.text import DataError
-
     path = run_dir / "run_info.json"
     try:
         recorded = json.loads(path.read_text())["data_files_sha256"]

@@ -2,8 +2,8 @@
 (never two runs mixed, ``--overwrite``, ``train.log``), the device and this process's rank under
 torchrun, resume (``last.pt``) or warm start (``train.init_from``), the data
 (``data.prepare``), the model, the precision (``precision``: ``auto`` may probe the model), the
-optimizer (``build_optimizer``), DistributedDataParallel, ``run_info.json`` and the monitor; and
-``close``, what must be torn down.
+optimizer (``step.build_optimizer``), DistributedDataParallel, ``run_info.json`` and the monitor;
+and ``close``, what must be torn down.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from seq2seq.checkpoint import config_of
-from seq2seq.config import Config, ConfigError, TrainConfig
+from seq2seq.config import Config, ConfigError
 from seq2seq.data.prepare import check_corpus_files, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.evaluation.metrics import bleu_metric
@@ -34,7 +34,7 @@ from seq2seq.training.precision import probe_batches, probe_speeds, settle_preci
 from seq2seq.training.run_dir import RunCheckpoints, check_run_dir, clear_run, load_resume, restore
 from seq2seq.training.run_info import write_run_info
 from seq2seq.training.state import TrainState
-from seq2seq.training.step import TeacherForcing
+from seq2seq.training.step import TeacherForcing, build_optimizer
 from seq2seq.training.warm_start import WarmStart, load_warm_start
 
 log = logging.getLogger("seq2seq")
@@ -148,14 +148,6 @@ class RunSetup:
             self.wrapper = None
             gc.collect()
         dist.shutdown(self.info)
-
-
-def build_optimizer(model: nn.Module, t: TrainConfig) -> torch.optim.Optimizer:
-    """``train.optimizer`` (adam or adamw) over ``model``'s parameters with ``t``'s rate, betas and
-    weight decay; fused: one kernel for all parameters, and it can skip a non-finite update on the
-    device (``step.train_step``)."""
-    opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-    return opt(model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay, fused=True)
 
 
 def _device_and_rank(cfg: Config) -> tuple[dist.DistInfo, torch.device]:

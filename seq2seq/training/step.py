@@ -1,5 +1,6 @@
 """One training update: teacher forcing (or scheduled sampling) under DDP, gradient accumulation,
-clipping, and skipping non-finite updates.
+clipping, and skipping non-finite updates; and the optimizer that makes it (``build_optimizer``,
+used by the run's setup, the precision probe and ``scripts/bench_train.py``).
 
 Shape notation: B batch, S source length, T target length, V target vocabulary.
 
@@ -20,6 +21,14 @@ from seq2seq.models import Seq2SeqModel
 from seq2seq.runtime import autocast
 from seq2seq.training.distributed import DistInfo, all_reduce_sum
 from seq2seq.training.loss import token_loss_sum
+
+
+def build_optimizer(model: nn.Module, t: TrainConfig) -> torch.optim.Optimizer:
+    """``train.optimizer`` (adam or adamw) over ``model``'s parameters with ``t``'s rate, betas and
+    weight decay; fused: one kernel for all parameters, and it can skip a non-finite update on the
+    device (``train_step``)."""
+    opt = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
+    return opt(model.parameters(), lr=t.lr, betas=t.betas, weight_decay=t.weight_decay, fused=True)
 
 
 class TeacherForcing(nn.Module):

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from tests.e2e.helpers import cli, untrained_checkpoint
+from tests.e2e.helpers import untrained_checkpoint
 
 
 def _truncated(tmp_path, tok):
@@ -47,9 +47,9 @@ def _garbage(tmp_path, tok):
         (_wrong_weights, "weights do not match the model config"),
     ],
 )
-def test_bad_checkpoint_is_one_line_exit_2(tmp_path, slice_tokenizer, make, needle):
+def test_bad_checkpoint_is_one_line_exit_2(tmp_path, slice_tokenizer, make, needle, run_in_process):
     path = make(tmp_path, slice_tokenizer)
-    r = cli("translate", "-c", path, "-i", os.devnull)
+    r = run_in_process("translate", "-c", path, "-i", os.devnull)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

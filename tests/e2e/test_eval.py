@@ -39,15 +39,19 @@ def test_eval_bleu_equals_sacrebleu(trained_run, multi30k_slice, tmp_path):
     assert scores["bleu"]["score"] == pytest.approx(expected, abs=1e-9)
 
 
-def test_eval_beam_translates_like_translate_beam(trained_run, multi30k_slice, tmp_path):
+def test_eval_beam_translates_like_translate_beam(
+    trained_run, multi30k_slice, tmp_path, run_in_process
+):
     run_dir, _ = trained_run
     src, ref = multi30k_slice / "val.de", multi30k_slice / "val.en"
-    r = run("eval", "-c", run_dir, "--src", src, "--ref", ref, "--beam", "3", "-o", tmp_path / "e")
+    r = run_in_process(
+        "eval", "-c", run_dir, "--src", src, "--ref", ref, "--beam", "3", "-o", tmp_path / "e"
+    )
     assert r.returncode == 0, r.stderr
-    r = run("translate", "-c", run_dir, "-i", src, "-o", tmp_path / "t", "--beam", "3")
+    r = run_in_process("translate", "-c", run_dir, "-i", src, "-o", tmp_path / "t", "--beam", "3")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "e").read_text() == (tmp_path / "t").read_text()
-    greedy = run("translate", "-c", run_dir, "-i", src, "--beam", "1").stdout
+    greedy = run_in_process("translate", "-c", run_dir, "-i", src, "--beam", "1").stdout
     assert greedy != (tmp_path / "t").read_text()  # --beam reached the search
 
 

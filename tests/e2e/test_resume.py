@@ -16,7 +16,7 @@ from seq2seq.checkpoint import CheckpointError, load_checkpoint, load_for_infere
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.training.loop import train
-from tests.e2e.helpers import cli, run, untrained_checkpoint
+from tests.e2e.helpers import cli, untrained_checkpoint
 from tests.toys import tiny_model_config
 
 
@@ -62,14 +62,15 @@ def checkpoint_step(path):
         return 0
 
 
-def test_resume_refuses_run_dir_and_overwrite(tmp_path):
+def test_resume_refuses_run_dir_and_overwrite(tmp_path, run_in_process):
     for extra in (["--run-dir", "elsewhere"], ["--overwrite"]):
-        r = run("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)
+        r = run_in_process("train", "cfg.yaml", "--resume", "run", *extra, cwd=tmp_path)
         assert r.returncode == 2 and "--resume continues the run in its own folder" in r.stderr
 
 
-def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
-    """2N steps straight == N steps, SIGKILL, --resume to 2N: same losses, same weights."""
+def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice, run_in_process):
+    """2N steps straight == N steps, SIGKILL, --resume to 2N: same losses, same weights. The
+    killed run is a subprocess (the point: a process killed mid-run); the rest runs in process."""
     n = 4  # checkpoint_every; 120 pairs make ~6 batches an epoch, so step N is mid-epoch
     cfg = write_config(tmp_path, multi30k_slice, checkpoint_every=n, valid_every=3, keep_last=2)
     killed = tmp_path / "killed"
@@ -85,9 +86,9 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     k = state["step"]  # N, unless the poll missed it and the run reached the next multiple
     assert k % n == 0 and state["epoch"] == 0 and state["batch_in_epoch"] > 0  # mid-epoch
 
-    r = cli("train", cfg, "--resume", killed, "--max-steps", 2 * k)
+    r = run_in_process("train", cfg, "--resume", killed, "--max-steps", 2 * k)
     assert r.returncode == 0, r.stderr
-    r = cli("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * k)
+    r = run_in_process("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * k)
     assert r.returncode == 0, r.stderr
 
     straight, resumed = step_losses(tmp_path / "straight"), step_losses(killed)
@@ -102,7 +103,7 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice):
     saved = sorted({s for s in range(1, 2 * k + 1) if s % 3 == 0 or s % n == 0})
     kept = sorted(killed.glob("step*.pt"), key=lambda p: int(p.stem[4:]))
     assert [p.name for p in kept] == [f"step{s}.pt" for s in saved[-2:]]
-    r = cli("average", "-c", killed, "--last", 2, "-o", tmp_path / "avg.pt")
+    r = run_in_process("average", "-c", killed, "--last", 2, "-o", tmp_path / "avg.pt")
     assert r.returncode == 0, r.stderr
     x, y = (load_checkpoint(p)["model"] for p in kept)
     avg = load_checkpoint(tmp_path / "avg.pt")["model"]
@@ -139,7 +140,7 @@ def test_ctrl_c_sigterm_or_sighup_saves_and_exits_130_with_how_to_resume(
 
 
 def test_resume_refuses_a_corrupt_or_inference_only_checkpoint(
-    tmp_path, multi30k_slice, slice_tokenizer
+    tmp_path, multi30k_slice, slice_tokenizer, run_in_process
 ):
     cfg = write_config(tmp_path, multi30k_slice, max_steps=2)
     run = tmp_path / "run"
@@ -151,6 +152,6 @@ def test_resume_refuses_a_corrupt_or_inference_only_checkpoint(
     with pytest.raises(CheckpointError, match="can translate but not resume training"):
         train(load_config(cfg), run, resume=True)
     (run / "last.pt").write_bytes(b"\x00" * 100)
-    r = cli("train", cfg, "--resume", run)
+    r = run_in_process("train", cfg, "--resume", run)
     assert r.returncode == 2 and "corrupt or truncated" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -238,10 +236,9 @@ def test_study_results_are_served_for_the_plot(served):
     assert rows[0]["bucket"] == "1-10" and rows[0]["bleu"] == pytest.approx(want_rows[0]["bleu"])
 
 
-def test_serve_command_errors_are_one_line_exit_2(tiny_runs, tmp_path):
+def test_serve_command_errors_are_one_line_exit_2(tiny_runs, tmp_path, run_in_process):
     def serve(*args):
-        cmd = [sys.executable, "-m", "seq2seq", "serve", *map(str, args)]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return run_in_process("serve", *args)
 
     r = serve(tmp_path / "nothing")
     assert r.returncode == 2 and "no such checkpoint or run directory" in r.stderr

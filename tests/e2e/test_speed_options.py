@@ -52,17 +52,18 @@ def assert_same_run(a, b):
         assert (w - wb[name]).abs().max() <= 1e-6, name
 
 
-def test_a_bf16_run_resumes_exactly(tmp_path, synth_corpus):
-    """2K bf16 steps straight == K steps, then --resume to 2K (CLI, mid-epoch, across an epoch)."""
+def test_a_bf16_run_resumes_exactly(tmp_path, synth_corpus, run_in_process):
+    """2K bf16 steps straight == K steps, then --resume to 2K (the command line in this process,
+    mid-epoch, across an epoch)."""
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw_config(synth_corpus, "bf16")))
-    r = cli("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * K)
+    r = run_in_process("train", cfg, "--run-dir", tmp_path / "straight", "--max-steps", 2 * K)
     assert r.returncode == 0, r.stderr
-    r = cli("train", cfg, "--run-dir", tmp_path / "parts", "--max-steps", K)
+    r = run_in_process("train", cfg, "--run-dir", tmp_path / "parts", "--max-steps", K)
     assert r.returncode == 0, r.stderr
     state = load_checkpoint(tmp_path / "parts" / "last.pt")["train_state"]
     assert state["step"] == K and state["batch_in_epoch"] > 0  # stopped mid-epoch
-    r = cli("train", cfg, "--resume", tmp_path / "parts", "--max-steps", 2 * K)
+    r = run_in_process("train", cfg, "--resume", tmp_path / "parts", "--max-steps", 2 * K)
     assert r.returncode == 0, r.stderr
     assert "resume is not exact" not in r.stderr
     assert load_checkpoint(tmp_path / "straight" / "last.pt")["train_state"]["epoch"] >= 1

@@ -22,7 +22,7 @@ from seq2seq.training.distributed import DistInfo
 from seq2seq.training.loop import train
 from seq2seq.training.state import TrainingError
 from seq2seq.training.step import TeacherForcing
-from tests.e2e.helpers import run, write_config
+from tests.e2e.helpers import write_config
 from tests.toys import SMALL_RUN_MODEL, small_run_config
 
 
@@ -103,21 +103,23 @@ def test_training_beats_chance_on_the_slice(trained_run):
     assert sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5
 
 
-def test_refuses_to_overwrite_a_run(trained_run):
+def test_refuses_to_overwrite_a_run(trained_run, run_in_process):
     run_dir, _ = trained_run
-    r = run("train", run_dir / "config.yaml", "--run-dir", run_dir)
+    r = run_in_process("train", run_dir / "config.yaml", "--run-dir", run_dir)
     assert r.returncode == 2
     assert "already holds a run" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_bad_config_key_and_mismatched_files(tmp_path, multi30k_slice):
+def test_bad_config_key_and_mismatched_files(tmp_path, multi30k_slice, run_in_process):
     cfg = write_config(tmp_path, multi30k_slice, {"name": "rnn", "hiden_size": 3})
-    r = run("train", cfg, "--run-dir", tmp_path / "r1")
+    r = run_in_process("train", cfg, "--run-dir", tmp_path / "r1")
     assert r.returncode == 2 and "model.hiden_size: unknown key" in r.stderr
     (tmp_path / "x.de").write_text("a\nb\nc\n")
     (tmp_path / "x.en").write_text("a\nb\nc\nd\n")
     cfg = write_config(tmp_path, multi30k_slice, {"name": "rnn"})
-    r = run("train", cfg, "--run-dir", tmp_path / "r2", "--set", f"data.train={tmp_path / 'x'}")
+    r = run_in_process(
+        "train", cfg, "--run-dir", tmp_path / "r2", "--set", f"data.train={tmp_path / 'x'}"
+    )
     assert r.returncode == 2
     assert "x.de has 3 lines" in r.stderr and "x.en has 4" in r.stderr
     assert not (tmp_path / "r2" / "last.pt").exists()

@@ -16,17 +16,6 @@ from tests.e2e.helpers import run
 from tests.toys import run_seq2seq
 
 
-def translate_stdin(run_dir, text: bytes, *args):
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "seq2seq", "translate", "-c", str(run_dir), *map(str, args)],
-        input=text,
-        capture_output=True,
-        env=env,
-        timeout=300,
-    )
-
-
 def test_translate_keeps_lines_in_order(trained_run, multi30k_slice):
     run_dir, _ = trained_run
     text = "Ein Hund läuft.\n\n   \nZwei Männer spielen Fußball.\nEin Hund läuft.\n"
@@ -39,11 +28,11 @@ def test_translate_keeps_lines_in_order(trained_run, multi30k_slice):
     assert "no text to translate" not in r.stderr
 
 
-def test_empty_input_says_so_on_stderr_and_writes_nothing(trained_run, tmp_path):
+def test_empty_input_says_so_on_stderr_and_writes_nothing(trained_run, tmp_path, run_in_process):
     empty = tmp_path / "empty.de"
     empty.write_text("")
     for args, stdin, name in ((("-i", empty), None, str(empty)), ((), "", "stdin")):
-        r = run("translate", "-c", trained_run[0], *args, stdin=stdin)
+        r = run_in_process("translate", "-c", trained_run[0], *args, stdin=stdin)
         assert r.returncode == 0 and r.stdout == "", r.stderr
         assert f"translate: {name}: no text to translate (empty input)" in r.stderr
 
@@ -206,14 +195,14 @@ def test_batching_by_sentences_or_tokens_gives_the_same_lines(
     assert outs[0] == outs[1] == outs[2] and len(outs[0].splitlines()) == 30
 
 
-def test_blank_lines_and_a_nul_through_stdin_without_a_final_newline(toy):
-    """stdin is read by the file rules (one subprocess run: the interpreter start is slow)."""
+def test_blank_lines_and_a_nul_through_stdin_without_a_final_newline(toy, run_in_process):
+    """stdin is read by the file rules (through a pipe, as a shell gives it)."""
     lines = [*SIX, "the\x00cat sleeps"]
-    r = translate_stdin(toy["run"], "\n".join(lines).encode(), "--batch-size", 2)
+    r = run_in_process("translate", "-c", toy["run"], "--batch-size", 2, stdin="\n".join(lines))
     assert r.returncode == 0, r.stderr
-    out = r.stdout.decode().split("\n")
+    out = r.stdout.split("\n")
     assert len(out) == 8 and out[-1] == ""  # seven lines, each newline-terminated
     res = translate_sentences(toy["model"], toy["tok"], [*SIX, "thecat sleeps"], toy["cfg"].decode)
     assert out[:7] == [x.text for x in res]
     assert [out[k] for k in (1, 3, 4)] == ["", "", ""]
-    assert "<stdin> line 7: NUL byte removed" in r.stderr.decode()
+    assert "<stdin> line 7: NUL byte removed" in r.stderr

@@ -1,5 +1,6 @@
 """``seq2seq tune-decode`` end to end: it writes the best search to decode.yaml, which
-``translate`` then uses."""
+``translate`` then uses (the sweep that writes it runs in a subprocess, the command's end-to-end
+path; the rest in process)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import yaml
 from tests.e2e.helpers import run
 
 
-def test_tune_decode_writes_the_best_search_that_translate_then_uses(trained_run, tmp_path):
+def test_tune_decode_writes_the_best_search_that_translate_then_uses(
+    trained_run, tmp_path, run_in_process
+):
     import shutil
 
     run_dir = tmp_path / "run"
@@ -31,9 +34,9 @@ def test_tune_decode_writes_the_best_search_that_translate_then_uses(trained_run
     assert "decode.yaml" in r.stdout and "greedy" in r.stdout
     # translate reads decode.yaml (and says so); its own options still override it
     src = "ein mann fährt fahrrad .\n"
-    r1 = run("translate", "-c", run_dir, stdin=src)
+    r1 = run_in_process("translate", "-c", run_dir, stdin=src)
     assert r1.returncode == 0 and "decode settings from" in r1.stderr
-    r2 = run(
+    r2 = run_in_process(
         "translate",
         "-c",
         trained_run[0],
@@ -49,9 +52,11 @@ def test_tune_decode_writes_the_best_search_that_translate_then_uses(trained_run
     assert r1.stdout == r2.stdout
     # --no-write leaves the run folder as it was: decode.yaml and tune_decode.json alike
     before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
-    r4 = run("tune-decode", "-c", run_dir, "--beams", "2", "--alphas", "0.5", "--no-write")
+    r4 = run_in_process(
+        "tune-decode", "-c", run_dir, "--beams", "2", "--alphas", "0.5", "--no-write"
+    )
     assert r4.returncode == 0, r4.stderr
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
     (run_dir / "decode.yaml").write_text("method: beam\nbeam_size: 0\n")
-    r3 = run("translate", "-c", run_dir, stdin=src)
+    r3 = run_in_process("translate", "-c", run_dir, stdin=src)
     assert r3.returncode == 2 and r3.stderr.count("\n") == 1 and "beam_size" in r3.stderr

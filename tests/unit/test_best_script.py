@@ -1,10 +1,12 @@
-"""scripts/best.py's bookkeeping without training: what a rerun deletes when the run was trained
-further or the search grid is new, and what it keeps."""
+"""scripts/best.py without training: its argument errors (one line, exit 2, before any training),
+and its bookkeeping: what a rerun deletes when the run was trained further or the search grid is
+new, and what it keeps."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 import sys
 
 import pytest
@@ -18,6 +20,40 @@ def best(monkeypatch):
     module = importlib.import_module("best")
     yield module
     sys.modules.pop("best", None)
+
+
+def best_main(best, monkeypatch, capsys, *args) -> subprocess.CompletedProcess:
+    """``scripts/best.py ARGS`` in this process, from the repository's root: its exit code and
+    output, as a subprocess would give them."""
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    code = best.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["best.py", *args], code, out.out, out.err)
+
+
+def test_an_unknown_family_is_refused_in_one_line(best, monkeypatch, capsys):
+    r = best_main(best, monkeypatch, capsys, "transformer", "lstm")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        "error: unknown family 'lstm' (BEST): choose from bahdanau, luong_concat, rnn, "
+        "rnn_context, transformer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--beams", "5,x"], "--beams '5,x': give comma-separated beam sizes"),
+        (["--alphas", "0,,1"], "--alphas '0,,1': give comma-separated numbers"),
+        (["--configs", "."], "--configs .: no <family>.yaml there"),
+        (["--runs", "README.md"], "--runs README.md: a file, not a folder"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_training(best, monkeypatch, capsys, args, needle):
+    r = best_main(best, monkeypatch, capsys, *args, "transformer")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith(f"error: {needle}"), r.stderr
 
 
 FILES = [

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -157,3 +160,15 @@ def test_an_unknown_train_option_naming_a_config_key_points_at_set(
     assert f"No such option: {option}" in err and f"did you mean --set {key}=VALUE?" in err
     code, _, err = run_cli(monkeypatch, capsys, "train", "x.yaml", "--zzqq", "1")
     assert "did you mean" not in err
+
+
+def test_run_in_process_answers_as_a_subprocess_and_puts_the_process_back(run_in_process, tmp_path):
+    """The tests' in-process command line (``toys.cli_result``): exit code, stdout and stderr as a
+    subprocess gives them; the folder, stdin and environment as they were."""
+    folder, stdin = os.getcwd(), sys.stdin
+    r = run_in_process("train", "nope.yaml", cwd=tmp_path, env_extra={"SEQ2SEQ_H43": "1"})
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "error: nope.yaml: config file not found\n"
+    assert os.getcwd() == folder and sys.stdin is stdin and "SEQ2SEQ_H43" not in os.environ
+    r = run_in_process("--version")
+    assert r.returncode == 0 and r.stdout.startswith("seq2seq ") and r.stderr == ""

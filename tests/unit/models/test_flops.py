@@ -1,6 +1,6 @@
 """The model-FLOP count that bench-train and gpu_check report (seq2seq/models/flops.py).
 
-Expected numbers are worked out by hand from the toy architectures in tests/toys.py.
+Expected numbers are worked out by hand from the toy architectures in tests/toys/models.py.
 """
 
 from __future__ import annotations

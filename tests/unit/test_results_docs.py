@@ -1,0 +1,155 @@
+"""The converged runs' numbers are kept in one place, docs/results/best/results.json (and the
+pilots' results files beside it): the Converged table of docs/results/best/README.md is its
+rendering by scripts/best_report.py, and every BLEU or chrF figure README.md and
+docs/results/README.md quote for those runs is one of its scores."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+
+import pytest
+
+from tests.toys import REPO
+
+BEST = REPO / "docs" / "results" / "best"
+RESULTS = BEST / "results.json"
+PILOTS = [BEST / "pilots" / "60min" / "results.json", BEST / "pilots" / "transformer_dropout0.1"]
+FIXED_VECTOR = ("rnn", "rnn_context")
+
+
+@pytest.fixture
+def best_report(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    module = importlib.import_module("best_report")
+    yield module
+    sys.modules.pop("best_report", None)
+
+
+def _results() -> list[dict]:
+    return json.loads(RESULTS.read_text())
+
+
+def _pilots() -> list[dict]:
+    runs = json.loads(PILOTS[0].read_text())
+    return [*runs, json.loads((PILOTS[1] / "result.json").read_text())]
+
+
+def _scores(runs: list[dict]) -> set[str]:
+    """Every BLEU and chrF score of ``runs``' tests, as the docs write them (two decimals)."""
+    return {
+        f"{scores[metric]['score']:.2f}"
+        for r in runs
+        for scores in r["tests"].values()
+        for metric in ("bleu", "chrf")
+    }
+
+
+def _converged_quotes() -> dict[str, str]:
+    """The text that quotes the converged runs: README.md's Results row and the Converged section
+    of docs/results/README.md."""
+    readme = (REPO / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| to convergence"))
+    results_doc = (REPO / "docs" / "results" / "README.md").read_text()
+    section = results_doc.split("\n## Converged models", 1)[1].split("\n## ", 1)[0]
+    return {"README.md": row, "docs/results/README.md": section}
+
+
+@pytest.mark.parametrize("name", ["converged table", "by-length table"])
+def test_the_tables_are_rendered_from_results_json(best_report, name):
+    doc = (BEST / "README.md").read_text()
+    table = best_report.table_in(doc, name)
+    assert table, f"docs/results/best/README.md lacks the markers {best_report.markers(name)}"
+    assert table == best_report.TABLES[name](_results()), (
+        f"the {name} differs from its rendering; run: python scripts/best_report.py "
+        "docs/results/best/results.json --write docs/results/best/README.md"
+    )
+    assert best_report.with_table(doc, name, table) == doc
+
+
+def test_the_rendering_puts_the_best_first_and_names_the_tuned_search(best_report):
+    results = _results()
+    rows = best_report.converged_table(results).splitlines()[2:]
+    tuned = {r["family"]: r["tests"]["test_2016_flickr_tuned"] for r in results}
+    order = [row.split(" | ")[0].removeprefix("| ") for row in rows]
+    assert sorted(order) == sorted(tuned)
+    assert [tuned[f]["bleu"]["score"] for f in order] == sorted(
+        (t["bleu"]["score"] for t in tuned.values()), reverse=True
+    )
+    for row, r in zip(rows, sorted(results, key=lambda r: order.index(r["family"])), strict=True):
+        best, train = r["tune"]["best"], r["train"]
+        t = tuned[r["family"]]
+        search = f"beam {best['beam_size']}, α {best['length_penalty']:g}"
+        assert f"| **{t['bleu']['score']:.2f}** / {t['chrf']['score']:.2f} ({search}) |" in row
+        assert f"; best at update {train['best_step']:,} |" in row
+        assert f"| {train['steps']:,} |" in row and f"| {r['parameters']:,} |" in row
+    assert best_report._checkpoint("avg_best5.pt") == "average of the 5 best"
+    assert best_report._checkpoint("avg_last3.pt") == "average of the last 3"
+    assert best_report._checkpoint("best.pt") == "best.pt"
+    with pytest.raises(ValueError, match="the doc needs the lines"):
+        best_report.with_table("no markers here\n", "converged table", "| table |\n")
+    by_length = best_report.by_length_table(results).splitlines()[2:]
+    assert [row.split(" | ")[0].removeprefix("| ") for row in by_length] == [
+        f"{family} {search}" for family in order for search in ("greedy", "tuned")
+    ]
+
+
+def test_every_figure_quoted_for_the_converged_runs_is_in_a_results_file():
+    """Two-decimal figures (BLEU, chrF) must be scores of the converged runs or their pilots; a
+    ``family **tuned** (greedy G`` quote must be that family's test_2016 scores."""
+    results = _results()
+    known = _scores(results) | _scores(_pilots())
+    by_family = {r["family"]: r["tests"] for r in results}
+    for doc, text in _converged_quotes().items():
+        stray = [x for x in re.findall(r"(?<![\d.])\d+\.\d\d(?![\d.])", text) if x not in known]
+        assert not stray, f"{doc} quotes {stray} for the converged runs, not in a results file"
+        quotes = re.findall(r"(\w+) \*\*(\d+\.\d\d)\*\*(?: \(greedy (\d+\.\d\d))?", text)
+        for family, tuned, greedy in quotes:
+            tests = by_family[family.lower()]
+            assert tuned == f"{tests['test_2016_flickr_tuned']['bleu']['score']:.2f}", (doc, family)
+            if greedy:
+                want = f"{tests['test_2016_flickr_greedy']['bleu']['score']:.2f}"
+                assert greedy == want, (doc, family)
+
+
+def test_the_kept_share_by_source_length_is_the_results_files():
+    """ "keep 81-82% of their 1-10-word BLEU on 11-20-word sources, against 96-101%": test_2016,
+    tuned search, the 11-20 bucket's BLEU over the 1-10 bucket's, for the fixed-vector models and
+    for the attention models."""
+
+    def kept(r: dict) -> int:
+        buckets = r["tests"]["test_2016_flickr_tuned"]["by_length"]["buckets"]
+        bleu = {b["bucket"]: b["bleu"] for b in buckets}
+        return round(100 * bleu["11-20"] / bleu["1-10"])
+
+    def span(rs: list[dict]) -> str:
+        shares = sorted(kept(r) for r in rs)
+        return f"{shares[0]}-{shares[-1]}%"
+
+    results = _results()
+    fixed = span([r for r in results if r["family"] in FIXED_VECTOR])
+    attention = span([r for r in results if r["family"] not in FIXED_VECTOR])
+    for doc, text in _converged_quotes().items():
+        quoted = re.findall(r"\d+-\d+%", text)
+        assert {fixed, attention} == set(quoted), (doc, quoted)
+
+
+def test_write_fills_every_table_of_a_doc_and_refuses_a_doc_without_markers(
+    best_report, tmp_path, capsys
+):
+    doc = (BEST / "README.md").read_text()
+    emptied = doc
+    for name in best_report.TABLES:
+        emptied = best_report.with_table(emptied, name, "")
+    assert emptied != doc
+    target = tmp_path / "README.md"
+    target.write_text(emptied)
+    assert best_report.main([str(RESULTS), "--write", str(target)]) == 0
+    assert target.read_text() == doc
+    target.write_text("no markers\n")
+    assert best_report.main([str(RESULTS), "--write", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {target}: the doc needs the lines") and err.count("\n") == 1
+    assert target.read_text() == "no markers\n"
