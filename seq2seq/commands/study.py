@@ -210,6 +210,18 @@ def compare(
                 "--single-steps and --joined-steps train real text; a synthetic task "
                 "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
             )
+        real_only = {
+            "--seeds": seeds,
+            "--negative-seeds": negative_seeds,
+            "--test": tests,
+            "--score-only": score_only or None,
+        }
+        given = [name for name, value in real_only.items() if value]
+        if exact and given:
+            raise ValueError(
+                f"{given[0]} is for the real-text study (--single-steps, --joined-steps); a "
+                "synthetic task (--exact-match, --alignment) takes its test set from its config"
+            )
         if not exact:
             if single_steps is None or joined_steps is None:
                 raise ValueError(

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.config import ConfigError
+from seq2seq.data.text import resolve_corpus_file
 from seq2seq.study.multi30k import run_multi30k
 from seq2seq.study.plan import (
     Budget,
@@ -47,7 +48,8 @@ def compare(
         The results (also written to ``out/results.json``).
 
     Raises:
-        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems.
+        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems
+            (a missing ``--test`` file before anything is trained or written).
     """
     out = Path(out)
     real_text = not (opts.alignment or opts.exact_match)
@@ -60,6 +62,9 @@ def compare(
     if real_text:
         plan = plan or Multi30kPlan()
         check_plan(cfgs, plan)  # what the plan names, checked before any training
+        for prefix in plan.tests:  # every --test set's files, before the tokenizer too
+            for lang in (cfgs[0].data.src_lang, cfgs[0].data.tgt_lang):
+                resolve_corpus_file(prefix, lang)
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
     if real_text:

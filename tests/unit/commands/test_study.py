@@ -59,6 +59,9 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--reference", "nosuch"), "--reference 'nosuch' is not a compared"),
         ((a, b), (*stages, "--headline", "nosuch"), "--headline 'nosuch' is not a compared"),
         ((a, b), (*stages, "--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
+        ((a, b), (*stages, "--negative-seeds", "x"), "--negative-seeds 'x': give training seeds"),
+        ((a, b), (*stages, "--negative-seeds", "4"), "--negative-seeds: no negative control"),
+        ((a, b), (*stages, "--test", tmp_path / "nosuch"), "nosuch"),
         ((a, b, clash), (*stages, "--seeds", "2"), "the seed copy 'a-seed2' would"),
         ((a, b), (), "give --single-steps and --joined-steps"),
         ((a, b), ("--budget-steps", 5), "--budget-* is for a synthetic task: add --alignment"),
@@ -93,6 +96,16 @@ def test_compare_refuses_real_text_stages_with_a_synthetic_task(
     code, err = run_main(monkeypatch, capsys, "compare", *args, "--exact-match")
     assert code == 2 and "give one kind of options" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    base = [path, "--out", tmp_path / "o", "--budget-steps", 2, "--exact-match"]
+    for extra, name in (
+        (("--seeds", "1,2"), "--seeds"),
+        (("--negative-seeds", "4"), "--negative-seeds"),
+        (("--test", tmp_path / "t"), "--test"),
+        (("--score-only",), "--score-only"),
+    ):
+        code, err = run_main(monkeypatch, capsys, "compare", *base, *extra)
+        assert code == 2 and f"error: {name} is for the real-text study" in err, err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
 def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
