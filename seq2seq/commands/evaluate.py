@@ -5,15 +5,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import OPTION_OF_FIELD, UserError, load_model, user_errors, warn
+from seq2seq.commands.common import OPTION_OF_FIELD, UserError, user_errors, warn
 from seq2seq.commands.decode_options import (
     BATCH_SIZE,
+    ENSEMBLE_HELP,
     LENGTH_PENALTY,
     MAX_LEN_A,
     MAX_LEN_B,
@@ -21,26 +21,15 @@ from seq2seq.commands.decode_options import (
     METHOD,
     MIN_LEN,
     NO_REPEAT_NGRAM,
+    QUANTIZE,
     SEED,
     TEMPERATURE,
     TOP_K,
     TOP_P,
-    decode_cfg,
-    given_options,
+    quantized_device,
 )
-from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding, members
 from seq2seq.commands.outputs import check_not_input, check_writable
-from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
-
-
-def _say_decode_file(run, dcfg, options: dict) -> dict[str, str]:
-    """Where each decode setting came from (``LoadedRun.decode_sources``), and one line on stderr
-    when the run's decode.yaml changed them."""
-    sources = run.decode_sources(dcfg, given_options(options))
-    if line := run.decode_file_line(dcfg, sources):
-        logging.getLogger("seq2seq").info(line)  # as translate says it
-    return sources
 
 
 def evaluate(
@@ -334,22 +323,13 @@ def _translate_for_eval(
     same windows and batches); returns the best translations, the run's target language and how
     they were made (eval --json's checkpoint, ensemble, decode and decode_source; and quantize,
     under --quantize)."""
-    from seq2seq.decoding.files import LineTranslator, translate_lines
+    from seq2seq.decoding.runs import load
 
     if not checkpoints or src is None:
         raise UserError("give --checkpoint and --src to translate, or --hyp to score a file")
-    run, runs = load_for_decoding(checkpoints, device, False, load_model)  # decode.yaml: said below
-    run.model = quantized(run.model, quantize)
-    dcfg = decode_cfg(run.cfg.decode, **options)
-    sources = _say_decode_file(run, dcfg, options)
-    tr = LineTranslator(run.model, run.tok, dcfg, run.device, source_name=str(src))
-    out = translate_lines(tr, texts.sources)
-    made_with = {
-        "checkpoint": {"path": str(run.checkpoint), "step": run.step},
-        "ensemble": members(runs),
-        "decode": dcfg.model_dump(mode="json"),
-        "decode_source": sources,
-    }
-    if quantize:
-        made_with["quantize"] = quantize
-    return [t.text for t in out], run.cfg.data.tgt_lang, made_with
+    options = dict(options)
+    with user_errors():
+        run = load(checkpoints, device, quantize, ctranslate2=False)
+        dcfg, sources = run.decode_settings(options.pop("method"), **options)
+    out = run.translate(texts.sources, dcfg, source_name=str(src))
+    return [t.text for t in out], run.cfg.data.tgt_lang, run.made_with(dcfg, sources)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError
-from seq2seq.commands.quantize import QUANTIZE, quantized_device
+from seq2seq.commands.decode_options import QUANTIZE, quantized_device
 from seq2seq.console import setup_logging
 
 

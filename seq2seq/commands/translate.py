@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import fail, load_model, no_stdout, user_errors
+from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
 from seq2seq.commands.decode_options import (
     BATCH_SIZE,
+    ENSEMBLE_HELP,
     LENGTH_PENALTY,
     MAX_LEN_A,
     MAX_LEN_B,
@@ -17,16 +17,13 @@ from seq2seq.commands.decode_options import (
     METHOD,
     MIN_LEN,
     NO_REPEAT_NGRAM,
+    QUANTIZE,
     SEED,
     TEMPERATURE,
     TOP_K,
     TOP_P,
-    decode_cfg,
-    given_options,
 )
-from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding
 from seq2seq.commands.outputs import check_not_input, check_writable
-from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -135,10 +132,10 @@ def translate(
     when the model is ready; Ctrl-D ends."""
     import sys
 
-    from seq2seq.commands.export import CTranslate2Run, ctranslate2_run
     from seq2seq.decoding.alignment_output import output_format as output_format_of
-    from seq2seq.decoding.ctranslate2 import CTranslate2LineTranslator
-    from seq2seq.decoding.files import LineTranslator, TranslationInterrupted, translate_io
+    from seq2seq.decoding.ctranslate2 import export_folder
+    from seq2seq.decoding.files import TranslationInterrupted, translate_io
+    from seq2seq.decoding.runs import load
     from seq2seq.decoding.search import check_n_best
 
     setup_logging()
@@ -146,10 +143,11 @@ def translate(
     check_not_input(output, "--output", [("--input", input)], checkpoint)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
-    run = ctranslate2_run(checkpoint, device, quantize, attention_dir)  # a CTranslate2 export
-    if run is None:
-        run, _ = load_for_decoding(checkpoint, quantized_device(quantize, device), load=load_model)
-        run.model = quantized(run.model, quantize)
+    if attention_dir is not None and len(checkpoint) == 1 and export_folder(checkpoint[0]):
+        raise UserError(
+            "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
+            "the run it came from"
+        )
     options = {
         "beam_size": beam,
         "batch_size": batch_size,
@@ -158,26 +156,29 @@ def translate(
         "min_len": min_len,
         "length_penalty": length_penalty,
         "max_src_len": max_src_len,
-        "method": method,
         "temperature": temperature,
         "top_k": top_k,
         "top_p": top_p,
         "seed": seed,
         "no_repeat_ngram": no_repeat_ngram,
     }
-    dcfg = decode_cfg(run.cfg.decode, **options)
-    check_n_best(dcfg, n_best)
-    fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
-    if run.decode_file is None:  # a run with decode.yaml says so in load_model's log line
-        if line := run.untuned_line(dcfg, run.decode_sources(dcfg, given_options(options))):
-            logging.getLogger("seq2seq").info(line)  # as load_model says a decode.yaml
+    with user_errors():
+        run = load(checkpoint, device, quantize)
+        dcfg, _ = run.decode_settings(method, **options)
+        check_n_best(dcfg, n_best)
+        fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
-    make = CTranslate2LineTranslator if isinstance(run, CTranslate2Run) else LineTranslator
-    translator = make(
-        run.model, run.tok, dcfg, run.device, n_best, batch_tokens, attention_n, plot, source_name
+    translator = run.line_translator(
+        dcfg,
+        n_best=n_best,
+        batch_tokens=batch_tokens,
+        attention_n=attention_n,
+        plot=plot,
+        source_name=source_name,
+        output_format=fmt,
+        align_layer=align_layer,
     )
-    translator.output_format, translator.align_layer = fmt, align_layer
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors, warn
+from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import console, setup_logging
 from seq2seq.decoding.progress import ProgressBar
@@ -85,6 +85,7 @@ def tune_decode(
     """
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
+    from seq2seq.decoding.runs import load
     from seq2seq.decoding.translate import translate_sentences
     from seq2seq.decoding.tune import (
         all_tied,
@@ -108,7 +109,8 @@ def tune_decode(
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
         ckpt = resolve_checkpoint(checkpoint)
         _check_outputs(ckpt.parent, json_out, write)  # before the model decodes anything
-        model, tok, cfg, dev = load_model(ckpt, device)
+        run = load(ckpt, device)
+        model, tok, cfg, dev = run.model, run.tok, run.cfg, run.device
         if src is None:
             if cfg.data.valid is None:
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")

@@ -8,7 +8,7 @@ chosen per run on validation, never on a test set. Greedy search is a candidate 
 search never scores below greedy on the data it was tuned on. A choice at the top edge of the grid
 (the largest α or beam size swept) is swept further until it lies inside (``sweep_inside``).
 
-The choice is written to ``decode.yaml`` beside the run's checkpoints; ``load_for_inference``
+The choice is written to ``decode.yaml`` beside the run's checkpoints; ``runs.load``
 applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options say otherwise.
 """
 
