@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
+from seq2seq.commands.decode_options import DEVICE
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import console, setup_logging
 from seq2seq.decoding.progress import ProgressBar
@@ -25,9 +26,8 @@ def tune_decode(
         None,
         "--src",
         metavar="FILE",
-        help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
-        "multi30k/val.de], at least 50 non-blank lines. Not a test set: its scores would no "
-        "longer be unseen (a warning says so when --src is the run's own data.test).",
+        help="Tuning source file, at least 50 non-blank lines; not a test set "
+        "[default: the run's data.valid].",
     ),
     ref: Path | None = typer.Option(
         None,
@@ -50,10 +50,8 @@ def tune_decode(
     extend: bool = typer.Option(
         True,
         "--extend/--no-extend",
-        help="When the best setting is at the grid's top edge (the largest α or beam size "
-        "swept), sweep further (α plus the grid's last step, or 0.5 for a single α, up to 5; "
-        "the beam size doubled, up to 40) until it lies inside. --no-extend sweeps the grid "
-        "as given.",
+        help="Sweep beyond the grid's top edge (α up to 5, beam up to 40) while the best setting "
+        "sits on it; --no-extend sweeps the grid as given.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
@@ -61,28 +59,19 @@ def tune_decode(
     write: bool = typer.Option(
         True,
         "--write/--no-write",
-        help="Write the best settings to RUN_DIR/decode.yaml, which translate, eval and serve "
-        "then use (their options override it), and the sweep to RUN_DIR/tune_decode.json. "
-        "--no-write leaves the run folder untouched (only --json, if given, is written).",
+        help="Write the best to RUN_DIR/decode.yaml (translate, eval and serve use it) and the "
+        "sweep to RUN_DIR/tune_decode.json; --no-write leaves the run folder untouched.",
     ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
         metavar="FILE",
-        help="Also write the sweep (BLEU, brevity penalty, length ratio, seconds per setting) "
-        "as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
+        help="Also write the sweep as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
     ),
-    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+    device: str = DEVICE,
 ):
-    """Sweep greedy search and beam search (every beam size x length penalty) on the validation
-    set, print BLEU, brevity penalty and length ratio of each, and write the best into the run's
-    decode settings (RUN_DIR/decode.yaml). Ties go to the cheaper search, so the choice is never
-    below greedy on the tuning set. A tuning set of fewer than 50 non-blank lines is refused before
-    anything is decoded, and so is a sweep whose settings all score the same BLEU (nothing is
-    written; with --no-write it is a warning): neither gives a reason to change the search. A
-    progress bar (on a terminal) counts the settings and gives the time left. When the best
-    setting is at the grid's top edge, the sweep goes on beyond it (--extend, the default).
-    """
+    """Choose beam size and length penalty on validation: sweep greedy and beam search, write the
+    best into RUN_DIR/decode.yaml; ties go to the cheaper search (docs/overview.md)."""
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
     from seq2seq.decoding.runs import load
