@@ -14,7 +14,6 @@ applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,7 +23,8 @@ import yaml
 
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
-from seq2seq.evaluation.metrics import bleu_metric
+from seq2seq.config.lists import parse_list
+from seq2seq.evaluation.metrics import corpus_bleu
 
 # A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
 # step, the beam size doubled, up to these.
@@ -56,46 +56,26 @@ class SweepRow:
         return f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
 
 
-def _items(spec: str) -> list[str]:
-    """The comma-separated items of ``spec``; an empty one (``0,,1``) raises ValueError."""
-    items = [x.strip() for x in spec.split(",")]
-    if any(not x for x in items):
-        raise ValueError(spec)
-    return items
-
-
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): finite numbers >= 0 (``config.lists.parse_list``).
 
     Raises:
-        ValueError: empty (or an empty item), not numbers, not finite (nan, inf) or negative
-            (named with ``option``).
+        ValueError: one line naming ``option``.
     """
-    try:
-        values = tuple(float(x) for x in _items(spec))
-    except ValueError:
-        raise ValueError(f"{option} {spec!r}: give comma-separated numbers, e.g. 0,0.6,1") from None
-    if not values or min(values) < 0 or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{option} {spec!r}: give one or more finite numbers >= 0, e.g. 0,0.6,1")
-    return values
+    fix = "give one or more finite numbers >= 0, e.g. 0,0.6,1"
+    return parse_list(spec, option, fix, float, 0, bad="give comma-separated numbers, e.g. 0,0.6,1")
 
 
 def parse_beams(spec: str) -> tuple[int, ...]:
-    """``"5,10"`` -> (5, 10).
+    """``"5,10"`` -> (5, 10): beam sizes >= 2 (greedy is always swept).
 
     Raises:
-        ValueError: empty (or an empty item), not integers, or a size below 2 (greedy is
-            always swept).
+        ValueError: one line naming --beams.
     """
-    try:
-        values = tuple(int(x) for x in _items(spec))
-    except ValueError:
-        raise ValueError(f"--beams {spec!r}: give comma-separated beam sizes, e.g. 5,10") from None
-    if not values or min(values) < 2:
-        raise ValueError(
-            f"--beams {spec!r}: give beam sizes >= 2 (greedy search is always a candidate)"
-        )
-    return values
+    fix = "give beam sizes >= 2 (greedy search is always a candidate)"
+    return parse_list(
+        spec, "--beams", fix, int, 2, bad="give comma-separated beam sizes, e.g. 5,10"
+    )
 
 
 def candidates(
@@ -201,20 +181,6 @@ def all_tied(rows: Sequence[SweepRow]) -> bool:
     """True when every setting scored the same BLEU (at sacreBLEU's two decimals): the tuning set
     gave no reason to prefer any, and the tie rule would pick greedy over the run's own search."""
     return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
-
-
-def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
-    """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len), as ``eval --bleu`` scores.
-
-    Raises:
-        ValueError: no hypotheses, or not one reference per hypothesis.
-    """
-    if not hyps or len(refs) != len(hyps):
-        said = "hypothesis" if len(hyps) == 1 else "hypotheses"
-        lines = "reference line" if len(refs) == 1 else "reference lines"
-        raise ValueError(f"{len(hyps)} {said} but {len(refs)} {lines}")
-    metric = bleu_metric(tgt_lang)
-    return metric.corpus_score([h.rstrip() for h in hyps], [[r.rstrip() for r in refs]])
 
 
 def best_row(rows: Sequence[SweepRow]) -> SweepRow:

@@ -30,7 +30,7 @@ import numpy as np
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.runs import load
-from seq2seq.decoding.tune import corpus_bleu
+from seq2seq.evaluation.metrics import corpus_bleu
 from seq2seq.study.cells import cell_scores, length_caps
 from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
 from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
