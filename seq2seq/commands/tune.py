@@ -10,8 +10,7 @@ import typer
 from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
 from seq2seq.commands.decode_options import DEVICE
 from seq2seq.commands.outputs import check_writable
-from seq2seq.console import console, setup_logging
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.console import setup_logging
 
 
 def tune_decode(
@@ -75,7 +74,6 @@ def tune_decode(
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
     from seq2seq.decoding.runs import load
-    from seq2seq.decoding.translate import translate_sentences
     from seq2seq.decoding.tune import (
         all_tied,
         best_row,
@@ -83,9 +81,8 @@ def tune_decode(
         check_tuning_set,
         parse_beams,
         parse_floats,
-        rows_as_dicts,
-        sweep,
-        sweep_inside,
+        sweep_result,
+        sweep_run,
         write_decode_file,
     )
     from seq2seq.evaluation.report import read_eval_texts
@@ -99,7 +96,7 @@ def tune_decode(
         ckpt = resolve_checkpoint(checkpoint)
         _check_outputs(ckpt.parent, json_out, write)  # before the model decodes anything
         run = load(ckpt, device)
-        model, tok, cfg, dev = run.model, run.tok, run.cfg, run.device
+        cfg = run.cfg
         if src is None:
             if cfg.data.valid is None:
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
@@ -116,49 +113,15 @@ def tune_decode(
         )
         n_settings = len(candidates(base, beam_sizes, alpha_values))
 
-    bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
-    started = 0
-
-    def translate(dcfg):
-        nonlocal started
-        started += 1
-        bar.describe(f"setting {started}/{n_settings}")
-        out = translate_sentences(
-            model, tok, sources, dcfg, dev, progress=bar.advance, source_name=str(src)
-        )
-        return [t.text for t in out]
-
-    from rich.text import Text  # not markup=False: the bar's own markup must still render
-
-    def show(row):  # above the bar, which stays at the bottom
-        line = (
-            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
-            f"{row.seconds:6.1f} s"
-        )
-        console.print(Text(line), highlight=False, soft_wrap=True)
-
-    added: list[dict] = []  # settings swept beyond the grid given
-
-    def widen(more):  # the best setting is at the grid's edge: sweep beyond it
-        nonlocal n_settings
-        n_settings += len(more)
-        added.extend({"beam_size": k, "length_penalty": a} for k, a in more)
-        bar.add_total(len(more) * len(sources))
-        said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
-        console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
-
-    grid = f"{n_settings} settings" + (
-        " (more if the best sits at the grid's edge)" if extend else ""
+    typer.echo(
+        f"tuning on {src} ({len(sources)} lines): {n_settings} settings"
+        + (" (more if the best sits at the grid's edge)" if extend else ""),
+        err=True,
     )
-    typer.echo(f"tuning on {src} ({len(sources)} lines): {grid}", err=True)
-    with user_errors(), bar:
-        if extend:
-            rows = sweep_inside(
-                translate, refs, base, beam_sizes, alpha_values, cfg.data.tgt_lang, show, widen
-            )
-        else:
-            configs = candidates(base, beam_sizes, alpha_values)
-            rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
+    with user_errors():
+        rows, added = sweep_run(
+            run, sources, refs, base, beam_sizes, alpha_values, extend, str(src)
+        )
     if all_tied(rows):
         same = (
             f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so this "
@@ -173,14 +136,7 @@ def tune_decode(
     best = best_row(rows)
     greedy = rows[0]
     run_dir = ckpt.parent
-    result = {
-        "checkpoint": str(ckpt),
-        "tuned_on": {"src": str(src), "ref": str(ref), "lines": len(sources)},
-        "best": rows_as_dicts([best])[0],
-        "greedy_bleu": greedy.bleu,
-        "sweep": rows_as_dicts(rows),
-        "beyond_grid": added,
-    }
+    result = sweep_result(ckpt, src, ref, len(sources), rows, added)
     from seq2seq.atomic import write_output
 
     if json_out is not None or write:  # --no-write: nothing in the run folder changes

@@ -20,10 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
+from rich.text import Text
 
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.config.lists import parse_list
+from seq2seq.console import console
+from seq2seq.decoding.progress import ProgressBar
+from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_bleu
 
 # A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
@@ -158,6 +162,71 @@ def sweep_inside(
         configs = [base.with_method("beam", beam_size=k, length_penalty=a) for k, a in more]
         rows += sweep(translate, refs, configs, tgt_lang, progress)
     return rows
+
+
+def sweep_run(
+    run,
+    sources: Sequence[str],
+    refs: Sequence[str],
+    base: DecodeConfig,
+    beams: Sequence[int],
+    alphas: Sequence[float],
+    extend: bool = True,
+    source_name: str = "input",
+) -> tuple[list[SweepRow], list[dict]]:
+    """``tune-decode``'s sweep of a loaded run (``runs.Translator``) on ``sources``: each row
+    printed above a progress bar (on a terminal) as it is scored; with ``extend``, beyond the
+    grid's edge (``sweep_inside``). Returns the rows and the settings swept beyond the grid."""
+    n_settings = len(candidates(base, beams, alphas))
+    bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
+    started = 0
+    added: list[dict] = []
+
+    def translate(dcfg):
+        nonlocal started
+        started += 1
+        bar.describe(f"setting {started}/{n_settings}")
+        out = translate_sentences(
+            run.model, run.tok, sources, dcfg, run.device, progress=bar.advance,
+            source_name=source_name,
+        )  # fmt: skip
+        return [t.text for t in out]
+
+    def show(row):  # above the bar, which stays at the bottom; not markup=False: the bar's is
+        line = (
+            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
+            f"{row.seconds:6.1f} s"
+        )
+        console.print(Text(line), highlight=False, soft_wrap=True)
+
+    def widen(more):  # the best setting is at the grid's edge: sweep beyond it
+        nonlocal n_settings
+        n_settings += len(more)
+        added.extend({"beam_size": k, "length_penalty": a} for k, a in more)
+        bar.add_total(len(more) * len(sources))
+        said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
+        console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
+
+    lang = run.cfg.data.tgt_lang
+    with bar:
+        if extend:
+            return sweep_inside(translate, refs, base, beams, alphas, lang, show, widen), added
+        return sweep(translate, refs, candidates(base, beams, alphas), lang, progress=show), added
+
+
+def sweep_result(
+    ckpt: Path, src, ref, lines: int, rows: Sequence[SweepRow], added: list[dict]
+) -> dict:
+    """tune_decode.json: the checkpoint, the tuning set, the best row, greedy's BLEU, every row
+    and the settings swept beyond the grid."""
+    return {
+        "checkpoint": str(ckpt),
+        "tuned_on": {"src": str(src), "ref": str(ref), "lines": lines},
+        "best": rows_as_dicts([best_row(rows)])[0],
+        "greedy_bleu": rows[0].bleu,
+        "sweep": rows_as_dicts(rows),
+        "beyond_grid": added,
+    }
 
 
 def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
