@@ -38,12 +38,12 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import DecodeConfig, data_root, load_config
 from seq2seq.cpu_features import cpu_line, cpu_report
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import read_lines, resolve_corpus_file
 from seq2seq.decoding.quantize import quantize_model
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.search import search
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_score
@@ -120,7 +120,8 @@ def decode_with(model, tok, sources, dcfg, device):
 
 def bench_run(run_dir: Path, args) -> list[dict]:
     """Greedy and beam rows for one trained run (each engine and weights variant, ``engines``)."""
-    float_model, tok, cfg = load_for_inference(run_dir, args.device)
+    run = load(run_dir, args.device)
+    float_model, tok, cfg = run.model, run.tok, run.cfg
     src_path = resolve_corpus_file(TEST_SET, cfg.data.src_lang)
     ref_path = resolve_corpus_file(TEST_SET, cfg.data.tgt_lang)
     sources, refs = read_lines(src_path), read_lines(ref_path)

@@ -41,11 +41,16 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    fsync_folder(path.parent)
+
+
+def fsync_folder(folder: str | Path) -> None:
+    """fsync a folder, so a rename into it survives a crash."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
+        os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        os.close(fd)
 
 
 def _read_umask() -> int:
@@ -99,6 +104,7 @@ __all__ = [
     "atomic_open",
     "atomic_write_bytes",
     "atomic_write_text",
+    "fsync_folder",
     "is_stdout",
     "open_output",
     "write_output",

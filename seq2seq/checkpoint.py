@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import logging
 import os
 import warnings
 from pathlib import Path
@@ -191,15 +190,6 @@ def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> t
         ) from None
 
 
-def load_for_inference(
-    path: str | Path, device: str | torch.device = "cpu"
-) -> tuple[Seq2SeqModel, Tokenizer, Config]:
-    """Checkpoint file or run directory -> (model on ``device`` in eval mode, tokenizer, config)."""
-    p = resolve_checkpoint(path)
-    model, tok, cfg = model_from_checkpoint(load_checkpoint(p), str(p))
-    return model.to(device), tok, with_tuned_decode(cfg, p.parent)
-
-
 DECODE_FILE = "decode.yaml"  # a run's tuned search (seq2seq tune-decode), beside its checkpoints
 
 
@@ -227,13 +217,6 @@ def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
         raise CheckpointError(
             f"{path}: not valid decode settings ({first}); delete it and rerun seq2seq tune-decode"
         ) from None
-    said = ", ".join(f"{k} {v}" for k, v in {"method": decode.method, **tuned}.items())
-    logging.getLogger("seq2seq").info(
-        "decode settings from %s (seq2seq tune-decode): %s; options given on the command line "
-        "override each of them",
-        path,
-        said,
-    )
     return cfg.model_copy(update={"decode": decode})
 
 

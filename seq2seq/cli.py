@@ -2,8 +2,9 @@
 of every command; the commands themselves live in ``commands/``.
 
 ``train`` and ``average`` are in ``commands/training.py``, ``translate`` in
-``commands/translate.py``, ``eval`` in ``commands/evaluate.py`` (the search options the two share
-in ``commands/decode_options.py``), ``tune-decode`` in ``commands/tune.py``, ``compare`` and
+``commands/translate.py``, ``eval`` in ``commands/evaluate.py``, ``paired`` in
+``commands/paired.py`` (the search options they share in ``commands/decode_options.py``; they load
+runs through ``decoding/runs.py``), ``tune-decode`` in ``commands/tune.py``, ``compare`` and
 ``synth`` in ``commands/study.py``, ``serve`` in ``commands/serve.py``, ``export`` in
 ``commands/export.py``, and what they share in
 ``commands/common.py`` (and ``commands/outputs.py``: every output path is checked writable before
@@ -22,15 +23,15 @@ import traceback
 
 import typer
 
-from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
+from seq2seq.commands import evaluate, export, paired, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Neural machine translation: RNN encoder-decoder, Bahdanau and Luong attention, and the "
-    "Transformer. Train, translate, evaluate, average checkpoints, tune the search on "
-    "validation, make synthetic corpora, compare models, export for deployment.",
+    "Transformer. Train, translate, evaluate, compare systems, average checkpoints, tune the "
+    "search on validation, make synthetic corpora, compare models, export for deployment.",
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts say "[default: ...]": square brackets are not markup
     context_settings={"help_option_names": ["-h", "--help"]},  # every command's -h
@@ -68,6 +69,7 @@ SUMMARIES = {
     "train": "Train a model into a run folder (checkpoints, logs).",
     "translate": "Translate text line by line with a trained model.",
     "eval": "Score translations (BLEU, chrF, TER) with sacrebleu.",
+    "paired": "Compare systems with sacreBLEU's paired significance tests.",
     "average": "Average a run's last or best checkpoints into one.",
     "tune-decode": "Choose beam size and length penalty on validation.",
     "compare": "The bottleneck-versus-attention study.",
@@ -79,6 +81,7 @@ SUMMARIES = {
 app.command(short_help=SUMMARIES["train"])(training.train)
 app.command(short_help=SUMMARIES["translate"])(translate.translate)
 app.command("eval", short_help=SUMMARIES["eval"])(evaluate.evaluate)
+app.command(short_help=SUMMARIES["paired"])(paired.paired)
 app.command(short_help=SUMMARIES["average"])(training.average)
 app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode)
 app.command(short_help=SUMMARIES["compare"])(study.compare)

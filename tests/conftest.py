@@ -159,8 +159,8 @@ def toy(tmp_path_factory):
     """A 20-step Transformer on the toy corpus (``corpora.toy_pairs``), whose training source has
     a 3,000-word line, a line of zero-width spaces and a blank-looking line, and whose target has
     an empty line: its folder, run, training log, model, tokenizer and config."""
-    from seq2seq.checkpoint import load_for_inference
     from seq2seq.config import validate_config
+    from seq2seq.decoding.runs import load
     from seq2seq.training.loop import train
 
     d = tmp_path_factory.mktemp("toy")
@@ -194,7 +194,8 @@ def toy(tmp_path_factory):
     finally:
         logger.removeHandler(collect)
         logger.setLevel(level)
-    model, tok, run_cfg = load_for_inference(d / "run")
+    run = load(d / "run", "cpu")
+    model, tok, run_cfg = run.model, run.tok, run.cfg
     return {
         "dir": d,
         "run": d / "run",

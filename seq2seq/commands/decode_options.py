@@ -1,72 +1,70 @@
-"""What ``translate`` and ``eval`` share: their search options (``--method``, ``--temperature``,
-``--top-k``, ``--top-p``, ``--seed``, ``--no-repeat-ngram``, ``--length-penalty``, ``--min-len``,
-``--max-len-a``/``-b``, ``--max-src-len``, ``--batch-size``; see ``DecodeConfig``) and
-``decode_cfg``, which applies the options given to the run's decode settings."""
+"""What ``translate``, ``eval`` and ``paired`` share: their search options (see ``DecodeConfig``,
+applied by ``decoding.runs.Translator.decode_settings``; docs/overview.md has the detail), the
+repeated ``-c`` of an ensemble, and ``--quantize`` (also ``serve``'s)."""
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Any, get_args
 
 import typer
 
-from seq2seq.commands.common import user_errors
-from seq2seq.config import SearchMethod
+from seq2seq.commands.common import OPTION_OF_FIELD, user_errors
+from seq2seq.config import DecodeConfig, SearchMethod
 
-# The search options of translate and eval (see DecodeConfig); None = the run's setting.
+# The help text of a repeated -c, shared by translate and eval (``decoding.runs.load``).
+ENSEMBLE_HELP = (
+    "Repeat -c for an ensemble (the models' probabilities averaged at every step; one tokenizer, "
+    "the first run's decode settings)."
+)
+QUANTIZE = typer.Option(
+    None,
+    "--quantize",
+    metavar="int8",
+    help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
+    "slightly.",
+)
+CHECKPOINTS = typer.Option(
+    None, "--checkpoint", "-c", metavar="RUN", help="Checkpoint file or run directory."
+)
+DEVICE = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda.")
+
+# The search options (DecodeConfig fields; --beam is beam_size); None = the run's setting.
+BEAM = typer.Option(
+    None, "--beam", help="Beam size K, 1 to 1000; implies --method beam [default: the run's]."
+)
 METHOD = typer.Option(
     None,
     "--method",
     metavar="METHOD",
-    help=f"Search: {' | '.join(get_args(SearchMethod))}. A method other than the run's "
-    "starts from its own defaults, e.g. --method sample ignores the run's beam size "
-    "[default: beam with --beam, else the run's decode.method].",
+    help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+    "run's decode.method].",
 )
 TEMPERATURE = typer.Option(
-    None,
-    "--temperature",
-    help="sample: draw from softmax(logits / T), T > 0; below 1 sharper, above 1 flatter "
-    "[default: the run's decode.temperature, 1].",
+    None, "--temperature", help="sample: softmax(logits / T), T > 0 [default: the run's, 1]."
 )
 TOP_K = typer.Option(
-    None,
-    "--top-k",
-    help="sample: draw only among the K most probable tokens, K >= 1 "
-    "[default: the run's decode.top_k, all tokens].",
+    None, "--top-k", help="sample: only the K most probable tokens [default: the run's, all]."
 )
 TOP_P = typer.Option(
-    None,
-    "--top-p",
-    help="sample: draw only among the fewest most probable tokens holding probability P, "
-    "0 < P <= 1 (nucleus sampling) [default: the run's decode.top_p, 1 = all tokens].",
+    None, "--top-p", help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."
 )
 SEED = typer.Option(
-    None,
-    "--seed",
-    help="sample: seed of the draws; the same input, seed and batching give the same output "
-    "[default: the run's decode.seed, none = new draws every time].",
+    None, "--seed", help="sample: seed of the draws [default: the run's, none = new draws]."
 )
-
 NO_REPEAT_NGRAM = typer.Option(
     None,
     "--no-repeat-ngram",
     metavar="N",
-    help="Never repeat an n-gram of N tokens within an output: a token that would complete one "
-    "already there gets -inf (fairseq's --no-repeat-ngram-size), in every method; 0 = off "
-    "[default: the run's decode.no_repeat_ngram, 0].",
+    help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
 )
-
 BATCH_SIZE = typer.Option(
     None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
 )
 MAX_LEN_A = typer.Option(
-    None,
-    "--max-len-a",
-    help="Output length limit a*src_len+b: a [default: the run's decode.max_len_a].",
+    None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
 )
 MAX_LEN_B = typer.Option(
-    None,
-    "--max-len-b",
-    help="Output length limit a*src_len+b: b [default: the run's decode.max_len_b].",
+    None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
 )
 MIN_LEN = typer.Option(
     None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
@@ -74,35 +72,34 @@ MIN_LEN = typer.Option(
 LENGTH_PENALTY = typer.Option(
     None,
     "--length-penalty",
-    help="Beam search: GNMT alpha, rank by log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob, "
-    "which favours short outputs [default: the run's decode.length_penalty; 1.0 for runs "
-    "configured since it became the default].",
+    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob "
+    "[default: the run's].",
 )
 MAX_SRC_LEN = typer.Option(
-    None,
-    "--max-src-len",
-    help="Cut longer sources to this many tokens, with a warning "
-    "[default: the run's decode.max_src_len].",
+    None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
 )
 
 
-def decode_cfg(base, method=None, **options):
-    """The run's DecodeConfig ``base`` with the options that were given (``options``: DecodeConfig
-    fields; None = not given).
+def decode_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The search options among a command's parameters ``values`` (its ``locals()``), as
+    DecodeConfig fields (``beam`` -> ``beam_size``); None = not given."""
+    option = {field: OPTION_OF_FIELD.get(field, field) for field in DecodeConfig.model_fields}
+    return {f: values[o] for f, o in option.items() if o in values}
 
-    The method is --method, else beam when --beam is given, else the run's;
-    ``DecodeConfig.with_method`` drops the settings of another method than it.
+
+def decode_flag(field: str) -> str:
+    """A DecodeConfig field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
+    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
+
+
+def quantized_device(quantize: str | None, device: str | None) -> str | None:
+    """``--device`` under ``--quantize``: cpu for auto (or none given), checked before anything
+    is read; unchanged without it.
 
     Raises:
-        UserError: an option out of bounds, or a setting of another method, named as the option.
+        UserError: an unknown mode, or --device cuda with it (one line).
     """
-    method = method or ("beam" if options.get("beam_size") is not None else base.method)
+    from seq2seq.decoding.quantize import quantize_device
+
     with user_errors():
-        return base.with_method(method, **{k: v for k, v in options.items() if v is not None})
-
-
-def given_options(options: dict) -> set[str]:
-    """The DecodeConfig fields the command line set (``options``: None = not given); --beam sets
-    the method too."""
-    given = {k for k, v in options.items() if v is not None}
-    return given | ({"method"} if "beam_size" in given else set())
+        return quantize_device(quantize, device or "auto") if quantize else device

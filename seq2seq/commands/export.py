@@ -1,15 +1,13 @@
 """``export``: a run's weights and tokenizer alone (``export/weights.py``), or its Transformer as a
-CTranslate2 model (``export/ctranslate2.py``); and ``ctranslate2_run``, which ``translate`` calls
-to read ``-c DIR`` of a CTranslate2 export."""
+CTranslate2 model (``export/ctranslate2.py``), which ``decoding.runs.load`` reads back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import LoadedRun, UserError, no_stdout, user_errors
+from seq2seq.commands.common import UserError, no_stdout, user_errors
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
@@ -79,67 +77,3 @@ def export(
         f"exported {done.source} ({megabytes(done.source_bytes)}) -> {done.out} "
         f"({megabytes(done.out_bytes)}; {done.what})"
     )
-
-
-def ctranslate2_run(
-    checkpoints: Sequence[Path], device: str, quantize: str | None, attention_dir: Path | None
-) -> LoadedRun | None:
-    """``translate -c DIR`` of a CTranslate2 export: the run to decode with, its ``model`` a
-    ``ctranslate2.Translator``; None when no -c is one (the usual path).
-
-    Raises:
-        UserError: the export is one of several -c (no ensembles), --attention-dir is given (no
-            attention maps), ctranslate2 is missing, or the device is refused (one line).
-        CheckpointError: the export's files are not readable.
-    """
-    from seq2seq.checkpoint import DECODE_FILE
-    from seq2seq.config import load_yaml
-    from seq2seq.decoding.ctranslate2 import (
-        CTranslate2Model,
-        ctranslate2_device,
-        export_folder,
-        read_export,
-    )
-
-    folders = [export_folder(c) for c in checkpoints]
-    if not any(folders):
-        return None
-    if len(checkpoints) > 1:
-        raise UserError(
-            "a CTranslate2 export cannot join an ensemble; give it as the only -c, or ensemble "
-            "the runs it came from"
-        )
-    if attention_dir is not None:
-        raise UserError(
-            "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
-            "the run it came from"
-        )
-    folder = folders[0]
-    with user_errors():
-        from seq2seq.export.ctranslate2 import import_ctranslate2
-
-        import_ctranslate2()
-        dev = ctranslate2_device(device)
-    exp = read_export(folder)
-    model = CTranslate2Model(folder, dev, quantize, exp.max_positions)
-    run = CTranslate2Run(
-        model, exp.tok, exp.cfg, dev, folder / "model.bin", exp.step, exp.config_decode
-    )
-    decode_file = folder / DECODE_FILE
-    if decode_file.is_file():  # read again for its keys; read_export has checked it
-        keys = load_yaml(decode_file.read_text(encoding="utf-8")) or {}
-        run.decode_file, run.decode_file_keys = decode_file, frozenset(keys)
-    return run
-
-
-class CTranslate2Run(LoadedRun):
-    """A CTranslate2 export loaded by ``translate``; its untuned-beam line names the run."""
-
-    def untuned_line(self, final, sources: dict[str, str]) -> str | None:
-        line = super().untuned_line(final, sources)
-        if line is None:
-            return None
-        return line.split(" (not tuned")[0] + (
-            " (not tuned: `seq2seq tune-decode -c RUN` on the run it came from chooses beam size "
-            "and alpha on validation; export again to bring its decode.yaml along)"
-        )

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands.common import UserError
-from seq2seq.commands.quantize import QUANTIZE, quantized_device
+from seq2seq.commands.decode_options import QUANTIZE, quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -15,24 +15,20 @@ def serve(
     runs: list[str] = typer.Argument(
         ...,
         metavar="[NAME=]RUN",
-        help="Run folders (their best.pt, else last.pt) or checkpoint files. Each model is named "
-        "after its folder (-2, -3 ... on clashes); NAME=RUN names it NAME instead (letters, "
-        "digits, '.', '_', '-'; e.g. nu-avg=runs/nu/avg.pt). A RUN that exists as given is a "
-        "path even if it holds '='.",
+        help="Run folders or checkpoint files, each named after its folder; NAME=RUN names it "
+        "NAME (letters, digits, '.', '_', '-').",
     ),
     host: str = typer.Option(
         "127.0.0.1",
         "--host",
-        help="Address to listen on. Any other than 127.0.0.1 opens the models to the network, "
-        "with no authentication.",
+        help="Address to listen on; any other than 127.0.0.1 opens the models to the network.",
     ),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port; 0 picks a free one."),
     study: Path | None = typer.Option(
         None,
         "--study",
         metavar="DIR",
-        help="A `seq2seq compare --out` folder: its results.json as an interactive "
-        "BLEU-by-length plot.",
+        help="A `seq2seq compare --out` folder, shown as a BLEU-by-length plot.",
     ),
     device: str | None = typer.Option(
         None,
@@ -45,8 +41,8 @@ def serve(
         4,
         "--workers",
         min=1,
-        help="Translations decoding at once, in threads of their own (each model still takes "
-        "one at a time); the page, /models, /study and /health never wait for them.",
+        help="Translations decoding at once, in threads of their own (each model takes one at "
+        "a time).",
     ),
     max_queued: int = typer.Option(
         32,
@@ -58,13 +54,11 @@ def serve(
         60.0,
         "--timeout",
         min=0.001,
-        help="Seconds a translation may take from its arrival, waiting included; then it gets "
-        "503, and one still waiting is dropped before it starts (so is one whose client left).",
+        help="Seconds a translation may take from its arrival, waiting included; then it gets 503.",
     ),
 ):
-    """Serve a local page and JSON API (POST /translate, see docs/serve.md) showing every run's
-    greedy and beam translations, log-probabilities, decode times and cross-attention side by
-    side. The runs are loaded once; Ctrl-C stops the server."""
+    """Serve a local page and JSON API (POST /translate) showing every run's translations side
+    by side; the runs are loaded once (docs/serve.md). Ctrl-C stops the server."""
     from seq2seq.serve import ServeError
     from seq2seq.serve.app import serve as run_server
     from seq2seq.serve.engine import Limits

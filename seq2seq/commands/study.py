@@ -183,10 +183,10 @@ def compare(
     seed and the controls from those files alone; report.md, results.json and verdict_by_k.png go
     into OUT. Synthetic tasks (--exact-match, --alignment): every config under one --budget-*,
     the --beams decodings, exact match by length, bleu_by_length.png, attention/ maps."""
+    from seq2seq.config.lists import parse_list
     from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.study.compare import compare as run_compare
-    from seq2seq.study.evalsets import parse_beams
     from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions, parse_seeds
     from seq2seq.study.reverse import TASKS
 
@@ -195,7 +195,8 @@ def compare(
     check_writable(out, "--out", folder=True)  # before any model trains
     with user_errors():
         budget = Budget(budget_minutes, budget_steps, budget_tokens)
-        beam_sizes, edges = parse_beams(beams), parse_buckets(buckets)
+        beam_sizes = parse_list(beams, "--beams", "give beam sizes such as 1,5", int, 1)
+        edges = parse_buckets(buckets)
         if alignment is not None and alignment not in TASKS:
             raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
     dev = inference_device(device)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import fail, load_model, no_stdout, user_errors
+from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
 from seq2seq.commands.decode_options import (
     BATCH_SIZE,
+    BEAM,
+    DEVICE,
+    ENSEMBLE_HELP,
     LENGTH_PENALTY,
     MAX_LEN_A,
     MAX_LEN_B,
@@ -17,16 +19,14 @@ from seq2seq.commands.decode_options import (
     METHOD,
     MIN_LEN,
     NO_REPEAT_NGRAM,
+    QUANTIZE,
     SEED,
     TEMPERATURE,
     TOP_K,
     TOP_P,
-    decode_cfg,
-    given_options,
+    decode_options,
 )
-from seq2seq.commands.ensemble import ENSEMBLE_HELP, load_for_decoding
 from seq2seq.commands.outputs import check_not_input, check_writable
-from seq2seq.commands.quantize import QUANTIZE, quantized, quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -36,8 +36,7 @@ def translate(
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file or run directory (its best.pt, else last.pt), or a `seq2seq "
-        "export` folder (its model.pt; a CTranslate2 export is decoded by CTranslate2). "
+        help="Checkpoint file, run directory or `seq2seq export` folder (CTranslate2's too). "
         + ENSEMBLE_HELP,
     ),
     input: str = typer.Option(
@@ -52,17 +51,10 @@ def translate(
         "--output",
         "-o",
         metavar="FILE",
-        help="Output file, or - for stdout; missing folders on its path are created. Written as "
-        "the translation goes, to FILE.partial, "
-        "renamed to FILE when every line is done; Ctrl-C leaves FILE.partial with the lines "
-        "translated so far (and FILE as it was).",
+        help="Output file, or - for stdout; missing folders on its path are created. Written to "
+        "FILE.partial, renamed to FILE when every line is done.",
     ),
-    beam: int | None = typer.Option(
-        None,
-        "--beam",
-        help="Beam size K, 1 to 1000; implies --method beam (K = 1 gives greedy's output); a "
-        "wide beam decodes fewer sentences at a time [default: the run's decode.beam_size].",
-    ),
+    beam: int | None = BEAM,
     method: str | None = METHOD,
     temperature: float | None = TEMPERATURE,
     top_k: int | None = TOP_K,
@@ -74,33 +66,22 @@ def translate(
         "--n-best",
         min=1,
         max=1000,
-        help="Write the N best per line as TSV: line number, score, hypothesis (a backslash, "
-        "tab, newline or carriage return in it written as \\\\, \\t, \\n, \\r); the score is "
-        "the length-penalised one the search ranks by, log P / ((5 + |Y|) / 6)^alpha with alpha "
-        "= --length-penalty (log P itself at alpha 0). With --format jsonl, N hypotheses per "
-        "object instead. Beam search needs --beam N or more, sampling draws N per line.",
+        help="Write the N best per line (TSV: line, score, hypothesis); the score is the "
+        "length-penalised one the search ranks by.",
     ),
     output_format: str | None = typer.Option(
         None,
         "--format",
         metavar="text|nbest|jsonl",
-        help="text: the best translation, one line per input line. nbest: the --n-best TSV "
-        "(rows as --n-best says). jsonl: one JSON object per input line, in order: line (its "
-        "number), translation, score (as in the TSV), log_prob (sum of the token log-probs), "
-        "finished, tokens (target pieces, EOS </s> included), token_log_probs (one per piece, "
-        "EOS included), alignment (Pharaoh i-j: source word i, target word j, 0-based, from "
-        "each target piece's argmax cross-attention, pieces mapped to words; null for a model "
-        "without attention); with --n-best N, {line, hypotheses: [N such]}. A blank line gives "
-        "an empty translation. [default: nbest with --n-best above 1, else text]",
+        help="jsonl: per line translation, score, log_prob, tokens, token_log_probs (one per "
+        "piece, EOS included), alignment [default: nbest with --n-best above 1, else text].",
     ),
     align_layer: int | None = typer.Option(
         None,
         "--align-layer",
         metavar="N",
-        help="--format jsonl: align with decoder layer N's cross-attention (0-based), heads "
-        "averaged, recomputed teacher-forced on each hypothesis. RNN attention models have one "
-        "layer (0) [default: the attention the search returns: the Transformer's last decoder "
-        "layer averaged over heads, the RNN decoders' one attention].",
+        help="--format jsonl: align with decoder layer N [default: the search's attention, the "
+        "Transformer's last decoder layer averaged over heads].",
     ),
     batch_size: int | None = BATCH_SIZE,
     max_len_a: float | None = MAX_LEN_A,
@@ -109,36 +90,25 @@ def translate(
     length_penalty: float | None = LENGTH_PENALTY,
     max_src_len: int | None = MAX_SRC_LEN,
     batch_tokens: int | None = typer.Option(
-        None,
-        "--batch-tokens",
-        min=1,
-        help="Batch by padded source tokens instead of --batch-size sentences.",
+        None, "--batch-tokens", min=1, help="Batch by padded source tokens, not sentences."
     ),
     attention_dir: Path | None = typer.Option(
-        None,
-        "--attention-dir",
-        metavar="DIR",
-        help="Write a cross-attention heatmap PNG per sentence (source x output pieces) here.",
+        None, "--attention-dir", metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int = typer.Option(
         10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
     ),
-    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+    device: str = DEVICE,
     quantize: str | None = QUANTIZE,
 ):
-    """Translate text line by line: one output line per input line, in order; empty in, empty out.
-    Lines are translated 1, 2, 4, then 8 batches at a time and written, in order, as each such
-    window finishes (so -o FILE.partial grows as it goes; FILE appears when all is done). Ctrl-C
-    stops with exit code 130 and says how many lines were translated and where they are. When any
-    source has uncovered characters or is cut to the length limit, or any translation stops at the
-    maximum length without EOS, a summary line on stderr counts them. Reading a terminal, it says
-    when the model is ready; Ctrl-D ends."""
+    """Translate text line by line, one output line per input line, in order (docs/overview.md).
+    Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""
     import sys
 
-    from seq2seq.commands.export import CTranslate2Run, ctranslate2_run
     from seq2seq.decoding.alignment_output import output_format as output_format_of
-    from seq2seq.decoding.ctranslate2 import CTranslate2LineTranslator
-    from seq2seq.decoding.files import LineTranslator, TranslationInterrupted, translate_io
+    from seq2seq.decoding.ctranslate2 import export_folder
+    from seq2seq.decoding.files import TranslationInterrupted, translate_io
+    from seq2seq.decoding.runs import load
     from seq2seq.decoding.search import check_n_best
 
     setup_logging()
@@ -146,38 +116,28 @@ def translate(
     check_not_input(output, "--output", [("--input", input)], checkpoint)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
-    run = ctranslate2_run(checkpoint, device, quantize, attention_dir)  # a CTranslate2 export
-    if run is None:
-        run, _ = load_for_decoding(checkpoint, quantized_device(quantize, device), load=load_model)
-        run.model = quantized(run.model, quantize)
-    options = {
-        "beam_size": beam,
-        "batch_size": batch_size,
-        "max_len_a": max_len_a,
-        "max_len_b": max_len_b,
-        "min_len": min_len,
-        "length_penalty": length_penalty,
-        "max_src_len": max_src_len,
-        "method": method,
-        "temperature": temperature,
-        "top_k": top_k,
-        "top_p": top_p,
-        "seed": seed,
-        "no_repeat_ngram": no_repeat_ngram,
-    }
-    dcfg = decode_cfg(run.cfg.decode, **options)
-    check_n_best(dcfg, n_best)
-    fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
-    if run.decode_file is None:  # a run with decode.yaml says so in load_model's log line
-        if line := run.untuned_line(dcfg, run.decode_sources(dcfg, given_options(options))):
-            logging.getLogger("seq2seq").info(line)  # as load_model says a decode.yaml
+    if attention_dir is not None and len(checkpoint) == 1 and export_folder(checkpoint[0]):
+        raise UserError(
+            "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
+            "the run it came from"
+        )
+    with user_errors():
+        run = load(checkpoint, device, quantize)
+        dcfg, _ = run.decode_settings(**decode_options(locals()))
+        check_n_best(dcfg, n_best)
+        fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     plot = _attention_plotter(run.tok, attention_dir)
     source_name = "stdin" if input == "-" else input
-    make = CTranslate2LineTranslator if isinstance(run, CTranslate2Run) else LineTranslator
-    translator = make(
-        run.model, run.tok, dcfg, run.device, n_best, batch_tokens, attention_n, plot, source_name
+    translator = run.line_translator(
+        dcfg,
+        n_best=n_best,
+        batch_tokens=batch_tokens,
+        attention_n=attention_n,
+        plot=plot,
+        source_name=source_name,
+        output_format=fmt,
+        align_layer=align_layer,
     )
-    translator.output_format, translator.align_layer = fmt, align_layer
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
     try:

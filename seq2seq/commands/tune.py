@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, load_model, no_stdout, user_errors, warn
+from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
+from seq2seq.commands.decode_options import DEVICE
 from seq2seq.commands.outputs import check_writable
-from seq2seq.console import console, setup_logging
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.console import setup_logging
 
 
 def tune_decode(
@@ -25,9 +25,8 @@ def tune_decode(
         None,
         "--src",
         metavar="FILE",
-        help="Tuning source file (plain or .gz) [default: the run's data.valid, e.g. "
-        "multi30k/val.de], at least 50 non-blank lines. Not a test set: its scores would no "
-        "longer be unseen (a warning says so when --src is the run's own data.test).",
+        help="Tuning source file, at least 50 non-blank lines; not a test set "
+        "[default: the run's data.valid].",
     ),
     ref: Path | None = typer.Option(
         None,
@@ -50,10 +49,8 @@ def tune_decode(
     extend: bool = typer.Option(
         True,
         "--extend/--no-extend",
-        help="When the best setting is at the grid's top edge (the largest α or beam size "
-        "swept), sweep further (α plus the grid's last step, or 0.5 for a single α, up to 5; "
-        "the beam size doubled, up to 40) until it lies inside. --no-extend sweeps the grid "
-        "as given.",
+        help="Sweep beyond the grid's top edge (α up to 5, beam up to 40) while the best setting "
+        "sits on it; --no-extend sweeps the grid as given.",
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
@@ -61,31 +58,22 @@ def tune_decode(
     write: bool = typer.Option(
         True,
         "--write/--no-write",
-        help="Write the best settings to RUN_DIR/decode.yaml, which translate, eval and serve "
-        "then use (their options override it), and the sweep to RUN_DIR/tune_decode.json. "
-        "--no-write leaves the run folder untouched (only --json, if given, is written).",
+        help="Write the best to RUN_DIR/decode.yaml (translate, eval and serve use it) and the "
+        "sweep to RUN_DIR/tune_decode.json; --no-write leaves the run folder untouched.",
     ),
     json_out: Path | None = typer.Option(
         None,
         "--json",
         metavar="FILE",
-        help="Also write the sweep (BLEU, brevity penalty, length ratio, seconds per setting) "
-        "as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
+        help="Also write the sweep as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
     ),
-    device: str = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda."),
+    device: str = DEVICE,
 ):
-    """Sweep greedy search and beam search (every beam size x length penalty) on the validation
-    set, print BLEU, brevity penalty and length ratio of each, and write the best into the run's
-    decode settings (RUN_DIR/decode.yaml). Ties go to the cheaper search, so the choice is never
-    below greedy on the tuning set. A tuning set of fewer than 50 non-blank lines is refused before
-    anything is decoded, and so is a sweep whose settings all score the same BLEU (nothing is
-    written; with --no-write it is a warning): neither gives a reason to change the search. A
-    progress bar (on a terminal) counts the settings and gives the time left. When the best
-    setting is at the grid's top edge, the sweep goes on beyond it (--extend, the default).
-    """
+    """Choose beam size and length penalty on validation: sweep greedy and beam search, write the
+    best into RUN_DIR/decode.yaml; ties go to the cheaper search (docs/overview.md)."""
     from seq2seq.checkpoint import resolve_checkpoint
     from seq2seq.data.text import resolve_corpus_file
-    from seq2seq.decoding.translate import translate_sentences
+    from seq2seq.decoding.runs import load
     from seq2seq.decoding.tune import (
         all_tied,
         best_row,
@@ -93,9 +81,8 @@ def tune_decode(
         check_tuning_set,
         parse_beams,
         parse_floats,
-        rows_as_dicts,
-        sweep,
-        sweep_inside,
+        sweep_result,
+        sweep_run,
         write_decode_file,
     )
     from seq2seq.evaluation.report import read_eval_texts
@@ -108,7 +95,8 @@ def tune_decode(
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
         ckpt = resolve_checkpoint(checkpoint)
         _check_outputs(ckpt.parent, json_out, write)  # before the model decodes anything
-        model, tok, cfg, dev = load_model(ckpt, device)
+        run = load(ckpt, device)
+        cfg = run.cfg
         if src is None:
             if cfg.data.valid is None:
                 raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
@@ -125,49 +113,15 @@ def tune_decode(
         )
         n_settings = len(candidates(base, beam_sizes, alpha_values))
 
-    bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
-    started = 0
-
-    def translate(dcfg):
-        nonlocal started
-        started += 1
-        bar.describe(f"setting {started}/{n_settings}")
-        out = translate_sentences(
-            model, tok, sources, dcfg, dev, progress=bar.advance, source_name=str(src)
-        )
-        return [t.text for t in out]
-
-    from rich.text import Text  # not markup=False: the bar's own markup must still render
-
-    def show(row):  # above the bar, which stays at the bottom
-        line = (
-            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
-            f"{row.seconds:6.1f} s"
-        )
-        console.print(Text(line), highlight=False, soft_wrap=True)
-
-    added: list[dict] = []  # settings swept beyond the grid given
-
-    def widen(more):  # the best setting is at the grid's edge: sweep beyond it
-        nonlocal n_settings
-        n_settings += len(more)
-        added.extend({"beam_size": k, "length_penalty": a} for k, a in more)
-        bar.add_total(len(more) * len(sources))
-        said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
-        console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
-
-    grid = f"{n_settings} settings" + (
-        " (more if the best sits at the grid's edge)" if extend else ""
+    typer.echo(
+        f"tuning on {src} ({len(sources)} lines): {n_settings} settings"
+        + (" (more if the best sits at the grid's edge)" if extend else ""),
+        err=True,
     )
-    typer.echo(f"tuning on {src} ({len(sources)} lines): {grid}", err=True)
-    with user_errors(), bar:
-        if extend:
-            rows = sweep_inside(
-                translate, refs, base, beam_sizes, alpha_values, cfg.data.tgt_lang, show, widen
-            )
-        else:
-            configs = candidates(base, beam_sizes, alpha_values)
-            rows = sweep(translate, refs, configs, cfg.data.tgt_lang, progress=show)
+    with user_errors():
+        rows, added = sweep_run(
+            run, sources, refs, base, beam_sizes, alpha_values, extend, str(src)
+        )
     if all_tied(rows):
         same = (
             f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so this "
@@ -182,14 +136,7 @@ def tune_decode(
     best = best_row(rows)
     greedy = rows[0]
     run_dir = ckpt.parent
-    result = {
-        "checkpoint": str(ckpt),
-        "tuned_on": {"src": str(src), "ref": str(ref), "lines": len(sources)},
-        "best": rows_as_dicts([best])[0],
-        "greedy_bleu": greedy.bleu,
-        "sweep": rows_as_dicts(rows),
-        "beyond_grid": added,
-    }
+    result = sweep_result(ckpt, src, ref, len(sources), rows, added)
     from seq2seq.atomic import write_output
 
     if json_out is not None or write:  # --no-write: nothing in the run folder changes

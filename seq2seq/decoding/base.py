@@ -63,9 +63,10 @@ class Hypothesis:
     token_log_probs: list[float] | None = None
 
 
-def max_lengths(src_mask: Tensor, a: float, b: int) -> Tensor:
-    """(B, S) mask -> (B,) maximum output lengths floor(a * src_len + b), at least 1."""
-    return (src_mask.sum(1).float() * a + b).floor().long().clamp(min=1)
+def max_lengths(src_len: Tensor, a: float, b: int) -> Tensor:
+    """(B,) source lengths -> (B,) maximum output lengths floor(a * src_len + b), at least 1: the
+    one length rule of every search (ours and CTranslate2's) and of ``translate``'s warnings."""
+    return (src_len.float() * a + b).floor().long().clamp(min=1)
 
 
 def length_penalty(length: Tensor | int, alpha: float) -> Tensor:

@@ -164,26 +164,20 @@ def beam_search(
     model: Seq2SeqModel,
     src: Tensor,
     src_mask: Tensor,
-    beam_size: int = 5,
-    length_penalty_alpha: float = 0.0,
+    cfg: DecodeConfig,
     n_best: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
     need_attention: bool = False,
-    no_repeat_ngram: int = 0,
-    target_vocab_mask: bool = True,
 ) -> list[list[Hypothesis]]:
     """Batched beam search over B sentences x K beams (see the module docstring).
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        beam_size: K.  n_best: N <= K hypotheses returned per sentence, best first.
-        length_penalty_alpha: α of the GNMT penalty; 0 ranks by raw log-probability.
-        no_repeat_ngram: N > 0: no beam is extended by a token that repeats one of its n-grams
-            of N tokens (``base.block_repeated_ngrams``).
-        target_vocab_mask: no beam is extended by a piece outside ``model.target_vocab`` (when
-            the model has one; ``base.allowed_tokens``).
+        cfg: ``beam_size`` K; ``length_penalty`` α of the GNMT penalty (0 ranks by raw
+            log-probability); ``max_len_a``, ``max_len_b``, ``min_len``; with
+            ``no_repeat_ngram`` N > 0 no beam is extended by a token that repeats one of its
+            n-grams of N tokens (``base.block_repeated_ngrams``), with ``target_vocab_mask`` by a
+            piece outside ``model.target_vocab`` (when the model has one).
+        n_best: N <= K hypotheses returned per sentence, best first.
 
     Returns:
         For each sentence in input order, its N best hypotheses (finished ones first).
@@ -191,13 +185,14 @@ def beam_search(
     Raises:
         ValueError: n_best > beam_size.
     """
-    if n_best > beam_size:
-        raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({beam_size})")
-    dev, B, K = src.device, src.shape[0], beam_size
-    max_len = max_lengths(src_mask, max_len_a, max_len_b)
+    K, alpha, no_repeat_ngram = cfg.beam_size, cfg.length_penalty, cfg.no_repeat_ngram
+    if n_best > K:
+        raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({K})")
+    dev, B = src.device, src.shape[0]
+    max_len = max_lengths(src_mask.sum(1), cfg.max_len_a, cfg.max_len_b)
     L = int(max_len.max())
-    bound_lp = length_penalty(max_len, length_penalty_alpha).to(dev)  # (B,) most favourable lp
-    allowed = allowed_tokens(model, target_vocab_mask, dev)
+    bound_lp = length_penalty(max_len, alpha).to(dev)  # (B,) most favourable lp
+    allowed = allowed_tokens(model, cfg.target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))
     beams, pool = _start(B, K, n_best, L, src.shape[1] if need_attention else None, dev)
     results: list[list[Hypothesis]] = [[] for _ in range(B)]
@@ -205,7 +200,7 @@ def beam_search(
     prev = torch.full((B,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, att, state = model.decode_step(prev, state, need_attention)
-        logp = step_log_probs(logits, t, min_len, allowed)
+        logp = step_log_probs(logits, t, cfg.min_len, allowed)
         if t == 0:  # a sentence's K beams are all still BOS: decoded once, copied to K rows here
             rows = torch.arange(B, device=dev).repeat_interleave(K)
             state, logp = model.select_state(state, rows), logp[rows]
@@ -213,13 +208,13 @@ def beam_search(
         elif no_repeat_ngram:  # each beam's history: (b*K, t), in logp's row order
             block_repeated_ngrams(logp, beams.tok[:, :, :t].reshape(-1, t), no_repeat_ngram)
         cand, parent = _expand(beams, logp, att, t)
-        pool = _merge(pool, cand, K, t, length_penalty_alpha)
+        pool = _merge(pool, cand, K, t, alpha)
         beams, parent = _keep_open(cand, parent, K, t)
         at_max = t + 1 >= max_len[alive]
         done = at_max | (pool.score[:, -1] >= beams.lp[:, 0] / bound_lp[alive])
         for i in done.nonzero().squeeze(1).tolist():
             j = int(alive[i])
-            cut = _cut(beams, i, t, length_penalty_alpha) if at_max[i] else []
+            cut = _cut(beams, i, t, alpha) if at_max[i] else []
             results[j] = (_finished(pool, i) + cut)[:n_best]
             for h in results[j] if need_attention else []:
                 h.attention = None if h.attention is None else h.attention[:, src_mask[j]]
@@ -260,32 +255,3 @@ def _cut(beams: _Beams, i: int, t: int, alpha: float) -> list[Hypothesis]:
             toks, tlp = beams.tok[i, j, : t + 1].tolist(), beams.tlp[i, j, : t + 1].tolist()
             out.append(Hypothesis(toks, lp / penalty, lp, False, att, tlp))
     return out
-
-
-def decode_beam(
-    model: Seq2SeqModel,
-    src: Tensor,
-    src_mask: Tensor,
-    cfg: DecodeConfig,
-    n_best: int = 1,
-    need_attention: bool = False,
-) -> list[list[Hypothesis]]:
-    """``SEARCHES["beam"]``: (B, S) ids -> B lists of the n_best best hypotheses, best first.
-
-    Raises:
-        ValueError: n_best > cfg.beam_size.
-    """
-    return beam_search(
-        model,
-        src,
-        src_mask,
-        cfg.beam_size,
-        cfg.length_penalty,
-        n_best,
-        cfg.max_len_a,
-        cfg.max_len_b,
-        cfg.min_len,
-        need_attention,
-        cfg.no_repeat_ngram,
-        cfg.target_vocab_mask,
-    )

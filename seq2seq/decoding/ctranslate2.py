@@ -51,7 +51,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
-from seq2seq.decoding.base import Hypothesis, length_penalty
+from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
 from seq2seq.decoding.files import LineTranslator
 from seq2seq.decoding.search import check_n_best
 from seq2seq.decoding.translate import Translation, _batches, _prepare, source_limit
@@ -233,7 +233,7 @@ def translate_ctranslate2(
     suppress = [[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]]
     for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
         lengths = torch.tensor([len(ids[j]) for j in chunk], dtype=torch.float32)
-        limits = (lengths * cfg.max_len_a + cfg.max_len_b).floor().long().clamp(min=1).tolist()
+        limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
         out = translator.translate_batch(
             [[src_piece(i) for i in ids[j]] for j in chunk],
             suppress_sequences=suppress,

@@ -25,7 +25,7 @@ from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import is_stdout
+from seq2seq.atomic import fsync_folder, is_stdout
 from seq2seq.config import DecodeConfig
 from seq2seq.console import counted
 from seq2seq.data.text import decode_line, read_lines
@@ -265,7 +265,7 @@ class _OutputLines:
                 os.fsync(f.fileno())
                 f.close()
                 os.replace(partial, self.path)
-                _fsync_folder(Path(self.path).parent)
+                fsync_folder(Path(self.path).parent)
                 return
             f.close()
             if self.lines == 0:
@@ -289,14 +289,6 @@ class _OutputLines:
             "jsonl": f"the JSON objects of the first {counted(self.lines, 'line')}",
         }[self.format]
         return f"{said}: {where} holds {what}"
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _stdin_windows(stdin: BinaryIO, limits: Iterator[int]) -> Iterator[list[str]]:

@@ -33,14 +33,9 @@ def left_to_right(
     src: Tensor,
     src_mask: Tensor,
     choose: Choose,
+    cfg: DecodeConfig,
     copies: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
     need_attention: bool = False,
-    length_penalty_alpha: float = 0.0,
-    no_repeat_ngram: int = 0,
-    target_vocab_mask: bool = True,
 ) -> list[Hypothesis]:
     """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
     once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
@@ -48,25 +43,23 @@ def left_to_right(
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
         choose: picks the next tokens of the rows still decoding (see ``Choose``).
+        cfg: the search limits read here: ``max_len_a``, ``max_len_b``, ``min_len``,
+            ``no_repeat_ngram`` and ``target_vocab_mask`` block tokens before ``choose`` sees
+            the step (``base``); ``length_penalty`` only rescales the reported ``score``.
         copies: C rows per sentence, decoded from one encoding of it.
-        length_penalty_alpha: only rescales the reported ``score``.
-        no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens
-            (``base.block_repeated_ngrams``) before ``choose`` sees the step.
-        target_vocab_mask: block the pieces outside ``model.target_vocab`` (``base``), if it has
-            one, before ``choose`` sees the step.
 
     Returns:
         B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
         log-probabilities of the chosen tokens, each kept in ``token_log_probs``.
     """
     dev, S = src.device, src.shape[1]
-    allowed = allowed_tokens(model, target_vocab_mask, dev)
+    allowed = allowed_tokens(model, cfg.target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))
     if copies > 1:  # one encoding, C decoder rows per sentence
         rows = torch.arange(src.shape[0], device=dev).repeat_interleave(copies)
         state, src_mask = model.select_state(state, rows), src_mask[rows]
     b = src_mask.shape[0]
-    max_len = max_lengths(src_mask, max_len_a, max_len_b)
+    max_len = max_lengths(src_mask.sum(1), cfg.max_len_a, cfg.max_len_b)
     L = int(max_len.max())
     tokens = torch.full((b, L), PAD, dtype=torch.long, device=dev)
     logp_sum = torch.zeros(b, device=dev)
@@ -77,9 +70,9 @@ def left_to_right(
     prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
-        logp = step_log_probs(logits, t, min_len, allowed)
-        if no_repeat_ngram:
-            block_repeated_ngrams(logp, tokens[alive, :t], no_repeat_ngram)
+        logp = step_log_probs(logits, t, cfg.min_len, allowed)
+        if cfg.no_repeat_ngram:
+            block_repeated_ngrams(logp, tokens[alive, :t], cfg.no_repeat_ngram)
         best = choose(logp)  # (b,)
         tokens[alive, t] = best
         chosen = logp.gather(1, best.unsqueeze(1)).squeeze(1)
@@ -97,7 +90,7 @@ def left_to_right(
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    return _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, length_penalty_alpha)
+    return _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, cfg.length_penalty)
 
 
 def _hypotheses(
@@ -125,39 +118,22 @@ def greedy_search(
     model: Seq2SeqModel,
     src: Tensor,
     src_mask: Tensor,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
+    cfg: DecodeConfig,
     need_attention: bool = False,
-    length_penalty_alpha: float = 0.0,
-    no_repeat_ngram: int = 0,
-    target_vocab_mask: bool = True,
 ) -> list[Hypothesis]:
     """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
     the batch as soon as it produces EOS or reaches its maximum length.
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        length_penalty_alpha: only rescales the reported ``score`` (greedy choices ignore it).
-        no_repeat_ngram: N > 0: the most probable token that repeats no n-gram of N tokens.
-        target_vocab_mask: the most probable piece of ``model.target_vocab`` (when it has one).
+        cfg: the limits (``left_to_right``); its ``length_penalty`` only rescales the reported
+            ``score`` (greedy choices ignore it); with ``no_repeat_ngram`` N > 0, the most
+            probable token that repeats no n-gram of N tokens.
 
     Returns:
         B hypotheses, in input order.
     """
-    return left_to_right(
-        model,
-        src,
-        src_mask,
-        lambda logp: logp.argmax(-1),
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        min_len=min_len,
-        need_attention=need_attention,
-        length_penalty_alpha=length_penalty_alpha,
-        no_repeat_ngram=no_repeat_ngram,
-        target_vocab_mask=target_vocab_mask,
-    )
+    return left_to_right(model, src, src_mask, lambda logp: logp.argmax(-1), cfg, 1, need_attention)
 
 
 def decode_greedy(
@@ -175,16 +151,4 @@ def decode_greedy(
     """
     if n_best > 1:
         raise ValueError(f"n_best ({n_best}) needs method beam or sample; greedy finds one")
-    hyps = greedy_search(
-        model,
-        src,
-        src_mask,
-        cfg.max_len_a,
-        cfg.max_len_b,
-        cfg.min_len,
-        need_attention,
-        cfg.length_penalty,
-        cfg.no_repeat_ngram,
-        cfg.target_vocab_mask,
-    )
-    return [[h] for h in hyps]
+    return [[h] for h in greedy_search(model, src, src_mask, cfg, need_attention)]

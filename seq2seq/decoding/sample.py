@@ -61,86 +61,34 @@ def sample_search(
     model: Seq2SeqModel,
     src: Tensor,
     src_mask: Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float = 1.0,
-    seed: int | None = None,
-    n_samples: int = 1,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    min_len: int = 0,
+    cfg: DecodeConfig,
+    n_best: int = 1,
     need_attention: bool = False,
-    length_penalty_alpha: float = 0.0,
-    no_repeat_ngram: int = 0,
-    target_vocab_mask: bool = True,
 ) -> list[list[Hypothesis]]:
     """Draw ``n_samples`` independent outputs per sentence, token by token (ancestral sampling),
     for a whole batch at once; a draw stops at EOS or at its maximum length, like greedy search.
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        temperature, top_k, top_p: steps 1-3 of the module docstring; None / 1.0 turn 2 / 3 off.
-        seed: seeds the draws together with the batch's ids; None for a fresh seed.
-        n_samples: N draws per sentence (duplicates possible), from one encoding.
-        length_penalty_alpha: only rescales the reported ``score``.
-        no_repeat_ngram: N > 0 blocks tokens that would repeat an n-gram of N tokens before the
-            draw (step 0, ahead of temperature and filtering).
-        target_vocab_mask: never draw a piece outside ``model.target_vocab`` (when it has one):
-            blocked before the draw like ``no_repeat_ngram``, so the draw renormalises over the
-            rest.
+        cfg: ``temperature``, ``top_k``, ``top_p``: steps 1-3 of the module docstring (None /
+            1.0 turn 2 / 3 off); ``seed`` seeds the draws together with the batch's ids (None
+            for a fresh seed); the limits of ``greedy.left_to_right``: ``no_repeat_ngram`` and
+            ``target_vocab_mask`` block tokens before the draw (step 0, ahead of temperature and
+            filtering), so the draw renormalises over the rest; ``length_penalty`` only
+            rescales the reported ``score``.
+        n_best: N draws per sentence (duplicates possible), from one encoding.
 
     Returns:
         For each sentence in input order, its N draws, highest ``score`` first. ``log_prob`` is
         the model's unfiltered log-probability of the drawn tokens (before temperature, top-k and
         top-p), so it is comparable with greedy and beam search.
     """
-    gen = _generator(seed, src)
+    gen = _generator(cfg.seed, src)
 
     def draw(logp: Tensor) -> Tensor:
-        probs = sampling_log_probs(logp, temperature, top_k, top_p).exp()
+        probs = sampling_log_probs(logp, cfg.temperature, cfg.top_k, cfg.top_p).exp()
         return torch.multinomial(probs, 1, generator=gen).squeeze(1)
 
-    hyps = left_to_right(
-        model,
-        src,
-        src_mask,
-        draw,
-        copies=n_samples,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        min_len=min_len,
-        need_attention=need_attention,
-        length_penalty_alpha=length_penalty_alpha,
-        no_repeat_ngram=no_repeat_ngram,
-        target_vocab_mask=target_vocab_mask,
-    )
-    per_sentence = [hyps[i : i + n_samples] for i in range(0, len(hyps), n_samples)]
+    hyps = left_to_right(model, src, src_mask, draw, cfg, n_best, need_attention)
+    per_sentence = [hyps[i : i + n_best] for i in range(0, len(hyps), n_best)]
     return [sorted(h, key=lambda x: -x.score) for h in per_sentence]
-
-
-def decode_sample(
-    model: Seq2SeqModel,
-    src: Tensor,
-    src_mask: Tensor,
-    cfg: DecodeConfig,
-    n_best: int = 1,
-    need_attention: bool = False,
-) -> list[list[Hypothesis]]:
-    """``SEARCHES["sample"]``: (B, S) ids -> B lists of n_best draws, highest score first."""
-    return sample_search(
-        model,
-        src,
-        src_mask,
-        cfg.temperature,
-        cfg.top_k,
-        cfg.top_p,
-        cfg.seed,
-        n_best,
-        cfg.max_len_a,
-        cfg.max_len_b,
-        cfg.min_len,
-        need_attention,
-        cfg.length_penalty,
-        cfg.no_repeat_ngram,
-        cfg.target_vocab_mask,
-    )

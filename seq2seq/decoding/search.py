@@ -1,7 +1,8 @@
 """The table of searches: ``decode.method`` names one, and every caller dispatches through it.
 
 Each entry takes (model, src (B, S) ids, src_mask (B, S) bool, DecodeConfig, n_best,
-need_attention) and returns, for each of the B sentences in input order, its list of
+need_attention): the DecodeConfig is the one argument that holds every search's limits and
+settings. It returns, for each of the B sentences in input order, its list of
 ``Hypothesis`` best first. The config fields a search reads besides the shared ones (lengths,
 length penalty, batch size) are its own: ``config.SEARCH_SETTINGS`` lists them.
 
@@ -18,9 +19,9 @@ from torch import Tensor
 
 from seq2seq.config import ConfigError, DecodeConfig
 from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
-from seq2seq.decoding.beam import beam_search, decode_beam
+from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import decode_greedy, greedy_search
-from seq2seq.decoding.sample import decode_sample, sample_search
+from seq2seq.decoding.sample import sample_search
 from seq2seq.models.base import Seq2SeqModel
 
 __all__ = [
@@ -40,8 +41,8 @@ SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], lis
 
 SEARCHES: dict[str, SearchFn] = {
     "greedy": decode_greedy,
-    "beam": decode_beam,
-    "sample": decode_sample,
+    "beam": beam_search,
+    "sample": sample_search,
 }
 
 

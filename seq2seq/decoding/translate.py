@@ -25,7 +25,7 @@ from seq2seq.console import counted
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
-from seq2seq.decoding.search import Hypothesis, check_n_best, search
+from seq2seq.decoding.search import Hypothesis, check_n_best, max_lengths, search
 from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
@@ -173,7 +173,8 @@ def _warn_min_len(cfg: DecodeConfig, ids: Sequence[list[int]]) -> None:
     floor(a·S + b) is not above it, so EOS is blocked to the end and they stop cut."""
     if cfg.min_len <= 0 or not ids:
         return
-    stuck = sum(int(cfg.max_len_a * len(x) + cfg.max_len_b) <= cfg.min_len for x in ids)
+    lengths = max_lengths(torch.tensor([len(x) for x in ids]), cfg.max_len_a, cfg.max_len_b)
+    stuck = int((lengths <= cfg.min_len).sum())
     if stuck:
         log.warning(
             "--min-len %d is not below the maximum output length floor(%g * source tokens + %d) "

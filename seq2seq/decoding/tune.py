@@ -8,23 +8,27 @@ chosen per run on validation, never on a test set. Greedy search is a candidate 
 search never scores below greedy on the data it was tuned on. A choice at the top edge of the grid
 (the largest α or beam size swept) is swept further until it lies inside (``sweep_inside``).
 
-The choice is written to ``decode.yaml`` beside the run's checkpoints; ``load_for_inference``
+The choice is written to ``decode.yaml`` beside the run's checkpoints; ``runs.load``
 applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options say otherwise.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
+from rich.text import Text
 
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
-from seq2seq.evaluation.metrics import bleu_metric
+from seq2seq.config.lists import parse_list
+from seq2seq.console import console
+from seq2seq.decoding.progress import ProgressBar
+from seq2seq.decoding.translate import translate_sentences
+from seq2seq.evaluation.metrics import corpus_bleu
 
 # A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
 # step, the beam size doubled, up to these.
@@ -56,46 +60,26 @@ class SweepRow:
         return f"beam {self.beam_size}, length penalty {self.length_penalty:g}"
 
 
-def _items(spec: str) -> list[str]:
-    """The comma-separated items of ``spec``; an empty one (``0,,1``) raises ValueError."""
-    items = [x.strip() for x in spec.split(",")]
-    if any(not x for x in items):
-        raise ValueError(spec)
-    return items
-
-
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0).
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): finite numbers >= 0 (``config.lists.parse_list``).
 
     Raises:
-        ValueError: empty (or an empty item), not numbers, not finite (nan, inf) or negative
-            (named with ``option``).
+        ValueError: one line naming ``option``.
     """
-    try:
-        values = tuple(float(x) for x in _items(spec))
-    except ValueError:
-        raise ValueError(f"{option} {spec!r}: give comma-separated numbers, e.g. 0,0.6,1") from None
-    if not values or min(values) < 0 or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{option} {spec!r}: give one or more finite numbers >= 0, e.g. 0,0.6,1")
-    return values
+    fix = "give one or more finite numbers >= 0, e.g. 0,0.6,1"
+    return parse_list(spec, option, fix, float, 0, bad="give comma-separated numbers, e.g. 0,0.6,1")
 
 
 def parse_beams(spec: str) -> tuple[int, ...]:
-    """``"5,10"`` -> (5, 10).
+    """``"5,10"`` -> (5, 10): beam sizes >= 2 (greedy is always swept).
 
     Raises:
-        ValueError: empty (or an empty item), not integers, or a size below 2 (greedy is
-            always swept).
+        ValueError: one line naming --beams.
     """
-    try:
-        values = tuple(int(x) for x in _items(spec))
-    except ValueError:
-        raise ValueError(f"--beams {spec!r}: give comma-separated beam sizes, e.g. 5,10") from None
-    if not values or min(values) < 2:
-        raise ValueError(
-            f"--beams {spec!r}: give beam sizes >= 2 (greedy search is always a candidate)"
-        )
-    return values
+    fix = "give beam sizes >= 2 (greedy search is always a candidate)"
+    return parse_list(
+        spec, "--beams", fix, int, 2, bad="give comma-separated beam sizes, e.g. 5,10"
+    )
 
 
 def candidates(
@@ -180,6 +164,71 @@ def sweep_inside(
     return rows
 
 
+def sweep_run(
+    run,
+    sources: Sequence[str],
+    refs: Sequence[str],
+    base: DecodeConfig,
+    beams: Sequence[int],
+    alphas: Sequence[float],
+    extend: bool = True,
+    source_name: str = "input",
+) -> tuple[list[SweepRow], list[dict]]:
+    """``tune-decode``'s sweep of a loaded run (``runs.Translator``) on ``sources``: each row
+    printed above a progress bar (on a terminal) as it is scored; with ``extend``, beyond the
+    grid's edge (``sweep_inside``). Returns the rows and the settings swept beyond the grid."""
+    n_settings = len(candidates(base, beams, alphas))
+    bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
+    started = 0
+    added: list[dict] = []
+
+    def translate(dcfg):
+        nonlocal started
+        started += 1
+        bar.describe(f"setting {started}/{n_settings}")
+        out = translate_sentences(
+            run.model, run.tok, sources, dcfg, run.device, progress=bar.advance,
+            source_name=source_name,
+        )  # fmt: skip
+        return [t.text for t in out]
+
+    def show(row):  # above the bar, which stays at the bottom; not markup=False: the bar's is
+        line = (
+            f"{row.label:<32} BLEU {row.bleu:6.2f}  BP {row.bp:.3f}  ratio {row.ratio:.3f}  "
+            f"{row.seconds:6.1f} s"
+        )
+        console.print(Text(line), highlight=False, soft_wrap=True)
+
+    def widen(more):  # the best setting is at the grid's edge: sweep beyond it
+        nonlocal n_settings
+        n_settings += len(more)
+        added.extend({"beam_size": k, "length_penalty": a} for k, a in more)
+        bar.add_total(len(more) * len(sources))
+        said = "; ".join(f"beam {k}, length penalty {a:g}" for k, a in more)
+        console.print(Text(f"best at the grid's edge: also sweeping {said}"), highlight=False)
+
+    lang = run.cfg.data.tgt_lang
+    with bar:
+        if extend:
+            return sweep_inside(translate, refs, base, beams, alphas, lang, show, widen), added
+        return sweep(translate, refs, candidates(base, beams, alphas), lang, progress=show), added
+
+
+def sweep_result(
+    ckpt: Path, src, ref, lines: int, rows: Sequence[SweepRow], added: list[dict]
+) -> dict:
+    """tune_decode.json: the checkpoint, the tuning set, the best row, greedy's BLEU, every row
+    and the settings swept beyond the grid."""
+    return {
+        "checkpoint": str(ckpt),
+        "tuned_on": {"src": str(src), "ref": str(ref), "lines": lines},
+        "best": rows_as_dicts([best_row(rows)])[0],
+        "greedy_bleu": rows[0].bleu,
+        "sweep": rows_as_dicts(rows),
+        "beyond_grid": added,
+    }
+
+
 def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
     """Refuse a tuning set too small to tell search settings apart.
 
@@ -201,20 +250,6 @@ def all_tied(rows: Sequence[SweepRow]) -> bool:
     """True when every setting scored the same BLEU (at sacreBLEU's two decimals): the tuning set
     gave no reason to prefer any, and the tie rule would pick greedy over the run's own search."""
     return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
-
-
-def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
-    """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len), as ``eval --bleu`` scores.
-
-    Raises:
-        ValueError: no hypotheses, or not one reference per hypothesis.
-    """
-    if not hyps or len(refs) != len(hyps):
-        said = "hypothesis" if len(hyps) == 1 else "hypotheses"
-        lines = "reference line" if len(refs) == 1 else "reference lines"
-        raise ValueError(f"{len(hyps)} {said} but {len(refs)} {lines}")
-    metric = bleu_metric(tgt_lang)
-    return metric.corpus_score([h.rstrip() for h in hyps], [[r.rstrip() for r in refs]])
 
 
 def best_row(rows: Sequence[SweepRow]) -> SweepRow:

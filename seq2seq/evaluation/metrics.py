@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
+from seq2seq.config.lists import parse_list
+
 METRICS = ("bleu", "chrf", "ter")
 DEFAULT_BUCKETS = (10, 20, 30, 40, 60)
 
@@ -96,32 +98,43 @@ def corpus_score(
             IndexError), a reference stream's length differs from the hypotheses', or the
             language's tokenizer is not installed.
     """
+    metric = _metric(name, tgt_lang, lowercase)
+    result = _corpus(metric, name, hyps, refs)
+    return Score(name, float(result.score), str(metric.get_signature()), str(result))
+
+
+def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
+    """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len) against one reference
+    stream, as ``eval --bleu`` scores (``corpus_score``).
+
+    Raises:
+        ValueError: as ``corpus_score``.
+    """
+    return _corpus(bleu_metric(tgt_lang), "bleu", hyps, [refs])
+
+
+def _corpus(metric, name: str, hyps: Sequence[str], refs: Sequence[Sequence[str]]):
+    """``metric``'s corpus score of right-stripped lines; refuses no hypothesis, and a reference
+    stream whose length differs from the hypotheses'."""
     if not hyps:
         raise ValueError(f"{name}: no segments to score")
     for r in refs:
         if len(r) != len(hyps):
             raise ValueError(f"{len(hyps)} hypotheses but a reference stream of {len(r)} lines")
-    metric = _metric(name, tgt_lang, lowercase)
-    refs = [[x.rstrip() for x in r] for r in refs]
-    result = metric.corpus_score([h.rstrip() for h in hyps], refs)
-    return Score(name, float(result.score), str(metric.get_signature()), str(result))
+    return metric.corpus_score([h.rstrip() for h in hyps], [[x.rstrip() for x in r] for r in refs])
 
 
 def parse_buckets(spec: str | None) -> tuple[int, ...]:
-    """``"10,20,30"`` -> (10, 20, 30), the upper bounds of buckets 1-10, 11-20, 21-30, 31+.
+    """``"10,20,30"`` -> (10, 20, 30), the upper bounds of buckets 1-10, 11-20, 21-30, 31+;
+    None -> ``DEFAULT_BUCKETS``.
 
     Raises:
         ValueError: not a comma-separated list of increasing positive integers.
     """
     if spec is None:
         return DEFAULT_BUCKETS
-    try:
-        edges = tuple(int(x) for x in spec.split(","))
-    except ValueError:
-        edges = ()
-    if not edges or edges[0] < 1 or any(a >= b for a, b in zip(edges, edges[1:], strict=False)):
-        raise ValueError(f"--buckets {spec!r}: give increasing positive word counts, e.g. 10,20,30")
-    return edges
+    fix = "give increasing positive word counts, e.g. 10,20,30"
+    return parse_list(spec, "--buckets", fix, int, 1, increasing=True)
 
 
 def bucket_label(n_words: int, edges: Sequence[int]) -> str:

@@ -1,4 +1,4 @@
-"""``eval --paired``: several systems against the first (the baseline), with sacreBLEU's own paired
+"""``seq2seq paired``: several systems against the first (the baseline), with sacreBLEU's own paired
 significance tests (``sacrebleu.significance.PairedTest``, what ``sacrebleu --paired-bs`` and
 ``--paired-ar`` run), over BLEU, chrF and TER.
 
@@ -121,7 +121,7 @@ def paired_report(
     tgt_lang: str | None = None,
     lowercase: bool = False,
 ) -> dict:
-    """Everything ``eval --paired`` reports, as one JSON-ready dict: the test, its resamples and
+    """Everything ``seq2seq paired`` reports, as one JSON-ready dict: the test, its resamples and
     seed, each metric's sacrebleu name and signature (with the test's settings), warnings,
     and per system (baseline first) how it was made and, per metric, ``score``, ``mean`` and
     ``ci`` (the bootstrap mean and the half-width of its 95% interval) and ``p_value`` (None for

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from seq2seq.atomic import _UMASK
+from seq2seq.atomic import _UMASK, fsync_folder
 from seq2seq.checkpoint import CTRANSLATE2_META, EXPORT_FILE
 from seq2seq.export import ExportError
 
@@ -68,12 +68,12 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
             files[str(f.relative_to(tmp))] = f.stat().st_size
-        _fsync_folder(tmp)
+        fsync_folder(tmp)
         if out.exists():
             old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
             os.replace(out, old / out.name)
         os.replace(tmp, out)
-        _fsync_folder(out.parent)
+        fsync_folder(out.parent)
     except BaseException:
         if old is not None and not out.exists():
             os.replace(old / out.name, out)  # the earlier export back in its place
@@ -84,14 +84,6 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return files
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def megabytes(n: int) -> str:

@@ -15,18 +15,12 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import (
-    DECODE_FILE,
-    load_checkpoint,
-    model_from_checkpoint,
-    resolve_checkpoint,
-    with_tuned_decode,
-)
+from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
+from seq2seq.decoding.runs import Translator, load
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
-from seq2seq.runtime import inference_device
 from seq2seq.serve import ServeError
 
 # a name given as NAME=PATH: what requests, the page and its selectors can carry unquoted
@@ -73,7 +67,7 @@ def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[Se
         CheckpointError: a path holds no readable checkpoint.
         ConfigError: an unknown device, or CUDA asked for but absent.
     """
-    return [load_run(ckpt_path, name, device) for name, ckpt_path in name_runs(paths)]
+    return [served_model(load(path, device), name) for name, path in name_runs(paths)]
 
 
 def split_name(arg: str | Path) -> tuple[str | None, Path]:
@@ -131,24 +125,18 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     return named
 
 
-def load_run(ckpt_path: Path, name: str, device: str | None) -> ServedModel:
-    """Load one checkpoint file onto its device, probe its attention and describe it.
+def served_model(run: Translator, name: str) -> ServedModel:
+    """A run loaded by ``decoding.runs.load``, its attention probed and described; says where
+    its decode settings came from (``Translator.decode_settings``).
 
     Raises:
-        CheckpointError: unreadable or incompatible checkpoint.
-        ConfigError: bad device, or decode settings that leave no room for output.
+        ConfigError: decode settings that leave no room for output.
     """
-    ckpt = load_checkpoint(ckpt_path)
-    model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
-    cfg = with_tuned_decode(cfg, ckpt_path.parent)  # the run's decode.yaml (tune-decode), if any
-    said = "--device" if device else f"the train.device of {ckpt_path} (its run's config)"
-    dev = inference_device(device or cfg.train.device, said)
-    model = model.to(dev).eval()
-    source_limit(model, cfg.decode)  # fails now, not on the first request
-    served = ServedModel(name, model, tok, cfg, dev, attention_shape(model, dev))
-    # an export (seq2seq export) keeps the step it was exported at, and no training state
-    state = ckpt.get("train_state") or ckpt.get("exported_from") or {}
-    served.info = model_info(served, ckpt_path, state)
+    run.decode_settings()
+    source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
+    attention = attention_shape(run.model, run.device)
+    served = ServedModel(name, run.model, run.tok, run.cfg, run.device, attention)
+    served.info = model_info(served, run.checkpoint, run.train_state)
     return served
 
 

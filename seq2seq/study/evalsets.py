@@ -18,21 +18,6 @@ from seq2seq.data.text import DataError, ParallelText, join_lines, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
-def parse_beams(spec: str) -> tuple[int, ...]:
-    """``"1,5"`` -> (1, 5): the beam sizes to decode with (1 = greedy).
-
-    Raises:
-        ValueError: not a comma-separated list of positive integers.
-    """
-    try:
-        beams = tuple(int(b) for b in spec.split(","))
-    except ValueError:
-        beams = ()
-    if not beams or min(beams) < 1:
-        raise ValueError(f"--beams {spec!r}: give beam sizes such as 1,5")
-    return beams
-
-
 @dataclass
 class EvalSet:
     """Sources and references to decode, with k (sentences joined) for each line."""

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decoding.tune import corpus_bleu
+from seq2seq.decoding.runs import load
+from seq2seq.evaluation.metrics import corpus_bleu
 from seq2seq.study.cells import cell_scores, length_caps
 from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
 from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
@@ -204,9 +204,7 @@ def _study_job(path, cfg: Config, out: Path, sets, validset, ratio, plan, opts, 
     log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
     tick = time.perf_counter()
     runs = {"single": single, "joined": run}
-    models = {
-        k: load_for_inference(r.run_dir / r.checkpoint, opts.device)[0] for k, r in runs.items()
-    }
+    models = {k: load(r.run_dir / r.checkpoint, opts.device).model for k, r in runs.items()}
     run.parameters = models["joined"].num_parameters()
     alpha, sweep = tune_alpha(run, models["joined"], tok, validset, plan, opts.device)
     entry = run_result(run)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.config import Config, ConfigError, load_config, validate_config
+from seq2seq.config.lists import parse_list
 from seq2seq.models import MODELS
 from seq2seq.study.verdict import PLATEAU_FROM
 
@@ -254,15 +255,8 @@ def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:
     Raises:
         ValueError: not a comma-separated list of integers from 0 to 2^32 - 1.
     """
-    try:
-        seeds = tuple(int(s) for s in spec.split(","))
-    except ValueError:
-        seeds = ()
-    if not seeds or min(seeds) < 0 or max(seeds) > 2**32 - 1:
-        raise ValueError(
-            f"{option} {spec!r}: give training seeds from 0 to 2^32 - 1, such as 1,2,3"
-        )
-    return seeds
+    fix = "give training seeds from 0 to 2^32 - 1, such as 1,2,3"
+    return parse_list(spec, option, fix, int, 0, 2**32 - 1)
 
 
 def roles(cfgs: Sequence[Config], plan: Multi30kPlan) -> dict[str, str]:

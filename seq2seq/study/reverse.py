@@ -33,10 +33,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from seq2seq.checkpoint import load_for_inference
 from seq2seq.data.batch import Batch
 from seq2seq.data.text import DataError, load_split
 from seq2seq.data.tokenizer import PAD, Tokenizer
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import bucket_label
 from seq2seq.models import Seq2SeqModel
@@ -204,11 +204,13 @@ def plateau_check(
     ``step<N>.pt`` and at ``best.pt``, and the verdict (see the module docstring)."""
     curve = []
     for path in sorted(run_dir.glob("step*.pt"), key=_step_of):
-        model, _, cfg = load_for_inference(path, device)
+        tr = load(path, device)
+        model, cfg = tr.model, tr.cfg
         curve.append(
             {"step": _step_of(path), "exact": _exact(model, tok, src, ref, cfg.decode, device)}
         )
-    model, _, cfg = load_for_inference(run_dir / "best.pt", device)
+    tr = load(run_dir / "best.pt", device)
+    model, cfg = tr.model, tr.cfg
     best = _exact(model, tok, src, ref, cfg.decode, device)
     return {
         "sentences": len(src),
@@ -250,7 +252,7 @@ class SyntheticChecks:
             run.alignment = None
             if run.attention:
                 log.info("compare: alignment accuracy of %s (teacher forcing)", run.cfg.name)
-                model, _, _ = load_for_inference(run.run_dir, self.device)
+                model = load(run.run_dir, self.device).model
                 run.alignment = alignment_result(
                     model, self.test, self.valid, self.lengths, self.edges, self.task, self.device
                 )

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import load_for_inference
 from seq2seq.config import Config
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.evalsets import (
@@ -87,7 +87,7 @@ def evaluate_runs(
     lines = attention_sentences(evalset, opts.n_attention)
     panels: dict[int, list] = {i: [] for i in lines}
     for run in runs:
-        model, _, _ = load_for_inference(run.run_dir, opts.device)
+        model = load(run.run_dir, opts.device).model
         run.parameters = model.num_parameters()
         for beam in opts.beams:
             hyps, seconds = decode_cached(run, model, tok, evalset, beam, opts.device)

@@ -26,6 +26,7 @@ from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.nll import caption_gap_ci
 from seq2seq.study.rho import caption_nlls
 from seq2seq.training.loss import token_loss_sum
+from tests.unit.decoding.limits import limits
 
 V = 8  # symbols 4 .. 11 (0-3 are pad, unk, bos, eos)
 
@@ -91,7 +92,7 @@ def exact_match(model: Seq2SeqModel, test: list[tuple[list[int], list[int]]]) ->
     tb = Batch.from_ids(*zip(*test, strict=True))
     model.eval()
     with torch.no_grad():
-        hyps = greedy_search(model, tb.src, tb.src_mask, max_len_a=1.0, max_len_b=2)
+        hyps = greedy_search(model, tb.src, tb.src_mask, limits(max_len_a=1.0, max_len_b=2))
     model.train()
     return sum(h.tokens == y + [EOS] for h, (_, y) in zip(hyps, test, strict=True)) / len(test)
 

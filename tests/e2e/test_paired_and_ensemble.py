@@ -1,4 +1,4 @@
-"""The three features through the command line on real (tiny) runs: ``eval --paired`` over two
+"""The three features through the command line on real (tiny) runs: ``seq2seq paired`` over two
 runs translating ``--src``, ensembles of several ``-c`` in ``translate`` and ``eval`` (copies
 decode as one model, another tokenizer is one line), and ``--no-repeat-ngram``."""
 
@@ -56,8 +56,8 @@ def test_paired_bootstrap_of_two_runs(monkeypatch, capsys, tmp_path, runs, data)
     src, ref = data
     out = tmp_path / "paired.json"
     code, stdout, err = run_cli(
-        monkeypatch, capsys, "eval", "-c", runs["rnn"], "-c", runs["tf"], "--src", src,
-        "--ref", ref, "--paired", "bs", "--paired-n", 200, "--chrf", "--json", out,
+        monkeypatch, capsys, "paired", "-c", runs["rnn"], "-c", runs["tf"], "--src", src,
+        "--ref", ref, "--paired-method", "bs", "--paired-n", 200, "--chrf", "--json", out,
         "--device", "cpu",
     )  # fmt: skip
     assert code == 0, err

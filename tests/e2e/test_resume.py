@@ -12,8 +12,9 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.checkpoint import CheckpointError, load_checkpoint, load_for_inference
+from seq2seq.checkpoint import CheckpointError, load_checkpoint
 from seq2seq.config import DecodeConfig, load_config
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.training.loop import train
 from tests.e2e.helpers import cli, untrained_checkpoint
@@ -108,7 +109,8 @@ def test_resume_after_sigkill_is_exact(tmp_path, multi30k_slice, run_in_process)
     x, y = (load_checkpoint(p)["model"] for p in kept)
     avg = load_checkpoint(tmp_path / "avg.pt")["model"]
     assert all(torch.allclose(avg[k], (x[k] + y[k]) / 2, atol=1e-7) for k in x)
-    model, tok, _ = load_for_inference(tmp_path / "avg.pt")
+    run = load(tmp_path / "avg.pt", "cpu")
+    model, tok = run.model, run.tok
     assert translate_sentences(model, tok, ["Ein Hund läuft."], DecodeConfig())[0].hypotheses
 
 

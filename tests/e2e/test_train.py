@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq.checkpoint import load_checkpoint, load_for_inference
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ConfigError, DecodeConfig
 from seq2seq.data.prepare import epoch_batches, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.training.average import average_run
 from seq2seq.training.distributed import DistInfo
@@ -232,7 +233,8 @@ def test_keep_best_k_by_metric_and_average(
     assert any(not torch.equal(a[k], b[k]) for k in a)
     for k in a:
         assert torch.allclose(avg[k], (a[k] + b[k]) / 2, atol=1e-7), k
-    model, tok, _ = load_for_inference(tmp_path / "avg.pt")
+    run = load(tmp_path / "avg.pt", "cpu")
+    model, tok = run.model, run.tok
     out = translate_sentences(model, tok, ["Ein Hund läuft."], DecodeConfig(max_len_b=5))
     assert out[0].hypotheses
 

@@ -35,7 +35,9 @@ def test_tune_decode_writes_the_best_search_that_translate_then_uses(
     # translate reads decode.yaml (and says so); its own options still override it
     src = "ein mann fährt fahrrad .\n"
     r1 = run_in_process("translate", "-c", run_dir, stdin=src)
-    assert r1.returncode == 0 and "decode settings from" in r1.stderr
+    assert (
+        r1.returncode == 0 and f"decoding with {run_dir / 'decode.yaml'} (tune-decode)" in r1.stderr
+    )
     r2 = run_in_process(
         "translate",
         "-c",

@@ -11,9 +11,9 @@ from seq2seq.commands.outputs import check_writable
 from tests.toys import run_main, synth_run_raw
 
 SPIES = {  # what each command's work begins with
-    "translate": "seq2seq.commands.translate.load_model",
-    "eval": "seq2seq.commands.evaluate.load_model",
-    "tune-decode": "seq2seq.commands.tune.load_model",
+    "translate": "seq2seq.decoding.runs.load",
+    "eval": "seq2seq.decoding.runs.load",
+    "tune-decode": "seq2seq.decoding.runs.load",
     "average": "seq2seq.training.average.average_run",
     "compare": "seq2seq.study.compare.compare",
     "synth": "seq2seq.study.synth.write_corpus",

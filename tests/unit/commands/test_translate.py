@@ -20,16 +20,16 @@ def test_translate_says_ctrl_c_and_partial_in_its_help():
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_translate_says_ready_after_loading_only_on_a_terminal(synth_run, monkeypatch, capsys, tty):
-    import seq2seq.commands.translate as cli_module
+    import seq2seq.decoding.runs as runs
 
-    load = cli_module.load_model
+    load = runs.load
 
     def loaded(*args, **kwargs):
         run = load(*args, **kwargs)
         print("model loaded", file=sys.stderr)
         return run
 
-    monkeypatch.setattr(cli_module, "load_model", loaded)
+    monkeypatch.setattr(runs, "load", loaded)
     monkeypatch.setattr(sys, "stdin", FakeStdin("Ein Hund.\n", tty=tty))
     code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run)
     assert code == 0, err

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import yaml
 
-import seq2seq.decoding.translate as translate
+import seq2seq.decoding.tune as tune
 from seq2seq.decoding.tune import MAX_ALPHA
 from tests.toys import run_cli
 
@@ -44,7 +44,7 @@ def test_tune_decode_sweeps_beyond_a_choice_at_the_grids_edge_and_records_it(
         right = 0 if cfg.method == "greedy" else round(cfg.length_penalty * 20)
         return [SimpleNamespace(text=r if i < right else "wrong") for i, r in enumerate(refs)]
 
-    monkeypatch.setattr(translate, "translate_sentences", scripted)
+    monkeypatch.setattr(tune, "translate_sentences", scripted)
     run = Path(shutil.copytree(synth_run, tmp_path / "run"))
     args = ["tune-decode", "-c", run, "--beams", "2", "--alphas", "0,0.5"]
     code, out, err = run_cli(monkeypatch, capsys, *args)

@@ -43,6 +43,7 @@ from tests.toys import (
     tiny_model,
     translate_cli,
 )
+from tests.unit.decoding.limits import limits
 from tests.unit.decoding.test_files import interrupt_search_at
 
 # ---- per-token log-probabilities: the oracle's, summing to log_prob ------------------------------
@@ -69,7 +70,7 @@ def assert_oracle_hypothesis(h, table: dict, alpha: float) -> None:
 
 def test_greedy_token_log_probs_are_the_oracles():
     model, src, mask = oracle_src()
-    (h,) = greedy_search(model, src, mask, max_len_a=0.0, max_len_b=10, length_penalty_alpha=1.0)
+    (h,) = greedy_search(model, src, mask, limits(max_len_a=0.0, max_len_b=10, length_penalty=1.0))
     assert h.tokens == [A, B, EOS]
     assert h.token_log_probs == pytest.approx([math.log(0.6), math.log(0.6), math.log(0.9)])
     assert_oracle_hypothesis(h, T1, alpha=1.0)
@@ -79,9 +80,12 @@ def test_greedy_token_log_probs_are_the_oracles():
 def test_beam_token_log_probs_are_the_oracles_and_score_is_the_ranking_score(alpha):
     model, src, mask = oracle_src()
     (hyps,) = beam_search(
-        model, src, mask, beam_size=4, n_best=4, max_len_a=0.0, max_len_b=10,
-        length_penalty_alpha=alpha,
-    )  # fmt: skip
+        model,
+        src,
+        mask,
+        limits("beam", beam_size=4, max_len_a=0.0, max_len_b=10, length_penalty=alpha),
+        n_best=4,
+    )
     assert len(hyps) == 4
     for h in hyps:
         assert_oracle_hypothesis(h, T1, alpha)
@@ -93,7 +97,9 @@ def test_a_cut_beam_hypothesis_has_its_token_log_probs_without_eos():
     never_ends = {p: {A: 0.7, B: 0.3} for p in [(), (A,), (B,), (A, A), (A, B), (B, A), (B, B)]}
     src = torch.tensor([[SENT]])
     model = Oracle(one_sentence(never_ends))
-    (hyps,) = beam_search(model, src, src != PAD, beam_size=2, max_len_a=0.0, max_len_b=3)
+    (hyps,) = beam_search(
+        model, src, src != PAD, limits("beam", beam_size=2, max_len_a=0.0, max_len_b=3)
+    )
     assert hyps[0].tokens == [A, A, A] and not hyps[0].finished
     assert hyps[0].token_log_probs == pytest.approx([math.log(0.7)] * 3)
 
@@ -101,9 +107,20 @@ def test_a_cut_beam_hypothesis_has_its_token_log_probs_without_eos():
 def test_sampled_token_log_probs_are_the_models_not_the_reshaped_distributions():
     model, src, mask = oracle_src()
     (draws,) = sample_search(
-        model, src, mask, temperature=3.0, top_k=2, seed=5, n_samples=30, max_len_a=0.0,
-        max_len_b=10, length_penalty_alpha=0.7,
-    )  # fmt: skip
+        model,
+        src,
+        mask,
+        limits(
+            "sample",
+            temperature=3.0,
+            top_k=2,
+            seed=5,
+            max_len_a=0.0,
+            max_len_b=10,
+            length_penalty=0.7,
+        ),
+        n_best=30,
+    )
     assert len({tuple(h.tokens) for h in draws}) > 1
     for h in draws:
         assert_oracle_hypothesis(h, T1, alpha=0.7)

@@ -16,6 +16,7 @@ from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import Seq2SeqModel
 from tests.corpora import FIVE
 from tests.toys import SENT, A, B, C, Oracle, one_sentence
+from tests.unit.decoding.limits import limits
 
 
 class EagerEOS(Seq2SeqModel):
@@ -54,9 +55,9 @@ def test_max_len_follows_the_source_length():
     never_ends = {p: {A: 1.0} for p in [(A,) * n for n in range(20)]}
     model = Oracle({(s, p): d for s in (SENT, SENT + 1) for p, d in never_ends.items()})
     src = torch.tensor([[SENT, 9, 9, 9], [SENT + 1, 0, 0, 0]])  # 4 and 1 real tokens
-    out = beam_search(model, src, src != 0, beam_size=2, max_len_a=1.5, max_len_b=2)
+    out = beam_search(model, src, src != 0, limits("beam", beam_size=2, max_len_a=1.5, max_len_b=2))
     assert [len(h[0].tokens) for h in out] == [8, 3]  # floor(1.5 * 4 + 2), floor(1.5 * 1 + 2)
-    g = greedy_search(model, src, src != 0, max_len_a=1.5, max_len_b=2)
+    g = greedy_search(model, src, src != 0, limits(max_len_a=1.5, max_len_b=2))
     assert [len(h.tokens) for h in g] == [8, 3] and not any(h.finished for h in g)
 
 
@@ -102,18 +103,22 @@ def test_step_log_probs_blocks_what_the_mask_leaves_out_without_renormalising():
 
 
 def test_greedy_takes_the_best_allowed_token_and_keeps_the_models_log_probs():
-    (h,) = greedy_search(Oracle(TEMPTED), ONE, ONE != 0, **NO_LIMIT)
+    (h,) = greedy_search(Oracle(TEMPTED), ONE, ONE != 0, limits(**NO_LIMIT))
     assert h.tokens == [C, EOS]  # unmasked: the source-side piece first
-    (h,) = greedy_search(_masked(), ONE, ONE != 0, **NO_LIMIT)
+    (h,) = greedy_search(_masked(), ONE, ONE != 0, limits(**NO_LIMIT))
     assert h.tokens == [A, B, EOS] and h.finished
     assert h.token_log_probs == pytest.approx([math.log(0.3), math.log(0.3), math.log(0.7)])
     assert h.log_prob == pytest.approx(_lp(0.3, 0.3, 0.7), abs=1e-6)
 
 
 def test_beam_finds_the_best_allowed_outputs_with_the_models_log_probs():
-    (plain,) = beam_search(Oracle(TEMPTED), ONE, ONE != 0, beam_size=3, n_best=3, **NO_LIMIT)
+    (plain,) = beam_search(
+        Oracle(TEMPTED), ONE, ONE != 0, limits("beam", beam_size=3, **NO_LIMIT), n_best=3
+    )
     assert plain[0].tokens == [C, EOS]
-    (hyps,) = beam_search(_masked(), ONE, ONE != 0, beam_size=3, n_best=3, **NO_LIMIT)
+    (hyps,) = beam_search(
+        _masked(), ONE, ONE != 0, limits("beam", beam_size=3, **NO_LIMIT), n_best=3
+    )
     assert [h.tokens for h in hyps] == [[B, EOS], [A, B, EOS], [A, EOS]]
     assert [h.log_prob for h in hyps] == pytest.approx(
         [_lp(0.2), _lp(0.3, 0.3, 0.7), _lp(0.3, 0.1)], abs=1e-6
@@ -122,12 +127,16 @@ def test_beam_finds_the_best_allowed_outputs_with_the_models_log_probs():
 
 
 def test_sampling_never_draws_a_masked_piece_and_renormalises_over_the_rest():
-    (plain,) = sample_search(Oracle(TEMPTED), ONE, ONE != 0, seed=0, n_samples=400, **NO_LIMIT)
+    (plain,) = sample_search(
+        Oracle(TEMPTED), ONE, ONE != 0, limits("sample", seed=0, **NO_LIMIT), n_best=400
+    )
     assert sum(C in h.tokens for h in plain) > 100  # p(C first) = .5 unmasked
     draws = [
         h
         for seed in range(5)
-        for h in sample_search(_masked(), ONE, ONE != 0, seed=seed, n_samples=400, **NO_LIMIT)[0]
+        for h in sample_search(
+            _masked(), ONE, ONE != 0, limits("sample", seed=seed, **NO_LIMIT), n_best=400
+        )[0]
     ]
     assert not any(C in h.tokens for h in draws)
     # A first with .3 / (.3 + .2) = .6 once C is gone; its reported log-probability stays log .3

@@ -28,6 +28,7 @@ from tests.toys import (
     tiny_model,
     translate_cli,
 )
+from tests.unit.decoding.limits import limits
 
 
 def ends_properly(h: Hypothesis, max_len: int) -> bool:
@@ -41,9 +42,10 @@ def search_one(table: dict, beam: int = 2, **kw):
     """Beam search on one source sentence ``[SENT]``; max length 10 unless given."""
     kw.setdefault("max_len_a", 0.0)
     kw.setdefault("max_len_b", 10)
+    n_best = kw.pop("n_best", 1)
     model = Oracle(one_sentence(table))
     src = torch.tensor([[SENT]])
-    return beam_search(model, src, src != 0, beam_size=beam, **kw)[0], model
+    return beam_search(model, src, src != 0, limits("beam", beam_size=beam, **kw), n_best)[0], model
 
 
 def assert_hyps(hyps, expected):
@@ -100,13 +102,13 @@ def test_raw_log_prob_favours_the_shorter_hypothesis():
 
 def test_length_penalty_favours_the_longer_hypothesis_at_alpha_1():
     # lp(1) = 1, lp(3) = 8/6: -1.127012 / (8/6) = -0.845259 beats -0.916291
-    hyps, _ = search_one(T1, beam=2, length_penalty_alpha=1.0)
+    hyps, _ = search_one(T1, beam=2, length_penalty=1.0)
     assert_hyps(hyps, [([A, B, EOS], -0.845259, -1.127012, True)])
 
 
 def test_a_mild_length_penalty_still_favours_the_shorter():
     # α = 0.5: -1.127012 / sqrt(8/6) = -0.976021 loses to -0.916291
-    hyps, _ = search_one(T1, beam=2, n_best=2, length_penalty_alpha=0.5)
+    hyps, _ = search_one(T1, beam=2, n_best=2, length_penalty=0.5)
     assert_hyps(
         hyps, [([EOS], -0.916291, -0.916291, True), ([A, B, EOS], -0.976021, -1.127012, True)]
     )
@@ -138,7 +140,7 @@ def test_max_len_cuts_and_flags_hypotheses():
 def test_cut_hypotheses_only_fill_an_nbest_list_short_of_finished_ones():
     # Max length 2: [A B] is cut with log .36 = -1.021651 (α = 1: -0.875701, above [EOS]) but the
     # two finished hypotheses come first; with n_best 3 the cut one fills the third slot.
-    hyps, _ = search_one(T1, beam=2, n_best=2, max_len_b=2, length_penalty_alpha=1.0)
+    hyps, _ = search_one(T1, beam=2, n_best=2, max_len_b=2, length_penalty=1.0)
     assert_hyps(
         hyps,
         [
@@ -146,7 +148,7 @@ def test_cut_hypotheses_only_fill_an_nbest_list_short_of_finished_ones():
             ([A, EOS], math.log(0.24) / (7 / 6), math.log(0.24), True),
         ],
     )
-    hyps, _ = search_one(T1, beam=3, n_best=3, max_len_b=2, length_penalty_alpha=1.0)
+    hyps, _ = search_one(T1, beam=3, n_best=3, max_len_b=2, length_penalty=1.0)
     assert [h.tokens for h in hyps] == [[EOS], [A, EOS], [A, B]]
     assert hyps[2].finished is False
     assert hyps[2].score == pytest.approx(-1.021651 / (7 / 6), abs=1e-5)
@@ -156,7 +158,7 @@ def test_each_sentence_leaves_the_batch_when_decided_and_order_is_kept():
     table = one_sentence(T1) | {(SENT + 1, ()): {EOS: 0.9, A: 0.1}}
     model = Oracle(table)
     src = torch.tensor([[SENT], [SENT + 1]])
-    out = beam_search(model, src, src != 0, beam_size=2)
+    out = beam_search(model, src, src != 0, limits("beam", beam_size=2))
     assert [h[0].tokens for h in out] == [[EOS], [EOS]]
     assert out[0][0].score == pytest.approx(math.log(0.4)) and out[1][0].score == pytest.approx(
         math.log(0.9)
@@ -181,7 +183,7 @@ def test_a_beam_wide_enough_is_exhaustive_search(alpha, seed):
         for prefix in itertools.product((A, B), repeat=k):
             w = [rng.random() for _ in range(3)]
             table[prefix] = {t: x / sum(w) for t, x in zip((EOS, A, B), w, strict=True)}
-    hyps, _ = search_one(table, beam=24, n_best=3, max_len_b=4, length_penalty_alpha=alpha)
+    hyps, _ = search_one(table, beam=24, n_best=3, max_len_b=4, length_penalty=alpha)
     expected = brute_force(table, 4, alpha, 3)
     assert_hyps(hyps, [(toks, s, lp, True) for s, lp, toks in expected])
 
@@ -189,8 +191,8 @@ def test_a_beam_wide_enough_is_exhaustive_search(alpha, seed):
 @pytest.mark.parametrize("name", list(TINY_MODELS))
 def test_beam_one_is_greedy(name):
     model, src = tiny_model(name), random_batch(12, seed=3)
-    greedy = greedy_search(model, src, src != 0, max_len_b=6)
-    beam = beam_search(model, src, src != 0, beam_size=1, max_len_b=6)
+    greedy = greedy_search(model, src, src != 0, limits(max_len_b=6))
+    beam = beam_search(model, src, src != 0, limits("beam", beam_size=1, max_len_b=6))
     for g, (b,) in zip(greedy, beam, strict=True):
         assert b.tokens == g.tokens and b.finished == g.finished
         assert b.score == pytest.approx(g.score, abs=1e-6)

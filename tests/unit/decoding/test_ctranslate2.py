@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2seq.checkpoint import load_for_inference
 from seq2seq.data.tokenizer import BOS, EOS
 from seq2seq.decoding.ctranslate2 import (
     CTranslate2LineTranslator,
@@ -18,6 +17,7 @@ from seq2seq.decoding.ctranslate2 import (
     translate_ctranslate2,
 )
 from seq2seq.decoding.files import translate_lines
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.export.ctranslate2 import export_ctranslate2
 
@@ -32,7 +32,8 @@ def exported(synth_transformer_run, tmp_path_factory):
     """The tiny Transformer run, its CTranslate2 export read back and loaded on the CPU."""
     folder = tmp_path_factory.mktemp("ct2") / "export"
     export_ctranslate2(synth_transformer_run, folder)
-    model, tok, cfg = load_for_inference(synth_transformer_run)
+    run = load(synth_transformer_run, "cpu")
+    model, tok, cfg = run.model, run.tok, run.cfg
     exp = read_export(folder)
     return {
         "model": model,

@@ -17,6 +17,7 @@ from seq2seq.data.tokenizer import BOS, EOS, PAD, Tokenizer
 from seq2seq.decoding.ensemble import Ensemble, check_same_tokenizer, mean_log_probs
 from seq2seq.decoding.search import beam_search, greedy_search
 from tests.toys import Oracle, random_batch, tiny_model
+from tests.unit.decoding.limits import limits
 
 A, B, C = 4, 5, 6
 SENT = 4
@@ -33,9 +34,13 @@ def same_hyps(a, b):
 
 def decode_both(model, src):
     """Greedy hypotheses, and beam search's (K 3, 2-best, alpha 1) flattened."""
-    greedy = greedy_search(model, src, src != PAD, max_len_b=8)
+    greedy = greedy_search(model, src, src != PAD, limits(max_len_b=8))
     beam = beam_search(
-        model, src, src != PAD, beam_size=3, n_best=2, length_penalty_alpha=1.0, max_len_b=8
+        model,
+        src,
+        src != PAD,
+        limits("beam", beam_size=3, length_penalty=1.0, max_len_b=8),
+        n_best=2,
     )
     return greedy, [h for hyps in beam for h in hyps]
 
@@ -67,14 +72,16 @@ SECOND = {(SENT, ()): {A: 0.001, B: 0.5, C: 0.499}, (SENT, (A,)): {EOS: 0.9, C: 
 def test_two_oracles_decode_to_the_argmax_of_their_mean_distribution():
     src = torch.tensor([[SENT]])
     kw = {"max_len_a": 0.0, "max_len_b": 5}
-    (first,) = greedy_search(Oracle(FIRST), src, src != 0, **kw)
-    (second,) = greedy_search(Oracle(SECOND), src, src != 0, **kw)
+    (first,) = greedy_search(Oracle(FIRST), src, src != 0, limits(**kw))
+    (second,) = greedy_search(Oracle(SECOND), src, src != 0, limits(**kw))
     assert first.tokens == [A, C, EOS] and second.tokens == [B, EOS]
-    (ens,) = greedy_search(Ensemble([Oracle(FIRST), Oracle(SECOND)]), src, src != 0, **kw)
+    (ens,) = greedy_search(Ensemble([Oracle(FIRST), Oracle(SECOND)]), src, src != 0, limits(**kw))
     # step 1: A (.9 + .001) / 2 = .4505, B (.1 + .5) / 2 = .3, C .2495; step 2: EOS (.4 + .9) / 2
     assert ens.tokens == [A, EOS] and ens.finished
     assert ens.log_prob == pytest.approx(math.log(0.4505) + math.log(0.65), abs=1e-6)
-    (beam,) = beam_search(Ensemble([Oracle(FIRST), Oracle(SECOND)]), src, src != 0, 1, **kw)
+    (beam,) = beam_search(
+        Ensemble([Oracle(FIRST), Oracle(SECOND)]), src, src != 0, limits("beam", beam_size=1, **kw)
+    )
     assert beam[0].tokens == [A, EOS]
     assert beam[0].log_prob == pytest.approx(ens.log_prob, abs=1e-6)
 
@@ -88,7 +95,7 @@ def test_mean_log_probs_is_the_log_of_the_mean_probability():
 def test_two_families_follow_the_stepwise_argmax_of_their_mean_probability():
     rnn, tf = tiny_model("bahdanau", seed=1), tiny_model("transformer", seed=2)
     src = random_batch(3, seed=5)
-    hyps = greedy_search(Ensemble([rnn, tf]), src, src != PAD, max_len_b=6)
+    hyps = greedy_search(Ensemble([rnn, tf]), src, src != PAD, limits(max_len_b=6))
     for i, h in enumerate(hyps):
         row, prefix, total = src[i : i + 1], [], 0.0
         row = row[:, : int((row != PAD).sum())]
@@ -110,7 +117,9 @@ def test_mixed_families_run_through_beam_search_with_attention():
     ens = Ensemble([tiny_model("rnn"), tiny_model("transformer"), tiny_model("luong_dot")])
     assert ens.has_attention and ens.max_positions is not None
     src = random_batch(3, seed=6)
-    out = beam_search(ens, src, src != PAD, beam_size=3, max_len_b=5, need_attention=True)
+    out = beam_search(
+        ens, src, src != PAD, limits("beam", beam_size=3, max_len_b=5), need_attention=True
+    )
     for i, (h,) in enumerate(out):
         assert h.attention is not None and h.attention.shape == (len(h.tokens), (src[i] != 0).sum())
         assert torch.allclose(h.attention.sum(-1), torch.ones(len(h.tokens)), atol=1e-4)
@@ -153,9 +162,9 @@ def test_the_target_vocabulary_is_the_union_of_the_members_or_none():
     assert both.target_vocab.nonzero().squeeze(1).tolist() == [EOS, A, B]
     assert Ensemble([member(A), member()]).target_vocab is None  # one member allows everything
     src = torch.tensor([[SENT]])
-    (h,) = greedy_search(both, src, src != PAD, max_len_b=3)
+    (h,) = greedy_search(both, src, src != PAD, limits(max_len_b=3))
     assert h.tokens == [A, EOS]  # C, the members' favourite, is in neither vocabulary
-    (h,) = greedy_search(Ensemble([member(A)]), src, src != PAD, max_len_b=3)
+    (h,) = greedy_search(Ensemble([member(A)]), src, src != PAD, limits(max_len_b=3))
     assert h.tokens == [A, EOS]
-    (h,) = greedy_search(Ensemble([member(B), member()]), src, src != PAD, max_len_b=3)
+    (h,) = greedy_search(Ensemble([member(B), member()]), src, src != PAD, limits(max_len_b=3))
     assert h.tokens == [C, EOS]

@@ -16,6 +16,7 @@ from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.base import NEG_INF, block_repeated_ngrams
 from seq2seq.decoding.search import beam_search, greedy_search, sample_search, search
 from seq2seq.models.base import Seq2SeqModel
+from tests.unit.decoding.limits import limits
 
 A, B, C = 4, 5, 6
 # The next token depends on the previous one only; BOS (and B, C) lead to A, A leads to B: left
@@ -60,35 +61,39 @@ def lp(*probs: float) -> float:
 
 
 def test_unblocked_the_oracle_repeats_a_b_until_the_length_limit():
-    (h,) = greedy_search(Repeater(), SRC, SRC != 0, **LIMIT)
+    (h,) = greedy_search(Repeater(), SRC, SRC != 0, limits(**LIMIT))
     assert h.tokens == [A, B, A, B, A, B] and not h.finished
-    (h0,) = greedy_search(Repeater(), SRC, SRC != 0, **LIMIT, no_repeat_ngram=0)
+    (h0,) = greedy_search(Repeater(), SRC, SRC != 0, limits(**LIMIT, no_repeat_ngram=0))
     assert (h0.tokens, h0.log_prob) == (h.tokens, h.log_prob)
 
 
 def test_greedy_with_bigrams_blocked_takes_the_next_best_token():
     # A B A, then B would repeat "A B": C (.25) instead; A (C -> A is new); after A both B and C
     # would repeat a bigram, so EOS (.15). Scores stay the model's, not renormalised.
-    (h,) = greedy_search(Repeater(), SRC, SRC != 0, **LIMIT, no_repeat_ngram=2)
+    (h,) = greedy_search(Repeater(), SRC, SRC != 0, limits(**LIMIT, no_repeat_ngram=2))
     assert h.tokens == [A, B, A, C, A, EOS] and h.finished
     assert h.log_prob == pytest.approx(lp(0.7, 0.6, 0.6, 0.25, 0.5, 0.15), abs=1e-6)
 
 
 def test_n_1_blocks_every_token_already_generated():
-    (h,) = greedy_search(Repeater(), SRC, SRC != 0, **LIMIT, no_repeat_ngram=1)
+    (h,) = greedy_search(Repeater(), SRC, SRC != 0, limits(**LIMIT, no_repeat_ngram=1))
     assert h.tokens == [A, B, C, EOS]  # after C: A and B are used, EOS .3 is left
 
 
 def test_n_3_blocks_only_repeated_trigrams():
     # A B A B would repeat nothing of length 3 yet; A B A B A would repeat "A B A": C instead
-    (h,) = greedy_search(Repeater(), SRC, SRC != 0, **LIMIT, no_repeat_ngram=3)
+    (h,) = greedy_search(Repeater(), SRC, SRC != 0, limits(**LIMIT, no_repeat_ngram=3))
     assert h.tokens == [A, B, A, B, C, A]
 
 
 def test_beam_one_and_sampling_at_top_k_1_follow_the_greedy_path():
-    (beam,) = beam_search(Repeater(), SRC, SRC != 0, beam_size=1, **LIMIT, no_repeat_ngram=2)
+    (beam,) = beam_search(
+        Repeater(), SRC, SRC != 0, limits("beam", beam_size=1, **LIMIT, no_repeat_ngram=2)
+    )
     assert beam[0].tokens == [A, B, A, C, A, EOS]
-    (draws,) = sample_search(Repeater(), SRC, SRC != 0, top_k=1, seed=1, **LIMIT, no_repeat_ngram=2)
+    (draws,) = sample_search(
+        Repeater(), SRC, SRC != 0, limits("sample", top_k=1, seed=1, **LIMIT, no_repeat_ngram=2)
+    )
     assert draws[0].tokens == [A, B, A, C, A, EOS]
 
 
@@ -116,7 +121,10 @@ def exhaustive(n: int, max_len: int) -> tuple[list[int], float]:
 def test_a_wide_beam_finds_the_best_output_that_repeats_no_ngram(n):
     # max length 5: at most 3^4 open prefixes, so a beam of 81 is exhaustive
     (hyps,) = beam_search(
-        Repeater(), SRC, SRC != 0, beam_size=81, max_len_a=0.0, max_len_b=5, no_repeat_ngram=n
+        Repeater(),
+        SRC,
+        SRC != 0,
+        limits("beam", beam_size=81, max_len_a=0.0, max_len_b=5, no_repeat_ngram=n),
     )
     tokens, log_prob = exhaustive(n, 5)
     assert hyps[0].tokens == tokens
@@ -124,11 +132,11 @@ def test_a_wide_beam_finds_the_best_output_that_repeats_no_ngram(n):
 
 
 def test_a_small_beam_never_repeats_a_bigram_and_n_0_changes_nothing():
-    kw = {"beam_size": 3, "n_best": 3, "max_len_a": 0.0, "max_len_b": 8}
-    (blocked,) = beam_search(Repeater(), SRC, SRC != 0, **kw, no_repeat_ngram=2)
+    kw = {"beam_size": 3, "max_len_a": 0.0, "max_len_b": 8}
+    (blocked,) = beam_search(Repeater(), SRC, SRC != 0, limits("beam", **kw, no_repeat_ngram=2), 3)
     assert blocked and not any(repeats(h.tokens, 2) for h in blocked)
-    (off,) = beam_search(Repeater(), SRC, SRC != 0, **kw, no_repeat_ngram=0)
-    (plain,) = beam_search(Repeater(), SRC, SRC != 0, **kw)
+    (off,) = beam_search(Repeater(), SRC, SRC != 0, limits("beam", **kw, no_repeat_ngram=0), 3)
+    (plain,) = beam_search(Repeater(), SRC, SRC != 0, limits("beam", **kw), 3)
     assert [(h.tokens, h.score) for h in off] == [(h.tokens, h.score) for h in plain]
     assert any(repeats(h.tokens, 2) for h in plain)
 

@@ -34,7 +34,7 @@ def test_int8_decoding_is_well_formed_within_the_length_limit(name, method):
     cfg = DecodeConfig(method=method, max_len_a=0.5, max_len_b=4, **kw)
     with torch.inference_mode():
         out = search(q, src, src != PAD, cfg)
-    limits = max_lengths(src != PAD, 0.5, 4).tolist()
+    limits = max_lengths((src != PAD).sum(1), 0.5, 4).tolist()
     assert len(out) == len(limits)
     for hyps, limit in zip(out, limits, strict=True):
         h = hyps[0]

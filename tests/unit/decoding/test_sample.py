@@ -21,6 +21,7 @@ from tests.toys import (
     teacher_forced,
     tiny_model,
 )
+from tests.unit.decoding.limits import limits
 
 A, B, C = 4, 5, 6
 SENT = 4
@@ -38,7 +39,7 @@ def draws(table: dict, n: int, **kw):
     """n draws for the one source sentence ``[SENT]``."""
     src = torch.tensor([[SENT]])
     kw = {"seed": 1, "max_len_a": 0.0, "max_len_b": 10, **kw}
-    return sample_search(oracle(table), src, src != 0, n_samples=n, **kw)[0]
+    return sample_search(oracle(table), src, src != 0, limits("sample", **kw), n_best=n)[0]
 
 
 def reshaped(p: dict, temperature=1.0, top_k=None, top_p=1.0) -> dict:
@@ -95,9 +96,14 @@ def test_the_filters_keep_the_right_tokens_and_renormalise():
 def test_top_k_one_is_greedy(name):
     model, src = tiny_model(name), random_batch(12, seed=3)
     need_att = name in ATTENTION_MODELS
-    greedy = greedy_search(model, src, src != 0, max_len_b=6, need_attention=need_att)
+    greedy = greedy_search(model, src, src != 0, limits(max_len_b=6), need_attention=need_att)
     sampled = sample_search(
-        model, src, src != 0, top_k=1, n_samples=2, max_len_b=6, need_attention=need_att
+        model,
+        src,
+        src != 0,
+        limits("sample", top_k=1, max_len_b=6),
+        n_best=2,
+        need_attention=need_att,
     )
     for g, hyps in zip(greedy, sampled, strict=True):
         for h in hyps:
@@ -111,7 +117,7 @@ def test_a_vanishing_temperature_is_greedy():
     # greedy follows A (.6), B (.55), EOS (.9); every step's runner-up is far behind at T = 1e-3
     table = {(): {EOS: 0.4, A: 0.6}, (A,): {EOS: 0.45, B: 0.55}, (A, B): {EOS: 0.9, C: 0.1}}
     src = torch.tensor([[SENT]])
-    (g,) = greedy_search(oracle(table), src, src != 0)
+    (g,) = greedy_search(oracle(table), src, src != 0, limits())
     for h in draws(table, 200, temperature=1e-3):
         assert (h.tokens, h.log_prob) == (g.tokens, pytest.approx(g.log_prob))
     assert len({tuple(h.tokens) for h in draws(table, 200)}) > 1  # at T = 1 they differ
@@ -128,7 +134,7 @@ def test_a_seed_repeats_whatever_the_global_rng_and_another_seed_differs():
 
 
 def test_draws_are_ranked_by_score_and_independent():
-    hyps = draws({(): FIRST}, 50, length_penalty_alpha=1.0)
+    hyps = draws({(): FIRST}, 50, length_penalty=1.0)
     assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
     assert len({tuple(h.tokens) for h in hyps}) == 4  # all four first tokens appear
 
@@ -151,11 +157,8 @@ def test_draws_carry_their_log_probability_and_attention(name):
         model,
         src,
         src != 0,
-        temperature=0.7,
-        top_k=10,
-        top_p=0.9,
-        seed=2,
-        n_samples=3,
+        limits("sample", temperature=0.7, top_k=10, top_p=0.9, seed=2),
+        n_best=3,
         need_attention=True,
     )
     for i, hyps in enumerate(out):

@@ -24,12 +24,16 @@ from tests.toys import (
     teacher_forced,
     tiny_model,
 )
+from tests.unit.decoding.limits import limits
 
 
 def _best(model, src, beam):
     if beam == 1:
-        return [(h.tokens, h.score) for h in greedy_search(model, src, src != 0)]
-    return [(h[0].tokens, h[0].score) for h in beam_search(model, src, src != 0, beam_size=beam)]
+        return [(h.tokens, h.score) for h in greedy_search(model, src, src != 0, limits())]
+    return [
+        (h[0].tokens, h[0].score)
+        for h in beam_search(model, src, src != 0, limits("beam", beam_size=beam))
+    ]
 
 
 def _assert_same(a, b):
@@ -65,8 +69,10 @@ def test_hypotheses_carry_their_own_attention(name):
     """Each of the n best has (T, S_i) attention equal to teacher forcing on its own tokens: rows
     sum to 1 over the real source positions."""
     model, src = tiny_model(name), random_batch(5, seed=7, max_len=9)
-    out = beam_search(model, src, src != 0, beam_size=3, n_best=3, need_attention=True)
-    greedy = greedy_search(model, src, src != 0, need_attention=True)
+    out = beam_search(
+        model, src, src != 0, limits("beam", beam_size=3), n_best=3, need_attention=True
+    )
+    greedy = greedy_search(model, src, src != 0, limits(), need_attention=True)
     for i, hyps in enumerate(out):
         row = src[i : i + 1, : int((src[i] != 0).sum())]
         for h in [*hyps, greedy[i]]:
@@ -80,10 +86,11 @@ def test_hypotheses_carry_their_own_attention(name):
 @pytest.mark.parametrize("name", ["rnn", "rnn_context_lstm"])
 def test_the_bottleneck_model_returns_no_attention(name):
     model, src = tiny_model(name), random_batch(3, seed=7)
-    out = beam_search(model, src, src != 0, beam_size=2, need_attention=True)
+    out = beam_search(model, src, src != 0, limits("beam", beam_size=2), need_attention=True)
     assert all(h.attention is None for hyps in out for h in hyps)
     assert all(
-        h.attention is None for h in greedy_search(model, src, src != 0, need_attention=True)
+        h.attention is None
+        for h in greedy_search(model, src, src != 0, limits(), need_attention=True)
     )
 
 

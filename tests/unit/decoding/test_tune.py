@@ -213,14 +213,14 @@ def test_the_length_penalty_arithmetic_of_the_oracle():
 def test_tuning_on_fewer_than_50_lines_is_refused_before_decoding(
     synth_run, tmp_path, monkeypatch, capsys
 ):
-    import seq2seq.decoding.translate as translate
+    import seq2seq.decoding.tune as tune
     from seq2seq.decoding.tune import MIN_TUNE_LINES
     from tests.toys import run_main
 
     assert MIN_TUNE_LINES == 50
     run = _copy_run(synth_run, tmp_path)
     before = sorted(p.name for p in run.iterdir())
-    monkeypatch.setattr(translate, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    monkeypatch.setattr(tune, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
     for n in (1, 49):
         src, ref = _tuning_files(tmp_path, n)
         code, err = run_main(

@@ -1,4 +1,4 @@
-"""``eval --paired``: on three made-up systems, every score, bootstrap mean, interval and p-value
+"""``seq2seq paired``: on three made-up systems, every score, bootstrap mean, interval and p-value
 equals what sacreBLEU's ``PairedTest`` API returns for the same inputs, resamples and seed (and the
 signatures are its own); bad input is one line and exit code 2."""
 
@@ -73,9 +73,9 @@ def test_scores_intervals_and_p_values_equal_sacrebleus_paired_test(
 ):
     ref, hyps, refs, systems = files
     out = tmp_path / "paired.json"
-    args = [f"--hyp={h}" for h in hyps] + ["--ref", ref, "--paired", test, "--json", out]
+    args = [f"--hyp={h}" for h in hyps] + ["--ref", ref, "--paired-method", test, "--json", out]
     args += ["--paired-n", n, "--paired-seed", seed, *flags]
-    code, stdout, err = run_cli(monkeypatch, capsys, "eval", *args)
+    code, stdout, err = run_cli(monkeypatch, capsys, "paired", *args)
     assert code == 0, err
     report = json.loads(out.read_text())
     names = [f.removeprefix("--") for f in flags]
@@ -110,8 +110,8 @@ def test_the_better_system_is_significant_and_a_copy_of_the_baseline_is_warned_o
     same = write(tmp_path / "a_again.txt", hyps[0].read_text().splitlines())
     out = tmp_path / "r.json"
     code, _, err = run_cli(
-        monkeypatch, capsys, "eval", "--hyp", hyps[0], "--hyp", hyps[1], "--hyp", same,
-        "--ref", ref, "--paired", "bs", "--json", out,
+        monkeypatch, capsys, "paired", "--hyp", hyps[0], "--hyp", hyps[1], "--hyp", same,
+        "--ref", ref, "--paired-method", "bs", "--json", out,
     )  # fmt: skip
     assert code == 0, err
     rows = json.loads(out.read_text())["systems"]
@@ -127,8 +127,8 @@ def test_sacrebleus_default_seed_and_samples(monkeypatch, capsys, files, tmp_pat
     ref, hyps, _, _ = files
     monkeypatch.delenv("SACREBLEU_SEED", raising=False)
     code, out, err = run_cli(
-        monkeypatch, capsys, "eval", "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref,
-        "--paired", "bs", "--json", "-",
+        monkeypatch, capsys, "paired", "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref,
+        "--paired-method", "bs", "--json", "-",
     )  # fmt: skip
     assert code == 0, err
     report = json.loads(out)
@@ -136,8 +136,8 @@ def test_sacrebleus_default_seed_and_samples(monkeypatch, capsys, files, tmp_pat
     assert "bs:1000|seed:12345" in report["signatures"]["bleu"]
 
 
-def one_line_error(monkeypatch, capsys, *args) -> str:
-    code, out, err = run_cli(monkeypatch, capsys, "eval", *args)
+def one_line_error(monkeypatch, capsys, *args, command: str = "paired") -> str:
+    code, out, err = run_cli(monkeypatch, capsys, command, *args)
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1, err
     return err
@@ -145,8 +145,8 @@ def one_line_error(monkeypatch, capsys, *args) -> str:
 
 def test_one_system_is_a_one_line_error(monkeypatch, capsys, files):
     ref, hyps, _, _ = files
-    err = one_line_error(monkeypatch, capsys, "--hyp", hyps[0], "--ref", ref, "--paired", "bs")
-    assert "--paired compares two or more systems: --hyp is given once; repeat --hyp" in err
+    err = one_line_error(monkeypatch, capsys, "--hyp", hyps[0], "--ref", ref)
+    assert "paired compares two or more systems: --hyp is given once; repeat --hyp" in err
 
 
 def test_a_hypothesis_file_of_another_length_is_named(monkeypatch, capsys, files, tmp_path):
@@ -154,40 +154,42 @@ def test_a_hypothesis_file_of_another_length_is_named(monkeypatch, capsys, files
     short = write(tmp_path / "short.txt", systems[2][:-3])
     err = one_line_error(
         monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[1], "--hyp", short, "--ref", ref,
-        "--paired", "ar",
+        "--paired-method", "ar",
     )  # fmt: skip
     assert f"{short} has 33 lines but {ref} has 36" in err
 
 
 @pytest.mark.parametrize(
-    ("extra", "says"),
+    ("command", "extra", "says"),
     [
-        (["--paired", "xy"], "--paired xy: choose bs (bootstrap) or ar"),
-        ([], "--hyp given 2 times: several systems are compared with --paired bs"),
-        (["--paired-n", "100"], "--paired-n: only with --paired bs|ar"),
-        (["--paired", "bs", "--by-length"], "--by-length"),
+        ("paired", ["--paired-method", "xy"], "--paired-method xy: choose bs (bootstrap) or ar"),
+        ("eval", [], "--hyp given 2 times: several systems are compared with seq2seq paired"),
+        ("eval", ["--paired-n", "100"], "No such option: --paired-n"),
+        ("paired", ["--by-length"], "--by-length"),
+        ("eval", ["--paired", "bs"], "eval --paired moved to its own command: seq2seq paired"),
     ],
 )
-def test_misused_paired_options_are_one_line_errors(monkeypatch, capsys, files, extra, says):
+def test_misused_paired_options_are_one_line_errors(
+    monkeypatch, capsys, files, command, extra, says
+):
     ref, hyps, _, _ = files
     err = one_line_error(
-        monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref, *extra
-    )
+        monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref, *extra,
+        command=command,
+    )  # fmt: skip
     assert says in err
 
 
 def test_the_same_file_twice_is_refused(monkeypatch, capsys, files):
     ref, hyps, _, _ = files
-    err = one_line_error(
-        monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[0], "--ref", ref, "--paired", "bs"
-    )
+    err = one_line_error(monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[0], "--ref", ref)
     assert "given twice" in err
 
 
 def test_a_seed_below_1_is_refused_as_sacrebleu_would_not_seed_with_it(monkeypatch, capsys, files):
     ref, hyps, _, _ = files
     code, _, err = run_cli(
-        monkeypatch, capsys, "eval", "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref,
-        "--paired", "bs", "--paired-seed", "0",
+        monkeypatch, capsys, "paired", "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref,
+        "--paired-seed", "0",
     )  # fmt: skip
     assert code == 2 and "'--paired-seed': Input should be greater than or equal to 1" in err

@@ -11,10 +11,10 @@ import torch
 
 from seq2seq.checkpoint import (
     load_checkpoint,
-    load_for_inference,
     model_from_checkpoint,
     weights_digest,
 )
+from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.export import ExportError
 from seq2seq.export.weights import (
@@ -32,7 +32,8 @@ def _sources(synth_corpus, n=40):
 
 
 def _translate(path, lines, **decode):
-    model, tok, cfg = load_for_inference(path)
+    run = load(path, "cpu")
+    model, tok, cfg = run.model, run.tok, run.cfg
     dcfg = cfg.decode.with_method(decode.pop("method", "greedy"), **decode)
     return [r.text for r in translate_sentences(model, tok, lines, dcfg)]
 
@@ -50,8 +51,8 @@ def test_an_fp32_export_translates_as_its_source_and_holds_no_training_state(
     assert weights_digest(exported["model"]) == weights_digest(source["model"])
     assert exported["tokenizer"] == source["tokenizer"]
     assert exported["target_vocab"] == source["target_vocab"]  # the run's target vocabulary
-    assert load_for_inference(tmp_path / "export")[0].target_vocab.equal(
-        load_for_inference(synth_transformer_run)[0].target_vocab
+    assert load(tmp_path / "export", "cpu").model.target_vocab.equal(
+        load(synth_transformer_run, "cpu").model.target_vocab
     )
     assert done.files == {"model.pt": (tmp_path / "export" / "model.pt").stat().st_size}
     assert done.out_bytes < done.source_bytes  # the optimizer's two moments are gone
@@ -97,7 +98,7 @@ def test_the_runs_decode_file_travels_along(synth_transformer_run, tmp_path):
     (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\n")
     done = export_checkpoint(run, tmp_path / "export", dtype="bf16")
     assert set(done.files) == {"model.pt", "decode.yaml"}
-    _, _, cfg = load_for_inference(tmp_path / "export")
+    cfg = load(tmp_path / "export", "cpu").cfg
     assert (cfg.decode.method, cfg.decode.beam_size) == ("beam", 3)
 
 

@@ -12,6 +12,7 @@ from seq2seq.data.batch import pad_sequences
 from seq2seq.data.tokenizer import PAD
 from seq2seq.decoding.search import greedy_search
 from tests.toys import TINY_MODELS, tiny_model, toy_batch
+from tests.unit.decoding.limits import limits
 
 
 @pytest.mark.parametrize("mode", ["eval", "train"])
@@ -73,10 +74,12 @@ def test_padding_invariance(name):
 def test_greedy_output_padding_invariant(name):
     model = tiny_model(name)
     src, mask, _ = toy_batch()
-    batched = greedy_search(model, src, mask, max_len_a=1.0, max_len_b=4)
+    batched = greedy_search(model, src, mask, limits(max_len_a=1.0, max_len_b=4))
     for i in range(3):
         n = int(mask[i].sum())
-        alone = greedy_search(model, src[i : i + 1, :n], mask[i : i + 1, :n], 1.0, 4)[0]
+        alone = greedy_search(
+            model, src[i : i + 1, :n], mask[i : i + 1, :n], limits(max_len_a=1.0, max_len_b=4)
+        )[0]
         assert alone.tokens == batched[i].tokens
         assert math.isclose(alone.score, batched[i].score, abs_tol=1e-4)
 

@@ -1,0 +1,326 @@
+"""The one way a trained run is loaded for decoding: ``load(paths, device, quantize)`` gives a
+``Translator`` for one model, an ensemble of several (``ensemble.Ensemble``), int8 weights
+(``quantize``) or a CTranslate2 export (``ctranslate2``). ``translate``, ``eval``, ``tune-decode``,
+``serve`` and the study all load through it.
+
+A ``Translator`` holds the model, its tokenizer, the run's config with its ``decode.yaml`` applied
+(``checkpoint.with_tuned_decode``), the checkpoint and step it came from, and says in one log line
+where the decode settings came from (``decode_settings``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.checkpoint import (
+    DECODE_FILE,
+    load_checkpoint,
+    model_from_checkpoint,
+    resolve_checkpoint,
+    with_tuned_decode,
+)
+from seq2seq.config import Config, DecodeConfig, load_yaml
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.ctranslate2 import (
+    CTranslate2LineTranslator,
+    CTranslate2Model,
+    ctranslate2_device,
+    export_folder,
+    read_export,
+)
+from seq2seq.decoding.ensemble import Ensemble, check_same_tokenizer
+from seq2seq.decoding.files import LineTranslator, translate_lines
+from seq2seq.decoding.quantize import quantize_device, quantize_model
+from seq2seq.decoding.translate import Translation
+from seq2seq.export.ctranslate2 import import_ctranslate2
+from seq2seq.runtime import inference_device
+
+log = logging.getLogger("seq2seq")
+
+# Where a decode setting came from (eval --json's decode_source).
+FROM_CONFIG = "config"
+FROM_DECODE_FILE = "decode.yaml (tune-decode)"
+FROM_COMMAND_LINE = "command line"
+
+
+@dataclass
+class Translator:
+    """A run loaded for decoding (``load``).
+
+    Attributes:
+        model: the model in eval mode on ``device`` (an ``Ensemble``, int8 layers, or a
+            ``CTranslate2Model`` for an export of that format).
+        cfg: the run's config, its decode section with ``decode.yaml`` applied.
+        checkpoint: the file read (a run folder's best.pt, else last.pt; an export's model.pt or
+            model.bin).
+        train_state: the checkpoint's training position (its train_state, or an export's
+            exported_from; empty for an averaged one), whose ``step`` is ``step``.
+        config_decode: the decode settings of the checkpoint's own config.
+        decode_file: the run's ``decode.yaml`` when it exists, and ``decode_file_keys`` the
+            settings it names.
+        members: each model's (checkpoint, step) of an ensemble; empty for one model.
+        quantize: ``int8`` under ``load(quantize="int8")``.
+        tune_hint: how the untuned-beam line says to tune (``untuned_line``).
+    """
+
+    model: Any
+    tok: Tokenizer
+    cfg: Config
+    device: torch.device | str
+    checkpoint: Path
+    train_state: dict[str, Any]
+    config_decode: DecodeConfig
+    decode_file: Path | None = None
+    decode_file_keys: frozenset[str] = frozenset()
+    members: list[tuple[Path, int | None]] = field(default_factory=list)
+    quantize: str | None = None
+    tune_hint: str = ""
+    engine: type[LineTranslator] = LineTranslator
+
+    @property
+    def step(self) -> int | None:
+        """The update the checkpoint was saved at; None for one without (averaged)."""
+        return self.train_state.get("step")
+
+    def decode_settings(
+        self, method: str | None = None, **options: Any
+    ) -> tuple[DecodeConfig, dict[str, str]]:
+        """The run's decode settings with the options given (``options``: DecodeConfig fields,
+        None = not given): the method is ``method``, else beam when ``beam_size`` is given, else
+        the run's (``DecodeConfig.with_method`` drops the settings of another method). Returns
+        them and where each came from (``decode_sources``), and says it in one log line
+        (``settings_line``).
+
+        Raises:
+            pydantic.ValidationError: an option out of bounds, or a setting of another method.
+        """
+        base = self.cfg.decode
+        chosen = method or ("beam" if options.get("beam_size") is not None else base.method)
+        given = {k for k, v in options.items() if v is not None}
+        final = base.with_method(chosen, **{k: options[k] for k in given})
+        given |= {"method"} if method is not None or "beam_size" in given else set()
+        sources = self.decode_sources(final, given)
+        if line := self.settings_line(final, sources):
+            log.info(line)
+        return final, sources
+
+    def decode_sources(self, final: DecodeConfig, given: set[str]) -> dict[str, str]:
+        """Each setting of ``final`` -> where it came from: the command line (``given`` fields,
+        or a value the command line's method changed), the run's decode.yaml, or the
+        checkpoint's config."""
+        tuned = self.cfg.decode
+        out = {}
+        for name in type(final).model_fields:
+            value = getattr(final, name)
+            if name in given or value != getattr(tuned, name):
+                out[name] = FROM_COMMAND_LINE
+            elif name in self.decode_file_keys or value != getattr(self.config_decode, name):
+                out[name] = FROM_DECODE_FILE
+            else:
+                out[name] = FROM_CONFIG
+        return out
+
+    def settings_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
+        """The one line on where the settings ``final`` came from: what decode.yaml set, e.g.
+        ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``; without it, the
+        untuned beam (``untuned_line``); None when there is nothing to say."""
+        if self.decode_file is None:
+            return self.untuned_line(final, sources)
+        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
+        if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
+            used = [n for n in used if n != "length_penalty"]
+        over = [n for n in sorted(self.decode_file_keys) if sources.get(n) == FROM_COMMAND_LINE]
+        if used:
+            line = f"decoding with {self.decode_file} (tune-decode): {describe_decode(final, used)}"
+            if over:
+                line += f"; the command line sets {describe_decode(final, over)}"
+            return line
+        if over:
+            return (
+                f"{self.decode_file} (tune-decode) not used: the command line sets "
+                f"{describe_decode(final, over)}"
+            )
+        return None
+
+    def untuned_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
+        """For beam search in a run without decode.yaml: the beam and alpha it decodes with and
+        the command that tunes them on validation; None for another search, or when the command
+        line sets both."""
+        if final.method != "beam":
+            return None
+        if {sources.get("beam_size"), sources.get("length_penalty")} == {FROM_COMMAND_LINE}:
+            return None
+        line = (
+            f"decoding with {describe_decode(final, ['beam_size', 'length_penalty'])} "
+            f"(not tuned: {self.tune_hint})"
+        )
+        if final.length_penalty == 0 and sources.get("length_penalty") == FROM_CONFIG:
+            line += (
+                "; this alpha is stored in the run's config (runs configured before the default "
+                "alpha became 1.0 store 0) and favours short outputs: --length-penalty 1 "
+                "overrides it"
+            )
+        return line
+
+    def line_translator(self, dcfg: DecodeConfig, **kwargs: Any) -> LineTranslator:
+        """A ``files.LineTranslator`` (CTranslate2's for an export of it) decoding with ``dcfg``;
+        ``kwargs`` are its other fields (n_best, batch_tokens, source_name, ...)."""
+        return self.engine(self.model, self.tok, dcfg, self.device, **kwargs)
+
+    def translate(
+        self, sentences: Sequence[str], dcfg: DecodeConfig, source_name: str = "input"
+    ) -> list[Translation]:
+        """``sentences`` translated window by window as ``translate -i FILE`` does
+        (``files.translate_lines``), so ``eval`` gives ``translate``'s output."""
+        return translate_lines(self.line_translator(dcfg, source_name=source_name), sentences)
+
+    def made_with(self, dcfg: DecodeConfig, sources: dict[str, str]) -> dict[str, Any]:
+        """How translations were made, for eval --json: checkpoint (path, step), ensemble (each
+        model's, or None), decode settings and where each came from; and quantize, if used."""
+        made = {
+            "checkpoint": {"path": str(self.checkpoint), "step": self.step},
+            "ensemble": [{"path": str(p), "step": s} for p, s in self.members] or None,
+            "decode": dcfg.model_dump(mode="json"),
+            "decode_source": sources,
+        }
+        if self.quantize:
+            made["quantize"] = self.quantize
+        return made
+
+
+def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:
+    """Some settings of a DecodeConfig in words: ``beam 5, alpha 1.0``, ``greedy``,
+    ``max_len_b 20``."""
+    names = list(names)
+    parts = []
+    if "method" in names or "beam_size" in names:
+        parts.append(f"beam {cfg.beam_size}" if cfg.method == "beam" else cfg.method)
+    for name in names:
+        if name in ("method", "beam_size"):
+            continue
+        label = "alpha" if name == "length_penalty" else name
+        parts.append(f"{label} {getattr(cfg, name)}")
+    return ", ".join(parts)
+
+
+def load(
+    paths: str | Path | Sequence[str | Path],
+    device: str | None = "auto",
+    quantize: str | None = None,
+    ctranslate2: bool = True,
+) -> Translator:
+    """Run folders, checkpoint files or exports -> a ``Translator`` on ``device``.
+
+    Args:
+        paths: one path (a run folder's best.pt, else last.pt; a checkpoint file; an export
+            folder's model.pt; a CTranslate2 export folder), or several for an ensemble: the
+            first run's config, decode settings, tokenizer and checkpoint, the models averaged
+            at every step in the order given.
+        device: auto | cpu | cuda; None: the first run's ``train.device``.
+        quantize: ``int8`` for int8 weights (``quantize.quantize_model``, on the CPU; a
+            CTranslate2 export computes in int8).
+        ctranslate2: read a CTranslate2 export; False refuses one (``resolve_checkpoint``).
+
+    Raises:
+        ValueError: no path, a tokenizer that differs from the first's, a CTranslate2 export in
+            an ensemble, an unknown ``quantize`` or a device it refuses (one line each).
+        CheckpointError: a missing, damaged or incompatible checkpoint or export.
+        ConfigError: an unknown device, or CUDA asked for but absent.
+    """
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    if not paths:
+        raise ValueError("give a checkpoint with -c RUN")
+    quantize_device(quantize, "cpu")  # an unknown mode fails before anything is read
+    folders = [export_folder(p) if ctranslate2 else None for p in paths]
+    if any(folders):
+        if len(paths) > 1:
+            raise ValueError(
+                "a CTranslate2 export cannot join an ensemble; give it as the only -c, or "
+                "ensemble the runs it came from"
+            )
+        return _load_ctranslate2(folders[0], device or "auto", quantize)
+    if device is not None:
+        device = quantize_device(quantize, device)
+    runs = [_load_one(Path(paths[0]), device, quantize)]
+    names = [f"-c {p}" for p in paths]
+    for k, path in enumerate(paths[1:], start=1):
+        run = _load_one(Path(path), str(runs[0].device), quantize)
+        check_same_tokenizer([names[0], names[k]], [runs[0].tok, run.tok])
+        runs.append(run)
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    first.model = Ensemble([r.model for r in runs]).eval()
+    first.members = [(r.checkpoint, r.step) for r in runs]
+    return first
+
+
+def _load_one(path: Path, device: str | None, quantize: str | None) -> Translator:
+    """One checkpoint on ``device`` (None: its run's train.device), int8 under ``quantize``."""
+    ckpt_path = resolve_checkpoint(path)
+    ckpt = load_checkpoint(ckpt_path)
+    model, tok, cfg = model_from_checkpoint(ckpt, str(ckpt_path))
+    state = ckpt.get("train_state") or ckpt.get("exported_from") or {}
+    del ckpt
+    if device is None:
+        said = f"the train.device of {ckpt_path} (its run's config)"
+        dev = inference_device(quantize_device(quantize, cfg.train.device), said)
+    else:
+        dev = inference_device(device)
+    tuned = with_tuned_decode(cfg, ckpt_path.parent)
+    run = Translator(
+        quantize_model(model.to(dev), quantize),
+        tok,
+        tuned,
+        dev,
+        ckpt_path,
+        state,
+        cfg.decode,
+        quantize=quantize,
+        tune_hint=f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on "
+        "validation",
+    )
+    _note_decode_file(run, ckpt_path.parent)
+    return run
+
+
+def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Translator:
+    """A CTranslate2 export, its ``model`` a ``CTranslate2Model``.
+
+    Raises:
+        ValueError: ctranslate2 is missing, or the device is refused.
+        CheckpointError: the export's files are not readable.
+    """
+    import_ctranslate2()
+    dev = ctranslate2_device(device)
+    exp = read_export(folder)
+    run = Translator(
+        CTranslate2Model(folder, dev, quantize, exp.max_positions),
+        exp.tok,
+        exp.cfg,
+        dev,
+        folder / "model.bin",
+        {"step": exp.step},
+        exp.config_decode,
+        quantize=quantize,
+        tune_hint="`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and "
+        "alpha on validation; export again to bring its decode.yaml along",
+        engine=CTranslate2LineTranslator,
+    )
+    _note_decode_file(run, folder)
+    return run
+
+
+def _note_decode_file(run: Translator, folder: Path) -> None:
+    """``run.decode_file`` and the keys it names, when ``folder`` has a decode.yaml (already
+    checked by ``with_tuned_decode``)."""
+    decode_file = folder / DECODE_FILE
+    if decode_file.is_file():
+        keys = load_yaml(decode_file.read_text(encoding="utf-8")) or {}
+        run.decode_file, run.decode_file_keys = decode_file, frozenset(keys)
