@@ -26,7 +26,7 @@ from seq2seq.evaluation.metrics import (
     sacrebleu_seed,
     tokenisation_warnings,
 )
-from seq2seq.evaluation.report import EvalTexts, check_aligned
+from seq2seq.evaluation.report import EvalTexts, check_aligned, reference_copy_warnings
 
 PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
 AR_CONFIDENCE = 1000  # bootstrap resamples for the intervals of an ``ar`` test
@@ -125,7 +125,8 @@ def paired_report(
     seed, each metric's sacrebleu name and signature (with the test's settings), warnings,
     and per system (baseline first) how it was made and, per metric, ``score``, ``mean`` and
     ``ci`` (the bootstrap mean and the half-width of its 95% interval) and ``p_value`` (None for
-    the baseline).
+    the baseline; 1 for a system that is line for line the baseline, which sacrebleu's test would
+    give p = 1/(n+1), as if significant). A system that is line for line a reference is warned of.
 
     Raises:
         ValueError: as ``run_paired_test``.
@@ -137,11 +138,13 @@ def paired_report(
     warnings = [w for s in systems for w in tokenisation_warnings(s.hyps, s.name)]
     for lines, name in zip(texts.refs, texts.ref_names, strict=True):
         warnings += tokenisation_warnings(lines, name)
+    warnings += [w for s in systems for w in reference_copy_warnings(s.hyps, s.name, texts)]
+    base = [h.rstrip() for h in systems[0].hyps]
+    copies = {i for i, s in enumerate(systems) if i and [h.rstrip() for h in s.hyps] == base}
     warnings += [
-        f"{s.name} is line for line the baseline: sacrebleu's test gives no difference p = "
-        f"1/({ps.n_samples}+1), as if significant; compare distinct systems"
-        for s in systems[1:]
-        if [h.rstrip() for h in s.hyps] == [h.rstrip() for h in systems[0].hyps]
+        f"{systems[i].name} is line for line the baseline: reported as no difference (p = 1); "
+        "compare distinct systems"
+        for i in sorted(copies)
     ]
     rows = []
     for i, s in enumerate(systems):
@@ -152,6 +155,8 @@ def paired_report(
         for n, key in keys.items():
             r = scores[key][i]
             row[n] = {k: _num(getattr(r, k)) for k in ("score", "mean", "ci", "p_value")}
+            if i in copies:  # sacrebleu counts no resample above a zero difference: p = 1/(n+1)
+                row[n]["p_value"] = 1.0
         rows.append(row)
     used_seed = seed if seed is not None else os.environ.get("SACREBLEU_SEED", "12345")
     return {

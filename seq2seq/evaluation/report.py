@@ -102,6 +102,7 @@ def evaluation_report(
     warnings = tokenisation_warnings(hyps, texts.hyp_name)
     for lines, name in zip(refs, texts.ref_names, strict=True):
         warnings += tokenisation_warnings(lines, name)
+    warnings += reference_copy_warnings(hyps, texts.hyp_name, texts)
     report: dict = {
         "hyp": texts.hyp_name,
         "checkpoint": None,
@@ -121,6 +122,18 @@ def evaluation_report(
         rows = bleu_by_length(texts.sources, hyps, refs, edges, tgt_lang, lowercase)
         report["by_length"] = {"unit": "source words", "buckets": rows}
     return report
+
+
+def reference_copy_warnings(hyps: Sequence[str], name: str, texts: EvalTexts) -> list[str]:
+    """A warning when ``hyps`` are, line for line (right-stripped), one of the references: a
+    score of 100 that measures no translation (often the reference given as --hyp)."""
+    mine = [h.rstrip() for h in hyps]
+    return [
+        f"{name} is line for line the reference {ref_name} (a perfect score); is the hypothesis "
+        "file the reference? give the system's translations"
+        for ref, ref_name in zip(texts.refs, texts.ref_names, strict=True)
+        if mine and mine == [r.rstrip() for r in ref]
+    ]
 
 
 def format_report(report: dict) -> str:

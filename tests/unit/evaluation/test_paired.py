@@ -117,10 +117,27 @@ def test_the_better_system_is_significant_and_a_copy_of_the_baseline_is_warned_o
     rows = json.loads(out.read_text())["systems"]
     assert rows[1]["bleu"]["score"] > rows[0]["bleu"]["score"]
     assert rows[1]["bleu"]["p_value"] < 0.05
-    # sacrebleu's bootstrap counts no resample above a zero difference: p = 1 / 1001
+    # sacrebleu's bootstrap counts no resample above a zero difference (p = 1 / 1001, starred):
+    # a copy of the baseline is reported as no difference, in the JSON and the table
     assert rows[2]["bleu"]["score"] == rows[0]["bleu"]["score"]
-    assert rows[2]["bleu"]["p_value"] == pytest.approx(1 / 1001)
+    assert rows[2]["bleu"]["p_value"] == 1.0
     assert f"warning: {same} is line for line the baseline" in err
+    code, table, err = run_cli(
+        monkeypatch, capsys, "eval", "--hyp", hyps[0], "--hyp", same, "--ref", ref,
+        "--paired", "ar", "--paired-n", 200,
+    )  # fmt: skip
+    assert code == 0, err
+    row = next(x for x in table.splitlines() if x.startswith(str(same)))
+    assert row.endswith("p = 1.0000"), row
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_a_system_equal_to_the_reference_is_warned_of(monkeypatch, capsys, files, paired):
+    ref, hyps, _, _ = files
+    systems = ["--hyp", hyps[0], "--hyp", ref, "--paired", "bs"] if paired else ["--hyp", ref]
+    code, _, err = run_cli(monkeypatch, capsys, "eval", *systems, "--ref", ref)
+    assert code == 0, err
+    assert err.count(f"{ref} is line for line the reference {ref}") == 1, err
 
 
 def test_sacrebleus_default_seed_and_samples(monkeypatch, capsys, files, tmp_path):
