@@ -17,6 +17,7 @@ output.
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 import traceback
@@ -134,8 +135,23 @@ def _set_hint(option: str) -> str:
     return f"; did you mean --set {key}=VALUE?" if key else ""
 
 
+def utf8_streams() -> None:
+    """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C`` without
+    Python's UTF-8 mode, a Latin-1 locale): the tool reads and writes UTF-8 text everywhere, as
+    sacrebleu and sentencepiece assume, so ``translate > FILE`` writes the bytes ``-o FILE`` does
+    and ``translate | translate`` reads its own output. Standard error escapes what it cannot
+    write (``backslashreplace``) rather than failing on a message."""
+    for stream, errors in ((sys.stdin, "strict"), (sys.stdout, "strict"), (sys.stderr, None)):
+        encoding = getattr(stream, "encoding", None)
+        if not hasattr(stream, "reconfigure") or encoding is None:
+            continue  # closed, or replaced by something that is not a text file
+        if codecs.lookup(encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8", errors=errors or "backslashreplace")
+
+
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
+    utf8_streams()
     try:  # these import torch, which takes a second or two: Ctrl-C may land here
         from seq2seq.checkpoint import CheckpointError
         from seq2seq.config import ConfigError

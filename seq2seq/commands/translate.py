@@ -153,10 +153,9 @@ def translate(
 def _attention_plotter(tok, directory: Path | None):
     """``--attention-dir``: a function that plots translations decoded with attention into
     ``directory`` (one-line error for a model without attention), or None."""
-    from seq2seq.evaluation.plots import plot_translations
-
-    if directory is None:
+    if directory is None:  # no plot asked for: matplotlib stays unimported (its cache folder)
         return None
+    from seq2seq.evaluation.plots import plot_translations
 
     def plot(results, first_line_no: int) -> None:
         with user_errors():

@@ -34,6 +34,7 @@ from seq2seq.data.corpus import (
     table_lengths,
     token_features,
 )
+from seq2seq.data.errors import DataError
 from seq2seq.data.hf import open_hf
 from seq2seq.data.text import resolve_corpus_file, sha256_file, split_origin
 from seq2seq.data.tokenizer import Tokenizer
@@ -77,7 +78,13 @@ def _build_once(folder: Path, build: Callable[[Path], None]) -> Path:
         return folder
     tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:  # a read-only home: name what moves the cache, not only the folder
+        raise DataError(
+            f"data.backend arrow: cannot write its cache in {folder.parent} ({e.strerror}); set "
+            "data.cache_dir (or the environment variable SEQ2SEQ_CACHE_DIR) to a writable folder"
+        ) from None
     try:
         build(tmp)
         os.replace(tmp, folder)

@@ -172,7 +172,7 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
     run_info = ckpt_path.parent / "run_info.json"
     if run_info.is_file():
         try:
-            extra = json.loads(run_info.read_text())
+            extra = json.loads(run_info.read_text(encoding="utf-8"))
             training.update(
                 train_pairs=extra.get("train_pairs"), valid_pairs=extra.get("valid_pairs")
             )

@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import pytest
 
 from seq2seq.data.arrow import open_arrow
-from seq2seq.data.text import load_split, tokenize_pairs
+from seq2seq.data.text import DataError, load_split, tokenize_pairs
 from tests.corpora import arrow_config, table_ids
 
 
@@ -66,3 +67,19 @@ def test_arrow_with_two_processes_gives_the_same_corpus(synth_corpus, synth_toke
     assert len(list((tmp_path / "2" / "c").rglob("ids_0000*_of_00002.arrow"))) == 2
     assert np.array_equal(one.rows, two.rows) and np.array_equal(one.src_lens, two.src_lens)
     assert table_ids(one.ds[one.rows.tolist()]) == table_ids(two.ds[two.rows.tolist()])
+
+
+def test_a_cache_folder_that_cannot_be_written_names_the_setting_that_moves_it(
+    synth_corpus, synth_tokenizer, tmp_path
+):
+    """A read-only home (here: a file where the cache's folder should be, unwritable even for
+    root) is one line naming data.cache_dir and SEQ2SEQ_CACHE_DIR, not the bare OSError."""
+    (tmp_path / "home").write_text("a file, not a folder\n")
+    cfg = arrow_config(synth_corpus, tmp_path).model_copy(
+        update={"cache_dir": str(tmp_path / "home" / ".cache")}
+    )
+    with pytest.raises(DataError) as e:
+        open_arrow(cfg, synth_tokenizer)
+    msg = str(e.value)
+    assert "data.cache_dir" in msg and "SEQ2SEQ_CACHE_DIR" in msg and str(tmp_path / "home") in msg
+    assert "\n" not in msg

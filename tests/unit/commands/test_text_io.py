@@ -1,0 +1,60 @@
+"""Text in and out of the command line whatever the environment: UTF-8 under a locale whose
+encoding is not (``LC_ALL=C`` without Python's UTF-8 mode), and no plotting library imported by a
+command that draws nothing. Both run the CLI in a subprocess: the environment is the point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.toys import REPO
+
+# A locale whose encoding is ASCII, with Python's UTF-8 mode and locale coercion off: what a
+# server with LANG unset (or LC_ALL=C) gives an older Python, and what a Latin-1 locale is like.
+ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+SOURCES = "Der Hund läuft über die Straße.\nZwei Männer sind müde.\n"
+
+
+def seq2seq(*args, stdin: bytes = b"", env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m seq2seq ARGS`` in a subprocess under ``ASCII_LOCALE`` (bytes in, bytes out)."""
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}
+    environ.update(ASCII_LOCALE if env is None else env)
+    cmd = [sys.executable, "-m", "seq2seq", *map(str, args)]
+    return subprocess.run(cmd, input=stdin, capture_output=True, cwd=REPO, env=environ)
+
+
+def test_text_in_and_out_is_utf8_under_an_ascii_locale(synth_run, tmp_path):
+    src = tmp_path / "in.de"
+    src.write_bytes(SOURCES.encode("utf-8"))
+    # jsonl to standard output: its pieces (▁) are not ASCII
+    piped = seq2seq("translate", "-c", synth_run, "--format", "jsonl", stdin=src.read_bytes())
+    assert piped.returncode == 0, piped.stderr.decode("utf-8", "replace")
+    records = [json.loads(x) for x in piped.stdout.decode("utf-8").splitlines()]
+    assert len(records) == 2 and any("\u2581" in t for t in records[0]["tokens"])
+    # > FILE and -o FILE write the same bytes
+    out = tmp_path / "out.jsonl"
+    written = seq2seq("translate", "-c", synth_run, "-i", src, "-o", out, "--format", "jsonl")
+    assert written.returncode == 0, written.stderr.decode("utf-8", "replace")
+    assert out.read_bytes() == piped.stdout
+    # translate | translate: the tool reads its own (non-ASCII) output as input
+    again = seq2seq("translate", "-c", synth_run, stdin=piped.stdout)
+    assert again.returncode == 0, again.stderr.decode("utf-8", "replace")
+    assert len(again.stdout.decode("utf-8").splitlines()) == 2
+
+
+def test_translating_imports_no_plotting_library(synth_run, tmp_path):
+    """translate without --attention-dir draws nothing, so it imports no matplotlib (whose import
+    complains about a read-only home folder on every run)."""
+    src = tmp_path / "in.de"
+    src.write_text("Der Hund.\n", encoding="utf-8")
+    code = (
+        "import sys; from seq2seq.cli import main; "
+        f"sys.argv = ['seq2seq', 'translate', '-c', {str(synth_run)!r}, '-i', {str(src)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "plots = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PIL'))\n"
+        "assert not plots, plots"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
