@@ -2,11 +2,14 @@
 leaves either the old file or the new one, never half of one.
 
 ``open_output`` and ``write_output`` are what every command's output-file option uses: the path
-``-`` means standard output.
+``-`` means standard output. A path ending in ``.gz`` is written gzip-compressed (as inputs named
+``.gz`` are read), still atomically.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import sys
 import tempfile
@@ -20,7 +23,8 @@ from typing import IO
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` (``mode`` "w" or "wb"); on a clean exit it is fsync'ed
     and renamed over ``path``, and the folder is fsync'ed. An error half-way leaves ``path`` as it
-    was and removes the temporary file."""
+    was and removes the temporary file. Text is UTF-8; a ``path`` ending in ``.gz`` is written
+    gzip-compressed (``gzip_writer``)."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
@@ -32,10 +36,12 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     try:
         # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
         os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        with os.fdopen(fd, "wb") as raw:
+            f = gzip_writer(raw, path, "b" not in mode)
             yield f
-            f.flush()
-            os.fsync(f.fileno())
+            f.close()  # the gzip trailer, if any; ``raw`` stays open
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -51,6 +57,42 @@ def fsync_folder(folder: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def gzip_writer(raw: IO[bytes], path: str | Path, text: bool = True) -> IO:
+    """A stream that writes to the binary file ``raw`` (the file of ``path``): gzip-compressed
+    when ``path`` ends in ``.gz``; UTF-8 text when ``text``. Closing it leaves ``raw`` open."""
+    if str(path).endswith(".gz"):  # GzipFile never closes a file it was given
+        out: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+    else:
+        out = _Unclosed(raw)
+    return io.TextIOWrapper(out, encoding="utf-8") if text else out  # type: ignore[arg-type]
+
+
+class _Unclosed(io.RawIOBase):
+    """``raw`` behind a wrapper whose ``close`` only flushes it (the wrapper's owner closes it)."""
+
+    def __init__(self, raw: IO[bytes]):
+        super().__init__()
+        self._raw = raw
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return self._raw.write(b)
+
+    def flush(self) -> None:
+        if not self.closed:
+            self._raw.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.flush()
+        super().close()
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
 
 
 def _read_umask() -> int:
@@ -105,6 +147,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "fsync_folder",
+    "gzip_writer",
     "is_stdout",
     "open_output",
     "write_output",

@@ -25,7 +25,7 @@ from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import fsync_folder, is_stdout
+from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout
 from seq2seq.config import DecodeConfig
 from seq2seq.console import counted
 from seq2seq.data.text import decode_line, read_lines
@@ -241,15 +241,17 @@ class _OutputLines:
         self.path, self.total, self.format = path, total, fmt
         self.lines = 0
         self.partial = None if is_stdout(path) else Path(f"{path}.partial")
+        self._raw: IO[bytes] | None = None
         self._file: IO[str] | None = None
 
     def __enter__(self) -> _OutputLines:
         if self.partial is not None:
             self.partial.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._file = open(self.partial, "w", encoding="utf-8")  # noqa: SIM115
+                self._raw = open(self.partial, "wb")  # noqa: SIM115
             except OSError as e:  # name the user's --output, not its .partial
                 raise OSError(e.errno, e.strerror, self.path) from None
+            self._file = gzip_writer(self._raw, self.path)  # gzip for an output named .gz
         return self
 
     def write(self, rendered: Sequence[str], n_lines: int) -> None:
@@ -259,15 +261,17 @@ class _OutputLines:
         self.lines += n_lines
 
     def __exit__(self, kind, error, tb) -> None:
-        f, partial = self._file, self.partial
-        if f is not None and partial is not None:
+        f, raw, partial = self._file, self._raw, self.partial
+        if f is not None and raw is not None and partial is not None:
+            f.close()  # a gzip output's trailer: FILE.gz.partial is whole gzip too
             if kind is None:
-                os.fsync(f.fileno())
-                f.close()
+                raw.flush()
+                os.fsync(raw.fileno())
+                raw.close()
                 os.replace(partial, self.path)
                 fsync_folder(Path(self.path).parent)
                 return
-            f.close()
+            raw.close()
             if self.lines == 0:
                 partial.unlink(missing_ok=True)
             elif not issubclass(kind, KeyboardInterrupt):

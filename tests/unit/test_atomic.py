@@ -35,3 +35,21 @@ def test_a_file_that_cannot_be_made_is_named_as_the_user_gave_it(tmp_path, monke
     with pytest.raises(PermissionError) as e:
         atomic_write_text(tmp_path / "scores.json", "{}")
     assert e.value.filename == str(tmp_path / "scores.json") and e.value.strerror
+
+
+def test_a_path_ending_in_gz_is_written_gzip_compressed(tmp_path):
+    import gzip
+
+    from seq2seq.atomic import atomic_write_text, write_output
+
+    text = "ein Satz\nzwei Sätze\n"
+    write_output(tmp_path / "hyp.txt.gz", text)
+    atomic_write_text(tmp_path / "scores.json.gz", text)
+    atomic_write_bytes(tmp_path / "b.gz", text.encode())
+    for name in ("hyp.txt.gz", "scores.json.gz", "b.gz"):
+        assert gzip.decompress((tmp_path / name).read_bytes()).decode("utf-8") == text
+    write_output(tmp_path / "plain.txt", text)  # any other name: as written
+    assert (tmp_path / "plain.txt").read_bytes() == text.encode("utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "b.gz", "hyp.txt.gz", "plain.txt", "scores.json.gz"
+    ]  # fmt: skip
