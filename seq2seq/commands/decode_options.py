@@ -72,8 +72,8 @@ MIN_LEN = typer.Option(
 LENGTH_PENALTY = typer.Option(
     None,
     "--length-penalty",
-    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob "
-    "[default: the run's].",
+    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob; "
+    "refused under greedy and sample, which rank nothing [default: the run's].",
 )
 MAX_SRC_LEN = typer.Option(
     None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."

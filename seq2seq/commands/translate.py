@@ -95,8 +95,12 @@ def translate(
     attention_dir: Path | None = typer.Option(
         None, "--attention-dir", metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
-    attention_n: int = typer.Option(
-        10, "--attention-n", min=0, help="Plot the first N input lines (blank lines have no plot)."
+    attention_n: int | None = typer.Option(
+        None,
+        "--attention-n",
+        min=0,
+        help="With --attention-dir: plot the first N input lines (blank lines have no plot) "
+        "[default: 10].",
     ),
     device: str = DEVICE,
     quantize: str | None = QUANTIZE,
@@ -113,6 +117,15 @@ def translate(
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
+    if attention_n is not None and attention_dir is None:
+        raise UserError(
+            f"--attention-n {attention_n}: plots are drawn only with --attention-dir DIR; give it"
+        )
+    if batch_size is not None and batch_tokens is not None:
+        raise UserError(
+            f"--batch-size {batch_size} and --batch-tokens {batch_tokens}: batches are counted "
+            "in sentences or in tokens; give one of them"
+        )
     check_not_input(output, "--output", [("--input", input)], checkpoint)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
@@ -132,7 +145,7 @@ def translate(
         dcfg,
         n_best=n_best,
         batch_tokens=batch_tokens,
-        attention_n=attention_n,
+        attention_n=10 if attention_n is None else attention_n,
         plot=plot,
         source_name=source_name,
         output_format=fmt,

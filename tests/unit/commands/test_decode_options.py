@@ -1,0 +1,50 @@
+"""Decoding options that would be accepted and do nothing are refused in one line (exit 2):
+``--length-penalty`` under a method that ranks nothing, ``--attention-n`` without plots,
+``--batch-size`` together with ``--batch-tokens``."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.corpora import eval_files
+from tests.toys import run_cli
+
+
+@pytest.mark.parametrize("method", [[], ["--method", "greedy"], ["--method", "sample"]])
+@pytest.mark.parametrize("command", ["translate", "eval"])
+def test_a_length_penalty_without_beam_search_is_refused(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys, method, command
+):
+    """synth_run decodes greedy: --length-penalty changed nothing it outputs."""
+    src, ref = eval_files(synth_corpus, tmp_path)
+    io = ["-i", src] if command == "translate" else ["--src", src, "--ref", ref]
+    args = [command, "-c", synth_run, *io, *method, "--length-penalty", "0.6"]
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2 and not out
+    used = method[1] if method else "greedy"
+    assert f"--length-penalty 0.6: only beam search ranks by the length penalty; method {used}" in (
+        err
+    )
+    assert len(err.strip().splitlines()) == 1
+    if not method:  # with --beam (which implies beam search) it is used
+        code, _, err = run_cli(monkeypatch, capsys, *args, "--beam", "2")
+        assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--attention-n", "3"], "--attention-n 3: plots are drawn only with --attention-dir"),
+        (
+            ["--batch-size", "4", "--batch-tokens", "100"],
+            "--batch-size 4 and --batch-tokens 100: batches are counted in sentences or in tokens",
+        ),
+    ],
+)
+def test_options_that_would_do_nothing_are_refused(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys, extra, says
+):
+    src, _ = eval_files(synth_corpus, tmp_path)
+    code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *extra)
+    assert code == 2 and not out and says in err
+    assert len(err.strip().splitlines()) == 1
