@@ -66,7 +66,13 @@ class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(description="one or more source sentences, one per line")
-    beam: int = Field(5, ge=1, le=MAX_BEAM, description="beam size; 1 = greedy only")
+    beam: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_BEAM,
+        description="beam size; 1 = greedy only; null = each run's decode.beam_size (tuned by "
+        "its decode.yaml, if any)",
+    )
     n_best: int = Field(1, ge=1, description="hypotheses returned from the beam, best first")
     length_penalty: float | None = Field(
         None, ge=0, le=10, description="GNMT alpha; null = each run's decode.length_penalty"
@@ -82,7 +88,7 @@ class TranslateRequest(BaseModel):
 
     @model_validator(mode="after")
     def _n_best_fits_the_beam(self) -> TranslateRequest:
-        if self.n_best > self.beam:
+        if self.beam is not None and self.n_best > self.beam:
             raise ValueError(f"n_best ({self.n_best}) cannot exceed beam ({self.beam})")
         return self
 
@@ -152,6 +158,12 @@ def check_request(
     sources = [clean_line(line) for line in lines]
     for m in chosen:
         check_source_lengths(m, sources, limits)
+        if req.beam is None and req.n_best > beam_size(m.cfg.decode, req):
+            raise RequestError(
+                422,
+                f"n_best ({req.n_best}) cannot exceed model {m.name!r}'s beam "
+                f"({beam_size(m.cfg.decode, req)}); give beam {req.n_best} or more",
+            )
     return sources, chosen
 
 
@@ -203,11 +215,18 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
             )
 
 
+def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
+    """The request's beam, else the run's ``decode.beam_size`` (tuned by its decode.yaml when
+    tune-decode chose beam search), as ``translate`` would use it."""
+    return base.beam_size if req.beam is None else req.beam
+
+
 def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
-    """The run's decode settings with the request's beam and length penalty: (greedy, beam)."""
+    """The run's decode settings with the request's beam and length penalty (null: the run's):
+    (greedy, beam)."""
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
     greedy = base.with_method("greedy", length_penalty=alpha)
-    return greedy, base.with_method("beam", beam_size=req.beam, length_penalty=alpha)
+    return greedy, base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
 
 
 def translate_with(
@@ -232,7 +251,7 @@ def translate_with(
         t0 = time.perf_counter()
         greedy = translate_sentences(m.model, m.tok, sources, greedy_cfg, m.device)
         greedy_ms = (time.perf_counter() - t0) * 1000
-        if req.beam > 1:
+        if beam_cfg.beam_size > 1:
             t0 = time.perf_counter()
             beam = translate_sentences(m.model, m.tok, sources, beam_cfg, m.device, req.n_best)
             beam_ms = (time.perf_counter() - t0) * 1000
@@ -244,7 +263,7 @@ def translate_with(
         attention_ms = (time.perf_counter() - t0) * 1000
     return {
         "name": m.name,
-        "beam": req.beam,
+        "beam": beam_cfg.beam_size,
         "length_penalty": greedy_cfg.length_penalty,
         "greedy_ms": round(greedy_ms, 1),
         "beam_ms": None if beam_ms is None else round(beam_ms, 1),

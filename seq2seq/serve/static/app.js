@@ -86,12 +86,14 @@ function infoCard(m) {
   return el("div", { class: "info", "data-model": m.name }, el("b", {}, swatch(m.name), m.name), dl);
 }
 
-function settings() {
-  const beam = Number($("#beam").value) || 1;
+// The request's settings for model m: an empty beam box is each run's (tuned) beam size.
+function settings(m) {
+  const given = $("#beam").value.trim();
+  const beam = given === "" ? null : Number(given) || 1;
   const lp = $("#lp").value.trim();
   return {
     beam,
-    n_best: $("#nbest").checked ? beam : 1,
+    n_best: $("#nbest").checked ? beam ?? m.decode.beam_size : 1,
     length_penalty: lp === "" ? null : Number(lp),
   };
 }
@@ -99,7 +101,7 @@ function settings() {
 async function translate() {
   const id = ++requestId;
   const t0 = performance.now();
-  const body = { text: $("#text").value, ...settings() };
+  const text = $("#text").value;
   const status = $("#status");
   status.className = "";
   status.textContent = "translating…";
@@ -112,7 +114,7 @@ async function translate() {
       const resp = await fetch("/translate", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ ...body, models: [m.name] }),
+        body: JSON.stringify({ text, ...settings(m), models: [m.name] }),
       });
       const data = await resp.json();
       if (!resp.ok) throw new Error(data.detail || resp.statusText);

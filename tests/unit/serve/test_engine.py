@@ -40,3 +40,27 @@ def test_a_translation_whose_time_ran_out_while_it_waited_for_a_model_lock_is_no
         with pytest.raises(Stopped):
             waiting.result(timeout=5)
     assert decoded == [] and not m.lock.locked()
+
+
+def test_a_request_without_beam_decodes_with_the_runs_tuned_beam(synth_run, tmp_path):
+    """The server says it uses the run's tuned decode settings: a request without ``beam`` gets
+    the decode.yaml's beam size (3 here), not a fixed 5; an explicit beam still wins."""
+    import shutil
+
+    from seq2seq.serve.engine import Limits, RequestError, check_request
+    from seq2seq.serve.runs import load_runs
+
+    run = tmp_path / "tuned"
+    shutil.copytree(synth_run, run)
+    (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
+    [m] = load_runs([run])
+    for body, beam in (({}, 3), ({"beam": 2}, 2)):
+        req = TranslateRequest(text="Der Hund.", **body)
+        sources, chosen = check_request([m], req, Limits())
+        result = engine.translate_with(m, sources, req)
+        assert result["beam"] == beam and result["length_penalty"] == 0.7
+    with pytest.raises(RequestError) as e:  # n_best over the run's beam, when beam is not given
+        check_request([m], TranslateRequest(text="Der Hund.", n_best=4), Limits())
+    assert e.value.status == 422 and "n_best (4) cannot exceed model 'tuned''s beam (3)" in str(
+        e.value
+    )
