@@ -27,6 +27,11 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
   real source positions only, so it does not depend on how the sentence was batched.
 - ``token_log_probs`` holds, for each of the |Y| tokens (EOS included), the model's log-probability
   of it at its step, as the search summed it into ``log_prob`` (blocking never renormalises).
+- When the constraints forbid every token at a step (say ``no_repeat_ngram`` 1 with a ``min_len``
+  above what the vocabulary can fill), the hypothesis ends there: returned unfinished, without
+  EOS, its ``blocked`` naming the constraints (``blocking_constraints``); no search then emits PAD
+  or a forbidden token. Beam search returns such a hypothesis only to fill an n-best list, as it
+  does a cut one.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ class Hypothesis:
         attention: (T, S_i) cross-attention over the real source positions, or None.
         token_log_probs: T floats, the log-probability of each token at its step; they sum to
             ``log_prob`` (up to float32 rounding).
+        blocked: None, or the constraints that forbade every token after these ``tokens``
+            (``blocking_constraints``); the hypothesis then ends there, unfinished.
     """
 
     tokens: list[int]
@@ -61,6 +68,7 @@ class Hypothesis:
     finished: bool
     attention: Tensor | None = None
     token_log_probs: list[float] | None = None
+    blocked: str | None = None
 
 
 def max_lengths(src_len: Tensor, a: float, b: int) -> Tensor:
@@ -99,6 +107,18 @@ def step_log_probs(
     if step < min_len:
         logp[:, EOS] = NEG_INF
     return logp
+
+
+def blocking_constraints(step: int, min_len: int, no_repeat_ngram: int, allowed) -> str:
+    """The constraints that forbid tokens at ``step`` (0-based), as the options a user gives:
+    ``--no-repeat-ngram N``, ``--min-len M`` (while EOS is blocked), the target vocabulary mask
+    (``allowed`` is not None); "the model" when none is on (it gave every token probability 0)."""
+    names = [f"--no-repeat-ngram {no_repeat_ngram}"] if no_repeat_ngram else []
+    if step < min_len:
+        names.append(f"--min-len {min_len}")
+    if allowed is not None:
+        names.append("the target vocabulary mask (decode.target_vocab_mask)")
+    return ", ".join(names) if names else "the model (it gives every token probability 0)"
 
 
 def block_repeated_ngrams(logp: Tensor, history: Tensor, n: int) -> Tensor:

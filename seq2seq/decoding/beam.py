@@ -12,7 +12,8 @@ reachable score -- log-probabilities only fall, and lp grows with length, so tha
 beam's log-probability over lp(max_len) -- which makes early stopping exact. Finished sentences
 leave the batch at once. A hypothesis cut at the maximum length has a score without the EOS
 probability, so beam search returns cut hypotheses only to fill an n-best list that has fewer than
-N finished ones.
+N finished ones, and only those that score no higher than the last finished one: every n-best list
+is sorted by the score it reports, and may hold fewer than N.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from seq2seq.decoding.base import (
     Hypothesis,
     allowed_tokens,
     block_repeated_ngrams,
+    blocking_constraints,
     length_penalty,
     max_lengths,
     step_log_probs,
@@ -207,15 +209,22 @@ def beam_search(
             att = None if att is None else att[rows]
         elif no_repeat_ngram:  # each beam's history: (b*K, t), in logp's row order
             block_repeated_ngrams(logp, beams.tok[:, :, :t].reshape(-1, t), no_repeat_ngram)
+        # an open beam none of whose tokens (EOS included) is allowed ends before this step
+        old, stuck = beams, (logp.amax(-1) == NEG_INF).view(-1, K)  # (b, K)
         cand, parent = _expand(beams, logp, att, t)
         pool = _merge(pool, cand, K, t, alpha)
         beams, parent = _keep_open(cand, parent, K, t)
         at_max = t + 1 >= max_len[alive]
-        done = at_max | (pool.score[:, -1] >= beams.lp[:, 0] / bound_lp[alive])
+        dead = beams.lp[:, 0] == NEG_INF  # no open beam left: the constraints blocked them all
+        done = at_max | dead | (pool.score[:, -1] >= beams.lp[:, 0] / bound_lp[alive])
         for i in done.nonzero().squeeze(1).tolist():
             j = int(alive[i])
-            cut = _cut(beams, i, t, alpha) if at_max[i] else []
-            results[j] = (_finished(pool, i) + cut)[:n_best]
+            if dead[i]:  # n-best filler, like cut ones: the beams that could not go on
+                why = blocking_constraints(t, cfg.min_len, no_repeat_ngram, allowed)
+                cut = _cut(old, i, t - 1, alpha, stuck[i], why)
+            else:
+                cut = _cut(beams, i, t, alpha) if at_max[i] else []
+            results[j] = _n_best(_finished(pool, i), cut, n_best)
             for h in results[j] if need_attention else []:
                 h.attention = None if h.attention is None else h.attention[:, src_mask[j]]
         if done.all():
@@ -233,6 +242,15 @@ def beam_search(
     return results
 
 
+def _n_best(finished: list[Hypothesis], cut: list[Hypothesis], n: int) -> list[Hypothesis]:
+    """The n-best list: the finished hypotheses (best first), filled up to ``n`` with unfinished
+    ones that score no higher than the last finished one. An unfinished score lacks the EOS
+    probability, so one above a finished score would rank a prefix over a whole output: such
+    are left out, and the list stays sorted by the score it reports (it may hold fewer than n)."""
+    floor = finished[-1].score if finished else float("inf")
+    return (finished + [h for h in cut if h.score <= floor])[:n]
+
+
 def _finished(pool: _Pool, i: int) -> list[Hypothesis]:
     """Sentence i's pooled hypotheses, best first, without empty slots."""
     out = []
@@ -245,13 +263,22 @@ def _finished(pool: _Pool, i: int) -> list[Hypothesis]:
     return out
 
 
-def _cut(beams: _Beams, i: int, t: int, alpha: float) -> list[Hypothesis]:
-    """Sentence i's open beams at its maximum length t + 1, best first, as cut hypotheses."""
+def _cut(
+    beams: _Beams,
+    i: int,
+    t: int,
+    alpha: float,
+    only: Tensor | None = None,
+    blocked: str | None = None,
+) -> list[Hypothesis]:
+    """Sentence i's open beams of t + 1 tokens, best first, as unfinished hypotheses: cut at its
+    maximum length, or (``blocked``: the constraints) the beams that ``only`` ((K,) bool) marks,
+    which no token could extend."""
     penalty = length_penalty(t + 1, alpha).item()
     out = []
     for j, lp in enumerate(beams.lp[i].tolist()):
-        if lp != NEG_INF:
+        if lp != NEG_INF and (only is None or bool(only[j])):
             att = None if beams.att is None else beams.att[i, j, : t + 1]
             toks, tlp = beams.tok[i, j, : t + 1].tolist(), beams.tlp[i, j, : t + 1].tolist()
-            out.append(Hypothesis(toks, lp / penalty, lp, False, att, tlp))
+            out.append(Hypothesis(toks, lp / penalty, lp, False, att, tlp, blocked))
     return out

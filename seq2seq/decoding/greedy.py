@@ -14,9 +14,11 @@ from torch import Tensor
 from seq2seq.config import DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD
 from seq2seq.decoding.base import (
+    NEG_INF,
     Hypothesis,
     allowed_tokens,
     block_repeated_ngrams,
+    blocking_constraints,
     length_penalty,
     max_lengths,
     step_log_probs,
@@ -50,7 +52,9 @@ def left_to_right(
 
     Returns:
         B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
-        log-probabilities of the chosen tokens, each kept in ``token_log_probs``.
+        log-probabilities of the chosen tokens, each kept in ``token_log_probs``. A row whose
+        every token is blocked at a step ends before it, unfinished, with ``blocked`` set
+        (``choose`` never sees it).
     """
     dev, S = src.device, src.shape[1]
     allowed = allowed_tokens(model, cfg.target_vocab_mask, dev)
@@ -68,29 +72,39 @@ def left_to_right(
     length = torch.zeros(b, dtype=torch.long, device=dev)
     alive = torch.arange(b, device=dev)  # original rows still decoding
     prev = torch.full((b,), BOS, dtype=torch.long, device=dev)
+    blocked: dict[int, str] = {}  # row -> the constraints that left it no token
     for t in range(L):
         logits, a, state = model.decode_step(prev, state, need_attention)
         logp = step_log_probs(logits, t, cfg.min_len, allowed)
         if cfg.no_repeat_ngram:
             block_repeated_ngrams(logp, tokens[alive, :t], cfg.no_repeat_ngram)
+        stuck = logp.amax(-1) == NEG_INF  # (b,) every token blocked: the row ends here
+        if stuck.any():
+            why = blocking_constraints(t, cfg.min_len, cfg.no_repeat_ngram, allowed)
+            blocked.update(dict.fromkeys(alive[stuck].tolist(), why))
+            logp[stuck, EOS] = 0.0  # something for ``choose`` to pick; nothing is kept of it
         best = choose(logp)  # (b,)
-        tokens[alive, t] = best
-        chosen = logp.gather(1, best.unsqueeze(1)).squeeze(1)
-        token_lp[alive, t] = chosen
-        logp_sum[alive] += chosen
-        length[alive] = t + 1
+        ok = alive[~stuck]
+        tokens[ok, t] = best[~stuck]
+        chosen = logp.gather(1, best.unsqueeze(1)).squeeze(1)[~stuck]
+        token_lp[ok, t] = chosen
+        logp_sum[ok] += chosen
+        length[ok] = t + 1
         if a is None:
             attn = None
         elif attn is not None:
-            attn[alive, t] = a.float()
-        keep = (best != EOS) & (t + 1 < max_len[alive])
+            attn[ok, t] = a.float()[~stuck]
+        keep = (best != EOS) & (t + 1 < max_len[alive]) & ~stuck
         if not keep.any():
             break
         if not keep.all():
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    return _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, cfg.length_penalty)
+    hyps = _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, cfg.length_penalty)
+    for row, why in blocked.items():
+        hyps[row].blocked = why
+    return hyps
 
 
 def _hypotheses(
@@ -110,7 +124,7 @@ def _hypotheses(
     for i, (n, s, lp, tlp) in enumerate(rows):
         toks = tokens[i, :n].tolist()
         att = None if attn is None else attn[i, :n][:, src_mask[i]]
-        out.append(Hypothesis(toks, s, lp, toks[-1] == EOS, att, tlp[:n]))
+        out.append(Hypothesis(toks, s, lp, bool(toks) and toks[-1] == EOS, att, tlp[:n]))
     return out
 
 

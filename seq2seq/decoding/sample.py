@@ -8,7 +8,8 @@ At every step the next token is drawn from the model's distribution reshaped in 
 2) top-k: only the k most probable tokens keep their probability (Fan et al. 2018);
 3) top-p: only the smallest set of most probable tokens whose probability reaches p keeps it
    (nucleus sampling, Holtzman et al. 2020, §3.1);
-each step renormalising what is left. Top-k 1 (or τ -> 0) is greedy search.
+each step renormalising what is left. Top-k 1 (or τ -> 0) is greedy search; a τ so small that
+logits / τ overflows float32 (1e-45) draws among the most probable tokens only, as greedy picks.
 
 Draws come from a ``torch.Generator`` on the decode device, seeded with the seed and the batch's
 source ids: the global RNG plays no part, the same input with the same batching repeats exactly,
@@ -33,7 +34,9 @@ def sampling_log_probs(
 ) -> Tensor:
     """(b, V) step log-probabilities -> (b, V) log-probabilities of the distribution to draw from:
     steps 1-3 of the module docstring; filtered tokens (and blocked ones) get -inf."""
-    x = torch.log_softmax(logp / temperature, -1)  # 1) softmax(logits / τ) over allowed tokens
+    # 1) softmax(logits / τ) over allowed tokens, from the row's best (at 0): a τ so small that
+    # logits / τ overflows (1e-45) leaves the best tokens, not -inf everywhere (greedy's choice)
+    x = torch.log_softmax((logp - logp.amax(-1, keepdim=True)) / temperature, -1)
     if top_k is not None and top_k < x.shape[-1]:  # 2) exactly k tokens, even with ties
         keep = torch.zeros_like(x, dtype=torch.bool).scatter(1, x.topk(top_k, -1).indices, True)
         x = torch.log_softmax(x.masked_fill(~keep, NEG_INF), -1)

@@ -57,7 +57,8 @@ class Translation:
     @property
     def cut(self) -> bool:
         """The best hypothesis stopped at the maximum length without EOS."""
-        return bool(self.hypotheses) and not self.hypotheses[0].finished
+        best = self.hypotheses[0] if self.hypotheses else None
+        return best is not None and not best.finished and best.blocked is None
 
 
 @dataclass
@@ -161,11 +162,26 @@ def translate_sentences(
                 for j, hyps in zip(chunk, nbest, strict=True):
                     r = results[jobs[j]]
                     r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
+                    _warn_blocked(hyps, source_name, first_line_no + jobs[j])
                 if progress is not None:
                     progress(len(chunk))
     finally:
         model.train(was_training)
     return results
+
+
+def _warn_blocked(hyps: Sequence[Hypothesis], source_name: str, line_no: int) -> None:
+    """One warning for a line whose best hypothesis ended because its constraints forbade every
+    token (``Hypothesis.blocked``)."""
+    if hyps and hyps[0].blocked is not None:
+        log.warning(
+            "%s line %d: every token is forbidden after %d output tokens by %s; the translation "
+            "ends there, without EOS; relax them (a lower --min-len, a larger --no-repeat-ngram)",
+            source_name,
+            line_no,
+            len(hyps[0].tokens),
+            hyps[0].blocked,
+        )
 
 
 def _warn_min_len(cfg: DecodeConfig, ids: Sequence[list[int]]) -> None:

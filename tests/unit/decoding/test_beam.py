@@ -139,7 +139,8 @@ def test_max_len_cuts_and_flags_hypotheses():
 
 def test_cut_hypotheses_only_fill_an_nbest_list_short_of_finished_ones():
     # Max length 2: [A B] is cut with log .36 = -1.021651 (α = 1: -0.875701, above [EOS]) but the
-    # two finished hypotheses come first; with n_best 3 the cut one fills the third slot.
+    # two finished hypotheses come first; with n_best 3 the cut one would fill the third slot, but
+    # it scores above them (its score lacks EOS's probability): left out, the list stays sorted.
     hyps, _ = search_one(T1, beam=2, n_best=2, max_len_b=2, length_penalty=1.0)
     assert_hyps(
         hyps,
@@ -149,9 +150,13 @@ def test_cut_hypotheses_only_fill_an_nbest_list_short_of_finished_ones():
         ],
     )
     hyps, _ = search_one(T1, beam=3, n_best=3, max_len_b=2, length_penalty=1.0)
+    assert [h.tokens for h in hyps] == [[EOS], [A, EOS]]
+    # [EOS] .5 · [A EOS] .3 · [A B] cut at .2, below both: it fills the third slot
+    table = {(): {EOS: 0.5, A: 0.5}, (A,): {EOS: 0.6, B: 0.4}}
+    hyps, _ = search_one(table, beam=3, n_best=3, max_len_b=2)
     assert [h.tokens for h in hyps] == [[EOS], [A, EOS], [A, B]]
     assert hyps[2].finished is False
-    assert hyps[2].score == pytest.approx(-1.021651 / (7 / 6), abs=1e-5)
+    assert hyps[2].score == pytest.approx(math.log(0.2), abs=1e-5)
 
 
 def test_each_sentence_leaves_the_batch_when_decided_and_order_is_kept():
