@@ -1,7 +1,8 @@
 """``translate --format jsonl``: one JSON object per input line, with each hypothesis's scores,
 target pieces, per-piece log-probabilities and a word alignment read off the cross-attention.
 
-An object (``jsonl_record``) holds, for input line ``line`` (numbered from 1):
+An object (``jsonl_record``) holds, for input line ``line`` (numbered from 1, the first line of the
+input being 1, as in warnings and the n-best TSV):
 
 - ``translation``: the hypothesis text, as ``--format text`` writes it;
 - ``score``: the score the search ranks by, log P / ((5 + |Y|) / 6)^α (GNMT, ``decoding/base.py``;
@@ -19,11 +20,15 @@ A blank input line (never sent to the model) gives an empty hypothesis: ``transl
 ``tokens`` and ``token_log_probs`` [], ``score``, ``log_prob`` and ``finished`` null, alignment
 "" (null without attention); with ``--n-best`` an empty ``hypotheses`` list.
 
-Words are the pieces grouped as sentencepiece detokenises them (``piece_words``): a piece starting
-with ``▁`` starts a word, so word i is the i-th whitespace-separated word of the (normalised)
-source and word j the j-th of ``translation``. For each target piece the source piece it attends
-to most (argmax of its cross-attention row) gives one pair of their words; pairs are deduplicated
-and listed in target order. EOS and ``<unk>`` target pieces (absent from the text) are not aligned.
+Indices are positions in the whitespace-split (Python's ``str.split``) source line as written and
+``translation``: source word i is the word of the input line that holds source piece s's text
+(``source_words``, from sentencepiece's offsets of each piece in the line, so a ``<unk>`` piece
+keeps its word's position and a character the tokenizer normalises away, such as a zero-width
+space, moves no index), and target word j the j-th of ``translation``, the target pieces grouped
+as sentencepiece detokenises them (``piece_words``: a piece starting with ``▁`` starts a word).
+For each target piece the source piece it attends to most (argmax of its cross-attention row)
+gives one pair of their words; pairs are deduplicated and listed in target order. EOS and
+``<unk>`` target pieces (absent from the text) are not aligned.
 
 The attention is what the search returns (``Seq2SeqModel.decode_step``): the RNN decoders' one
 attention, the Transformer's last decoder layer averaged over its heads, an ensemble's members'
@@ -43,6 +48,7 @@ from torch import Tensor
 
 from seq2seq.config import ConfigError
 from seq2seq.data.batch import pad_sequences
+from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
 from seq2seq.decoding.base import Hypothesis
 from seq2seq.decoding.translate import Translation
@@ -168,12 +174,51 @@ def source_pieces(tok: Tokenizer, ids: Sequence[int]) -> list[str]:
     return [tok.src_sp.id_to_piece(int(i)) for i in ids]
 
 
-def alignment(tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis) -> str | None:
+def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | None] | None:
+    """For each source piece of ``ids`` (the encoding of ``clean_line(source)``, perhaps cut),
+    the index of the word of ``source.split()`` that holds its text: the word of the last
+    non-blank character sentencepiece's offsets give the piece (a piece with none, such as a
+    lone ``▁``, takes the next piece's word). None when the encoding is not ``ids`` (then the
+    pieces are grouped as ``piece_words`` groups them)."""
+    text = clean_line(source)
+    proto = tok.src_sp.encode(text, return_type="proto")
+    if [p.id for p in proto.pieces[: len(ids)]] != [int(i) for i in ids]:
+        return None
+    byte_word: list[int | None] = []  # the word of each byte of the UTF-8 text (None: blank)
+    word, in_word = -1, False
+    for ch in text:
+        if not ch.isspace() and not in_word:
+            word += 1
+        in_word = not ch.isspace()
+        byte_word += [word if in_word else None] * len(ch.encode("utf-8"))
+    if len(text.split()) != len(source.split()):  # cleaning split a word (a line break in it)
+        return None
+    out: list[int | None] = []
+    waiting: list[int] = []  # pieces without text of their own, before the next word
+    for k, p in enumerate(proto.pieces[: len(ids)]):
+        inside = [w for w in byte_word[p.begin : p.end] if w is not None]
+        if not inside:
+            waiting.append(k)
+            out.append(None)
+            continue
+        for w in waiting:
+            out[w] = inside[-1]
+        waiting = []
+        out.append(inside[-1])
+    return out
+
+
+def alignment(
+    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, source: str | None = None
+) -> str | None:
     """``h``'s Pharaoh alignment to the source ``src_ids`` (``pharaoh``), or None without
-    attention."""
+    attention; source word indices count the words of ``source`` as written (``source_words``)
+    when it is given, else the pieces' words (``piece_words``)."""
     if h.attention is None:
         return None
-    src_words = piece_words(source_pieces(tok, src_ids))
+    src_words = None if source is None else source_words(tok, source, src_ids)
+    if src_words is None:
+        src_words = piece_words(source_pieces(tok, src_ids))
     pieces = tok.tgt_pieces(h.tokens)
     tgt = [None if t in UNWRITTEN else p for t, p in zip(h.tokens, pieces, strict=True)]
     return pharaoh(h.attention, src_words, piece_words(tgt))
@@ -185,9 +230,10 @@ def _number(x: float | None) -> float | None:
 
 
 def hypothesis_entry(
-    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str
+    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str, source: str | None = None
 ) -> dict[str, Any]:
-    """One hypothesis as the JSON values of the module docstring."""
+    """One hypothesis as the JSON values of the module docstring (``source``: the input line, so
+    alignment indices count its words as written)."""
     token_lps = h.token_log_probs
     return {
         "translation": text,
@@ -196,7 +242,7 @@ def hypothesis_entry(
         "finished": h.finished,
         "tokens": tok.tgt_pieces(h.tokens),
         "token_log_probs": None if token_lps is None else [_number(x) for x in token_lps],
-        "alignment": alignment(tok, src_ids, h),
+        "alignment": alignment(tok, src_ids, h, source),
     }
 
 
@@ -219,7 +265,7 @@ def jsonl_record(
     """Input line ``line_no``'s object: its best hypothesis's entry, or with ``n_best`` > 1 the
     list ``hypotheses`` of entries, best first."""
     entries = [
-        hypothesis_entry(tok, r.source_ids, h, text)
+        hypothesis_entry(tok, r.source_ids, h, text, r.source)
         for h, text in zip(r.hypotheses, r.texts, strict=True)
     ]
     if n_best > 1:

@@ -10,9 +10,7 @@ The decode settings map onto ``Translator.translate_batch``:
   |Y|^alpha, not by GNMT's ((5 + |Y|) / 6)^alpha as ours (``base.length_penalty``), so with
   alpha > 0 it is asked for all K hypotheses it finishes (it stops once K have) and they are
   re-ranked by our GNMT score (``_ranked``); at alpha 0 both rank by the raw log-probability.
-  Pruning is on the log-probability in both. On the test toy, beam 5 at alpha 0, 0.6 and 1 gave
-  our output on every sentence where a hypothesis finished; a sentence whose beams all run to the
-  length limit may differ (see length, below).
+  Pruning is on the log-probability in both; what still differs is below.
 - sample: ``sampling_topk`` (0 for all), ``sampling_topp``, ``sampling_temperature``; ``seed``
   seeds CTranslate2's own generator, so the draws differ from ours.
 - ``min_len`` -> ``min_decoding_length`` (EOS blocked before it), ``no_repeat_ngram`` ->
@@ -20,10 +18,15 @@ The decode settings map onto ``Translator.translate_batch``:
   masks them before its softmax, ours after: the scores differ by that renormalisation, the arg
   max does not). ``target_vocab_mask`` is not applied: a CTranslate2 export carries no target
   vocabulary, so its searches may output any piece (as ours did before the mask).
-- length: one ``max_decoding_length`` per batch, the largest floor(a * S + b) in it (EOS
-  included, as ours); each hypothesis longer than its own sentence's limit is then cut to it
-  (``finished`` False, as ours). For greedy search the cut output is exactly ours (a prefix does
-  not depend on later steps); a cut hypothesis's score still counts the cut tokens.
+- length: each sentence's own ``max_decoding_length`` floor(a * S + b) (EOS included, as ours):
+  one ``translate_batch`` call per limit in a batch, as a sentence searched past its limit can end
+  differently (a hypothesis cut where ours finished). ``min_decoding_length`` is ``min_len``, at
+  most the limit: a ``min_len`` at or over it blocks EOS to the end, cut at the limit, after the
+  warning ours gives (CTranslate2 refuses a minimum above the maximum).
+- what still differs (docs/overview.md gives the counts): beam search's own rules for finishing
+  and stopping (CTranslate2 stops once K hypotheses finished, ours at an exact bound), and with
+  ``min_len`` the scores: CTranslate2 blocks EOS before its softmax, ours after, so beam search
+  differs on many lines (greedy does not).
 
 Devices: ``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``--quantize int8`` is
 CTranslate2's ``compute_type`` int8 (weights quantized when loaded; an int8 export is int8
@@ -54,7 +57,13 @@ from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
 from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
 from seq2seq.decoding.files import LineTranslator
 from seq2seq.decoding.search import check_n_best
-from seq2seq.decoding.translate import Translation, _batches, _prepare, source_limit
+from seq2seq.decoding.translate import (
+    Translation,
+    _batches,
+    _prepare,
+    _warn_min_len,
+    source_limit,
+)
 
 log = logging.getLogger("seq2seq")
 
@@ -187,7 +196,8 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
         "num_hypotheses": n_best,
         "length_penalty": 0.0,
         "max_decoding_length": max_len,
-        "min_decoding_length": cfg.min_len,
+        # a min_len at or over the limit blocks EOS to the end, as ours (which warns of it)
+        "min_decoding_length": min(cfg.min_len, max_len),
         "no_repeat_ngram_size": cfg.no_repeat_ngram,
         "max_input_length": 0,  # sources are cut to source_limit before, with a warning
         "return_scores": True,
@@ -228,30 +238,42 @@ def translate_ctranslate2(
     results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
     translator = model.for_search(cfg)
-    src_piece = tok.src_sp.id_to_piece
     tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
-    suppress = [[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]]
-    for chunk in _batches(order, ids, cfg.batch_size, batch_tokens):
-        lengths = torch.tensor([len(ids[j]) for j in chunk], dtype=torch.float32)
+    _warn_min_len(cfg, ids)
+    for batch in _batches(order, ids, cfg.batch_size, batch_tokens):
+        lengths = torch.tensor([len(ids[j]) for j in batch], dtype=torch.float32)
         limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
-        out = translator.translate_batch(
-            [[src_piece(i) for i in ids[j]] for j in chunk],
-            suppress_sequences=suppress,
-            **search_options(cfg, n_best, max(limits)),
-        )
-        for j, own, res in zip(chunk, limits, out, strict=True):
-            hyps = _ranked(
-                [
-                    _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
-                    for pieces, score in zip(res.hypotheses, res.scores, strict=True)
-                ],
-                cfg,
-            )[:n_best]
-            r = results[jobs[j]]
-            r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
+        # one call per output length limit in the batch: CTranslate2 takes one per call, and a
+        # sentence searched past its own limit can end differently from ours (which stops there)
+        for own in sorted(set(limits)):
+            chunk = [j for j, lim in zip(batch, limits, strict=True) if lim == own]
+            found = _translate_chunk(translator, tok, chunk, ids, own, cfg, n_best, tgt_id)
+            for j, hyps in zip(chunk, found, strict=True):
+                r = results[jobs[j]]
+                r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
         if progress is not None:
-            progress(len(chunk))
+            progress(len(batch))
     return results
+
+
+def _translate_chunk(translator, tok, chunk, ids, own, cfg, n_best, tgt_id) -> list:
+    """One ``translate_batch`` call for the sentences ``chunk`` (indices into ``ids``), whose
+    output length limit is ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id)."""
+    out = translator.translate_batch(
+        [[tok.src_sp.id_to_piece(i) for i in ids[j]] for j in chunk],
+        suppress_sequences=[[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]],
+        **search_options(cfg, n_best, own),
+    )
+    return [
+        _ranked(
+            [
+                _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
+                for pieces, score in zip(res.hypotheses, res.scores, strict=True)
+            ],
+            cfg,
+        )[:n_best]
+        for res in out
+    ]
 
 
 def _ranked(hyps: list[Hypothesis], cfg: DecodeConfig) -> list[Hypothesis]:
@@ -287,6 +309,18 @@ class CTranslate2LineTranslator(LineTranslator):
                 "penalty (alpha %s), as seq2seq ranks them; CTranslate2's own divides by |Y|^alpha",
                 self.cfg.length_penalty,
             )
+
+    def render(self, lines, first_line_no: int = 1) -> list[str]:
+        """As ``LineTranslator.render``; ``--format jsonl`` names once, on stderr, the fields it
+        leaves null: CTranslate2's search returns no attention and no per-token
+        log-probabilities."""
+        if self.format == "jsonl" and not getattr(self, "_said_nulls", False):
+            log.warning(
+                "CTranslate2 export: --format jsonl writes alignment and token_log_probs as null "
+                "(CTranslate2's search returns neither); translate with the run itself for them"
+            )
+            self._said_nulls = True
+        return super().render(lines, first_line_no)
 
     def _translate(self, lines, first_line_no: int, need_attention: bool = False):
         return translate_ctranslate2(

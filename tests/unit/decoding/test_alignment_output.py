@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from seq2seq.config import ConfigError, DecodeConfig
-from seq2seq.data.tokenizer import EOS, PAD
+from seq2seq.data.tokenizer import EOS, PAD, UNK
 from seq2seq.decoding.alignment_output import (
     attach_layer_attention,
     jsonl_record,
@@ -470,3 +470,59 @@ def test_ctrl_c_keeps_the_finished_jsonl_objects_in_out_partial(
     )
     assert partial.read_text(encoding="utf-8").splitlines() == full[:3]
     assert out.read_text(encoding="utf-8") == "an older output\n"
+
+
+# ---- indices count the words of the source as written ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def word_tokenizer():
+    from seq2seq.config import TokenizerConfig
+    from seq2seq.data.tokenizer import Tokenizer
+    from tests.corpora import SENTENCES
+
+    return Tokenizer.train(
+        SENTENCES * 3, SENTENCES * 3, TokenizerConfig(type="word", vocab_size=64)
+    )
+
+
+def test_an_unknown_word_keeps_its_position_and_moves_no_later_index(word_tokenizer):
+    """With the word tokenizer an unknown word is one <unk> piece with no ▁: it was read as part
+    of the word before it, so every later source index came out one too small."""
+    tok = word_tokenizer
+    line = "the cat Xavier sleeps on the sofa"
+    ids = tok.encode_src([line])[0]
+    assert len(ids) == 7 and ids[2] == UNK
+    for k in range(7):  # attention on piece k: every target word aligns to source word k
+        (o,) = [json.loads(x) for x in copy_translator(tok, lambda t, n, k=k: k).render([line])]
+        n_tgt = len(o["translation"].split())  # the <unk> target piece is not written
+        assert n_tgt == 6
+        assert o["alignment"] == " ".join(f"{k}-{j}" for j in range(n_tgt)), (k, o["alignment"])
+    (o,) = [json.loads(x) for x in copy_translator(tok).render([line])]  # the diagonal
+    assert o["alignment"] == "0-0 1-1 3-2 4-3 5-4 6-5"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Der mann\u200bsieht zwei katzen.",
+        "Der mann \u200b sieht zwei katzen.",
+        "Der \u200bmann sieht\u200b zwei katzen.",
+        "Der mann\u2060sieht zwei\ufeff katzen.",
+    ],
+)
+def test_zero_width_characters_give_no_index_past_the_lines_words(synth_tokenizer, line):
+    tok = synth_tokenizer
+    n_src = len(line.split())
+    ids = tok.encode_src([line])[0]
+    for k in range(len(ids)):
+        (o,) = [json.loads(x) for x in copy_translator(tok, lambda t, n, k=k: k).render([line])]
+        n_tgt = len(o["translation"].split())
+        for pair in o["alignment"].split():
+            i, j = map(int, pair.split("-"))
+            assert 0 <= i < n_src and 0 <= j < n_tgt, (line, k, o["alignment"])
+    # "zwei" keeps its position as written
+    k = next(k for k, i in enumerate(ids) if tok.src_sp.id_to_piece(i) == "▁zwei")
+    (o,) = [json.loads(x) for x in copy_translator(tok, lambda t, n: k).render([line])]
+    want = next(w for w, word in enumerate(line.split()) if "zwei" in word)
+    assert {int(p.split("-")[0]) for p in o["alignment"].split()} == {want}, o["alignment"]

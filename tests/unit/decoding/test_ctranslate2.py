@@ -169,3 +169,54 @@ def test_a_damaged_export_is_refused_in_one_line(exported, tmp_path):
     (bad / "seq2seq_export.json").write_text("{not json")
     with pytest.raises(CheckpointError, match="not a readable CTranslate2 export"):
         read_export(bad)
+
+
+def test_beam_search_stops_each_sentence_at_its_own_limit(exported, sources):
+    """One length limit per batch let CTranslate2 search a short sentence past its own limit and
+    return it cut there, where ours (stopping at the limit) had finished it; now each sentence is
+    searched to its own limit, so wherever ours finishes, CTranslate2 does too."""
+    for a, b in ((1.0, 2), (0.5, 3)):
+        ours, theirs = _both(
+            exported, sources, method="beam", beam_size=4, max_len_a=a, max_len_b=b
+        )
+        for o, t in zip(ours, theirs, strict=True):
+            limit = int(len(exported["tok"].encode_src([t.source])[0]) * a + b)
+            assert len(t.hypotheses[0].tokens) <= limit
+            if o.hypotheses[0].finished:
+                assert t.hypotheses[0].finished, (a, b, t.source)
+        same = sum(o.text == t.text for o, t in zip(ours, theirs, strict=True))
+        assert same >= len(sources) - 3, (a, b, same)
+
+
+def test_a_min_len_above_some_limits_warns_as_ours_does(exported, sources, caplog):
+    """--min-len over some sentences' limit: CTranslate2 refused the batch (min_decoding_length
+    over max_decoding_length, a ValueError); now those sentences stop cut at their limit, as
+    ours do, after the same warning."""
+    import logging
+
+    for method in ("greedy", "beam"):
+        with caplog.at_level(logging.WARNING, logger="seq2seq"):
+            caplog.clear()
+            ours, theirs = _both(exported, sources[:40], method=method, min_len=25)
+        said = [r.getMessage() for r in caplog.records if "--min-len 25 is not below" in r.message]
+        assert len(said) == 2 and said[0] == said[1]  # ours, then CTranslate2's
+        for o, t in zip(ours, theirs, strict=True):
+            limit = int(len(exported["tok"].encode_src([t.source])[0]) * 1.5 + 5)
+            if limit <= 25:  # EOS blocked to the end: cut at the limit, by both
+                assert not t.hypotheses[0].finished and len(t.hypotheses[0].tokens) == limit
+                if method == "greedy":
+                    assert t.hypotheses[0].tokens == o.hypotheses[0].tokens
+
+
+def test_jsonl_names_the_fields_an_export_leaves_null_once(exported, sources, tmp_path, caplog):
+    import json
+    import logging
+
+    cfg = exported["cfg"].decode
+    tr = CTranslate2LineTranslator(exported["ct2"], exported["tok"], cfg, output_format="jsonl")
+    with caplog.at_level(logging.WARNING, logger="seq2seq"):
+        rows = tr.render(sources[:3]) + tr.render(sources[3:5], 4)
+    said = [r.getMessage() for r in caplog.records if "CTranslate2 export" in r.message]
+    assert len(said) == 1 and "alignment and token_log_probs" in said[0]
+    objs = [json.loads(x) for x in rows]
+    assert all(o["alignment"] is None and o["token_log_probs"] is None for o in objs)
