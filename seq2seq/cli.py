@@ -139,14 +139,21 @@ def utf8_streams() -> None:
     """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C`` without
     Python's UTF-8 mode, a Latin-1 locale): the tool reads and writes UTF-8 text everywhere, as
     sacrebleu and sentencepiece assume, so ``translate > FILE`` writes the bytes ``-o FILE`` does
-    and ``translate | translate`` reads its own output. Standard error escapes what it cannot
-    write (``backslashreplace``) rather than failing on a message."""
-    for stream, errors in ((sys.stdin, "strict"), (sys.stdout, "strict"), (sys.stderr, None)):
+    and ``translate | translate`` reads its own output. A file name the locale could not decode
+    (its bytes kept as surrogates) is written back as its own bytes (``surrogateescape``);
+    standard error escapes anything else it cannot write (``backslashreplace``) rather than fail
+    on a message."""
+    streams = (
+        (sys.stdin, "surrogateescape"),
+        (sys.stdout, "surrogateescape"),
+        (sys.stderr, "backslashreplace"),
+    )
+    for stream, errors in streams:
         encoding = getattr(stream, "encoding", None)
         if not hasattr(stream, "reconfigure") or encoding is None:
             continue  # closed, or replaced by something that is not a text file
         if codecs.lookup(encoding).name != "utf-8":
-            stream.reconfigure(encoding="utf-8", errors=errors or "backslashreplace")
+            stream.reconfigure(encoding="utf-8", errors=errors)
 
 
 def main() -> None:

@@ -44,6 +44,20 @@ def test_text_in_and_out_is_utf8_under_an_ascii_locale(synth_run, tmp_path):
     assert len(again.stdout.decode("utf-8").splitlines()) == 2
 
 
+def test_eval_writes_utf8_json_naming_a_non_ascii_file_under_an_ascii_locale(tmp_path):
+    """The JSON names the files; a folder named in German (its bytes undecodable in the C
+    locale) comes back as the same UTF-8 bytes."""
+    folder = tmp_path / "Übersetzungen"
+    folder.mkdir()
+    hyp, ref = folder / "hyp.en", folder / "ref.en"
+    hyp.write_text("a dog runs über the street\n", encoding="utf-8")
+    ref.write_text("a dog runs across the street\n", encoding="utf-8")
+    proc = seq2seq("eval", "--hyp", hyp, "--ref", ref, "--json", "-")
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    report = json.loads(proc.stdout.decode("utf-8"))
+    assert report["hyp"] == str(hyp) and report["bleu"]["score"] > 0
+
+
 def test_translating_imports_no_plotting_library(synth_run, tmp_path):
     """translate without --attention-dir draws nothing, so it imports no matplotlib (whose import
     complains about a read-only home folder on every run)."""
