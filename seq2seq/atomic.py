@@ -2,8 +2,8 @@
 leaves either the old file or the new one, never half of one.
 
 ``open_output`` and ``write_output`` are what every command's output-file option uses: the path
-``-`` means standard output. A path ending in ``.gz`` is written gzip-compressed (as inputs named
-``.gz`` are read), still atomically.
+``-`` means standard output. A text file whose path ends in ``.gz`` is written gzip-compressed (as
+inputs named ``.gz`` are read), still atomically.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import IO
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file beside ``path`` (``mode`` "w" or "wb"); on a clean exit it is fsync'ed
     and renamed over ``path``, and the folder is fsync'ed. An error half-way leaves ``path`` as it
-    was and removes the temporary file. Text is UTF-8; a ``path`` ending in ``.gz`` is written
-    gzip-compressed (``gzip_writer``)."""
+    was and removes the temporary file. Text ("w") is UTF-8, gzip-compressed when ``path`` ends
+    in ``.gz`` (``gzip_writer``); bytes ("wb": checkpoints, tokenizers, images) are written as
+    given."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
@@ -37,7 +38,7 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as raw:
-            f = gzip_writer(raw, path, "b" not in mode)
+            f = gzip_writer(raw, path) if "b" not in mode else _Unclosed(raw)
             yield f
             f.close()  # the gzip trailer, if any; ``raw`` stays open
             raw.flush()
@@ -59,14 +60,14 @@ def fsync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
-def gzip_writer(raw: IO[bytes], path: str | Path, text: bool = True) -> IO:
-    """A stream that writes to the binary file ``raw`` (the file of ``path``): gzip-compressed
-    when ``path`` ends in ``.gz``; UTF-8 text when ``text``. Closing it leaves ``raw`` open."""
+def gzip_writer(raw: IO[bytes], path: str | Path) -> IO[str]:
+    """A UTF-8 text stream that writes to the binary file ``raw`` (the file of ``path``),
+    gzip-compressed when ``path`` ends in ``.gz``. Closing it leaves ``raw`` open."""
     if str(path).endswith(".gz"):  # GzipFile never closes a file it was given
         out: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
     else:
         out = _Unclosed(raw)
-    return io.TextIOWrapper(out, encoding="utf-8") if text else out  # type: ignore[arg-type]
+    return io.TextIOWrapper(out, encoding="utf-8")  # type: ignore[arg-type]
 
 
 class _Unclosed(io.RawIOBase):
@@ -113,7 +114,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` to ``path`` atomically, as UTF-8 (gzip-compressed for a ``.gz`` path)."""
+    with atomic_open(path) as f:
+        f.write(text)
 
 
 STDOUT = "-"

@@ -45,9 +45,10 @@ def test_a_path_ending_in_gz_is_written_gzip_compressed(tmp_path):
     text = "ein Satz\nzwei Sätze\n"
     write_output(tmp_path / "hyp.txt.gz", text)
     atomic_write_text(tmp_path / "scores.json.gz", text)
-    atomic_write_bytes(tmp_path / "b.gz", text.encode())
-    for name in ("hyp.txt.gz", "scores.json.gz", "b.gz"):
+    atomic_write_bytes(tmp_path / "b.gz", b"\x1f\x8b bytes as given")  # e.g. a checkpoint
+    for name in ("hyp.txt.gz", "scores.json.gz"):
         assert gzip.decompress((tmp_path / name).read_bytes()).decode("utf-8") == text
+    assert (tmp_path / "b.gz").read_bytes() == b"\x1f\x8b bytes as given"
     write_output(tmp_path / "plain.txt", text)  # any other name: as written
     assert (tmp_path / "plain.txt").read_bytes() == text.encode("utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
