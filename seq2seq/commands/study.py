@@ -267,7 +267,7 @@ def _read_zoo(folder: Path | None) -> dict | None:
     zoo = {}
     for path in sorted(folder.glob("*/test_greedy.json")):
         try:
-            scored = json.loads(path.read_text())
+            scored = json.loads(path.read_text(encoding="utf-8"))
             zoo[path.parent.name] = {
                 "bleu": float(scored["bleu"]["score"]),
                 "chrf": float(scored["chrf"]["score"]),
@@ -289,7 +289,7 @@ def _read_reverse(path: Path | None) -> dict | None:
     if path is None or not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ValueError(
             f"{path}: not a results.json of compare ({e}); run make study-quick"

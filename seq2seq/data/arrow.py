@@ -188,7 +188,7 @@ def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -
         desc="tokenising",
     )
     files = [Path(f["filename"]).name for f in ds.cache_files]
-    (folder / "files.json").write_text(json.dumps(files))
+    (folder / "files.json").write_text(json.dumps(files), encoding="utf-8")
 
 
 def open_arrow(cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
@@ -201,7 +201,7 @@ def open_arrow(cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str 
     key = hashlib.sha256(protos + str(cfg.max_len).encode()).hexdigest()[:20]
     folder = Path(text.cache_files[0]["filename"]).parent / f"ids-{key}"
     folder = _build_once(folder, lambda d: _tokenise(text, tok, cfg.max_len, cfg.num_proc, d))
-    files = json.loads((folder / "files.json").read_text())
+    files = json.loads((folder / "files.json").read_text(encoding="utf-8"))
     ds = concatenate_datasets([Dataset.from_file(str(folder / f)) for f in files])
     table = ds.data
     drop = table.column("drop").to_numpy()

@@ -59,7 +59,7 @@ def valid_curve(run_dir: Path) -> list[list[float]]:
     if not path.is_file():
         return []
     curve = []
-    for line in path.read_text().splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

@@ -72,7 +72,9 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
         {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "data_sha256": data_digest(cfg)},
         sort_keys=True,
     )
-    if (folder / "spec.json").is_file() and (folder / "spec.json").read_text() == spec:
+    if (folder / "spec.json").is_file() and (folder / "spec.json").read_text(
+        encoding="utf-8"
+    ) == spec:
         log.info("compare: reusing the tokenizer in %s", folder)
         return Tokenizer.load(folder)
     text = load_split(cfg.data, "train")
@@ -131,7 +133,7 @@ def train_or_reuse(
         "data_sha256": data_digest(cfg),
     }
     if marker.is_file():
-        old = json.loads(marker.read_text())
+        old = json.loads(marker.read_text(encoding="utf-8"))
         same = all(old.get(k) == v for k, v in want.items())
         if same and old.get("checkpoint") == [checkpoint, _stamp(run_dir / checkpoint)]:
             log.info("compare: reusing the finished run in %s", run_dir)
@@ -205,7 +207,7 @@ def decode_with(
     stem = f"{evalset.name}.{label}"
     meta, hyp_file = run.run_dir / "decode" / f"{stem}.json", run.run_dir / "decode" / f"{stem}.txt"
     if meta.is_file() and hyp_file.is_file():
-        cached = json.loads(meta.read_text())
+        cached = json.loads(meta.read_text(encoding="utf-8"))
         hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
         if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
             cut = [False] * len(hyps)

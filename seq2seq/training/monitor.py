@@ -66,7 +66,7 @@ class Monitor:
         if not self.log_path.exists():
             return
         keep = []
-        for line in self.log_path.read_text().splitlines():
+        for line in self.log_path.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:  # a line cut short by a kill

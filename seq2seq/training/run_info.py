@@ -80,7 +80,7 @@ def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
     """
     path = run_dir / "run_info.json"
     try:
-        recorded = json.loads(path.read_text())["data_files_sha256"]
+        recorded = json.loads(path.read_text(encoding="utf-8"))["data_files_sha256"]
         recorded = {str(k): str(v) for k, v in recorded.items()}
     except FileNotFoundError:
         log.warning("%s not found: the data cannot be checked against the run's start", path)
