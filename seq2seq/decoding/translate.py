@@ -162,11 +162,12 @@ def translate_sentences(
                 for j, hyps in zip(chunk, nbest, strict=True):
                     r = results[jobs[j]]
                     r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
-                    _warn_blocked(hyps, source_name, first_line_no + jobs[j])
                 if progress is not None:
                     progress(len(chunk))
     finally:
         model.train(was_training)
+    for k, r in enumerate(results):  # in line order (the batches go by length)
+        _warn_blocked(r.hypotheses, source_name, first_line_no + k)
     return results
 
 

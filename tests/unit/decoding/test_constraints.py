@@ -118,7 +118,7 @@ def test_translate_warns_once_per_line_that_its_constraints_blocked(
     synth_run, tmp_path, monkeypatch, capsys
 ):
     src = tmp_path / "in.de"
-    src.write_text("Der Hund.\n\nDie Katze läuft.\n", encoding="utf-8")
+    src.write_text("Die Katze läuft über die Straße.\n\nDer Hund.\n", encoding="utf-8")
     args = ["--no-repeat-ngram", 1, "--min-len", 399, "--max-len-b", 400, "--format", "jsonl"]
     code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *args)
     assert code == 0, err
@@ -127,6 +127,7 @@ def test_translate_warns_once_per_line_that_its_constraints_blocked(
         assert err.count(said) == 1, err
         assert "by --no-repeat-ngram 1, --min-len 399, the target vocabulary mask" in err
     assert err.count("every token is forbidden") == 2
+    assert err.index(f"{src} line 1:") < err.index(f"{src} line 3:")  # in line order
     records = [json.loads(x) for x in out.splitlines()]
     for r in (records[0], records[2]):  # line 2 is blank: no translation, null score
         assert r["tokens"] and not {"<pad>", "<s>", "</s>"} & set(r["tokens"]), r["tokens"]
