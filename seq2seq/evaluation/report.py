@@ -129,8 +129,8 @@ def reference_copy_warnings(hyps: Sequence[str], name: str, texts: EvalTexts) ->
     score of 100 that measures no translation (often the reference given as --hyp)."""
     mine = [h.rstrip() for h in hyps]
     return [
-        f"{name} is line for line the reference {ref_name} (a perfect score); is the hypothesis "
-        "file the reference? give the system's translations"
+        f"{name} is line for line the reference {ref_name}, so its scores are a copy's (BLEU "
+        "100 on real text); is the hypothesis file the reference? give the system's translations"
         for ref, ref_name in zip(texts.refs, texts.ref_names, strict=True)
         if mine and mine == [r.rstrip() for r in ref]
     ]
