@@ -23,6 +23,10 @@ The decode settings map onto ``Translator.translate_batch``:
   differently (a hypothesis cut where ours finished). ``min_decoding_length`` is ``min_len``, at
   most the limit: a ``min_len`` at or over it blocks EOS to the end, cut at the limit, after the
   warning ours gives (CTranslate2 refuses a minimum above the maximum).
+- constraints no output can meet: where CTranslate2 has no allowed token it emits PAD and then
+  EOS; such a hypothesis is cut before its first forbidden token, unfinished with ``blocked`` set
+  and rescored from ``score_batch`` (the model's log-probabilities of the tokens kept), and the
+  line is warned of, as ours.
 - what still differs (docs/overview.md gives the counts): beam search's own rules for finishing
   and stopping (CTranslate2 stops once K hypotheses finished, ours at an exact bound), and with
   ``min_len`` the scores: CTranslate2 blocks EOS before its softmax, ours after, so beam search
@@ -54,13 +58,14 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
-from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
+from seq2seq.decoding.base import Hypothesis, blocking_constraints, length_penalty, max_lengths
 from seq2seq.decoding.files import LineTranslator
 from seq2seq.decoding.search import check_n_best
 from seq2seq.decoding.translate import (
     Translation,
     _batches,
     _prepare,
+    _warn_blocked,
     _warn_min_len,
     source_limit,
 )
@@ -253,27 +258,62 @@ def translate_ctranslate2(
                 r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
         if progress is not None:
             progress(len(batch))
+    for k, r in enumerate(results):  # as ours: one warning per line whose constraints blocked
+        _warn_blocked(r.hypotheses, source_name, first_line_no + k)
     return results
 
 
 def _translate_chunk(translator, tok, chunk, ids, own, cfg, n_best, tgt_id) -> list:
     """One ``translate_batch`` call for the sentences ``chunk`` (indices into ``ids``), whose
-    output length limit is ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id)."""
+    output length limit is ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id).
+    A hypothesis that goes on with a token its constraints forbid (CTranslate2 emits PAD and EOS
+    when it has nothing else) ends before it, as ours (``_blocked``), rescored by ``_rescore``."""
+    sources = [[tok.src_sp.id_to_piece(i) for i in ids[j]] for j in chunk]
     out = translator.translate_batch(
-        [[tok.src_sp.id_to_piece(i) for i in ids[j]] for j in chunk],
+        sources,
         suppress_sequences=[[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]],
         **search_options(cfg, n_best, own),
     )
-    return [
-        _ranked(
-            [
-                _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
-                for pieces, score in zip(res.hypotheses, res.scores, strict=True)
-            ],
-            cfg,
-        )[:n_best]
-        for res in out
-    ]
+    found = []
+    for source, res in zip(sources, out, strict=True):
+        hyps = [
+            _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
+            for pieces, score in zip(res.hypotheses, res.scores, strict=True)
+        ]
+        _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg)], cfg)
+        found.append(_ranked(hyps, cfg)[:n_best])
+    return found
+
+
+def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
+    """Cut ``h`` before its first token the constraints forbid (PAD, BOS, EOS before ``min_len``,
+    a repeat of an n-gram of ``no_repeat_ngram`` tokens): unfinished, ``blocked`` naming them, as
+    our searches end a hypothesis that has no allowed token. True when it was cut."""
+    n, toks = cfg.no_repeat_ngram, h.tokens
+    for k, t in enumerate(toks):
+        seen = (
+            n > 0
+            and k >= n
+            and any(toks[i : i + n] == toks[k - n + 1 : k + 1] for i in range(k - n + 1))
+        )
+        if t in (PAD, BOS) or (t == EOS and k < cfg.min_len) or seen:
+            h.tokens, h.finished = toks[:k], False
+            h.blocked = blocking_constraints(k, cfg.min_len, n, None)
+            return True
+    return False
+
+
+def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) -> None:
+    """Give each of ``hyps`` (cut by ``_blocked``) the log-probability of the tokens it kept,
+    from CTranslate2's ``score_batch`` (the model's log-probabilities, as ours sum them), and
+    the score ``_hypothesis`` would give it."""
+    kept = [h for h in hyps if h.tokens]
+    scored = translator.score_batch([source] * len(kept), [tok.tgt_pieces(h.tokens) for h in kept])
+    for h, res in zip(kept, scored, strict=True):
+        h.token_log_probs = [float(x) for x in res.log_probs[: len(h.tokens)]]
+    for h in hyps:
+        h.log_prob = sum(h.token_log_probs or [])
+        h.score = h.log_prob / float(length_penalty(len(h.tokens), cfg.length_penalty))
 
 
 def _ranked(hyps: list[Hypothesis], cfg: DecodeConfig) -> list[Hypothesis]:

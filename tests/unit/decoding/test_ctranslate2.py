@@ -220,3 +220,28 @@ def test_jsonl_names_the_fields_an_export_leaves_null_once(exported, sources, tm
     assert len(said) == 1 and "alignment and token_log_probs" in said[0]
     objs = [json.loads(x) for x in rows]
     assert all(o["alignment"] is None and o["token_log_probs"] is None for o in objs)
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
+def test_constraints_no_output_can_meet_end_the_hypothesis_as_ours(exported, sources, method):
+    """--no-repeat-ngram 1 with a --min-len past what the vocabulary can fill: CTranslate2 went on
+    with PAD pieces and a forbidden EOS, marked finished. Now each hypothesis stops before its
+    first forbidden token, unfinished, with the model's log-probability of what it kept, as ours
+    (without the target vocabulary mask, which an export does not carry)."""
+    extra = {"beam_size": 3} if method == "beam" else {"seed": 1} if method == "sample" else {}
+    cfg = exported["cfg"].decode.with_method(
+        method, no_repeat_ngram=1, min_len=300, max_len_a=0.0, max_len_b=400, **extra
+    )
+    cfg = cfg.model_copy(update={"target_vocab_mask": False})
+    tok = exported["tok"]
+    theirs = translate_ctranslate2(exported["ct2"], tok, sources[:2], cfg)
+    ours = translate_sentences(exported["model"], tok, sources[:2], cfg)
+    for t, o in zip(theirs, ours, strict=True):
+        h, mine = t.hypotheses[0], o.hypotheses[0]
+        assert not h.finished and h.blocked == mine.blocked == "--no-repeat-ngram 1, --min-len 300"
+        assert len(set(h.tokens)) == len(h.tokens) and not {0, BOS, EOS} & set(h.tokens)
+        assert len(h.tokens) == len(mine.tokens)  # every allowed piece, once
+        assert sum(h.token_log_probs) == pytest.approx(h.log_prob)
+        if method == "greedy":  # the same tokens, the same model log-probabilities
+            assert h.tokens == mine.tokens
+            assert h.log_prob == pytest.approx(mine.log_prob, abs=1e-2)
