@@ -13,8 +13,9 @@ import random
 import pytest
 import torch
 
+from seq2seq.config import DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD
-from seq2seq.decoding.search import beam_search, greedy_search, sample_search
+from seq2seq.decoding.search import search
 from seq2seq.models.base import Seq2SeqModel
 from tests.toys import run_cli, tiny_model
 
@@ -50,6 +51,11 @@ class Scripted(Seq2SeqModel):
 SRC = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
 
 
+def _search(model, src, n_best: int = 1, method: str = "greedy", **cfg):
+    """``search`` (the SEARCHES entry of ``method``) with these decode settings."""
+    return search(model, src, src != 0, DecodeConfig(method=method, **cfg), n_best)
+
+
 @pytest.mark.parametrize("beam", [2, 8, 64])
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
 def test_every_n_best_list_is_sorted_by_the_score_it_reports(beam, alpha):
@@ -57,9 +63,9 @@ def test_every_n_best_list_is_sorted_by_the_score_it_reports(beam, alpha):
     finished ones before them."""
     for seed in range(3):
         model = Scripted(53, seed)
-        kw = {"length_penalty_alpha": alpha, "max_len_a": 1.0, "max_len_b": 3}
-        lists = beam_search(model, SRC, SRC != 0, beam_size=beam, n_best=beam, **kw)
-        ones = beam_search(model, SRC, SRC != 0, beam_size=beam, n_best=1, **kw)
+        kw = {"method": "beam", "beam_size": beam, "length_penalty": alpha}
+        kw |= {"max_len_a": 1.0, "max_len_b": 3}
+        lists, ones = _search(model, SRC, beam, **kw), _search(model, SRC, 1, **kw)
         for hyps, one in zip(lists, ones, strict=True):
             scores = [h.score for h in hyps]
             assert scores == sorted(scores, reverse=True), scores
@@ -73,9 +79,9 @@ V, UNK_AND_WORDS = 8, 5  # pieces 0-7: PAD, UNK, BOS, EOS and 4 words; UNK and t
 
 
 def _searches(model, **kw):
-    yield "greedy", [[h] for h in greedy_search(model, SRC, SRC != 0, **kw)]
-    yield "beam", beam_search(model, SRC, SRC != 0, beam_size=3, n_best=3, **kw)
-    yield "sample", sample_search(model, SRC, SRC != 0, seed=1, n_samples=2, **kw)
+    yield "greedy", _search(model, SRC, **kw)
+    yield "beam", _search(model, SRC, 3, method="beam", beam_size=3, **kw)
+    yield "sample", _search(model, SRC, 2, method="sample", seed=1, **kw)
 
 
 @pytest.mark.parametrize("scale", [0.0, 2.0])
@@ -109,9 +115,9 @@ def test_a_temperature_that_underflows_samples_greedys_choice():
     """softmax(logits / 1e-45) overflowed to NaN ("probability tensor contains inf/nan")."""
     model = tiny_model("transformer")
     src = torch.tensor([[5, 9, 12, 7], [8, 4, 0, 0]])
-    greedy = greedy_search(model, src, src != 0, max_len_b=6)
-    sampled = sample_search(model, src, src != 0, temperature=1e-45, seed=3, max_len_b=6)
-    assert [s[0].tokens for s in sampled] == [g.tokens for g in greedy]
+    greedy = _search(model, src, max_len_b=6)
+    sampled = _search(model, src, method="sample", temperature=1e-45, seed=3, max_len_b=6)
+    assert [s[0].tokens for s in sampled] == [g[0].tokens for g in greedy]
 
 
 def test_translate_warns_once_per_line_that_its_constraints_blocked(
