@@ -66,8 +66,9 @@ def translate(
         "--n-best",
         min=1,
         max=1000,
-        help="Write the N best per line (TSV: line, score, hypothesis), sorted by the score, the "
-        "length-penalised one the search ranks by (a beam line may get fewer than N rows).",
+        help="Write the N best per line (TSV: line, score, hypothesis); the score is the "
+        "length-penalised one the search ranks by, best first (a beam line may get fewer than "
+        "N rows).",
     ),
     output_format: str | None = typer.Option(
         None,

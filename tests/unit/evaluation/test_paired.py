@@ -123,8 +123,8 @@ def test_the_better_system_is_significant_and_a_copy_of_the_baseline_is_warned_o
     assert rows[2]["bleu"]["p_value"] == 1.0
     assert f"warning: {same} is line for line the baseline" in err
     code, table, err = run_cli(
-        monkeypatch, capsys, "eval", "--hyp", hyps[0], "--hyp", same, "--ref", ref,
-        "--paired", "ar", "--paired-n", 200,
+        monkeypatch, capsys, "paired", "--hyp", hyps[0], "--hyp", same, "--ref", ref,
+        "--paired-method", "ar", "--paired-n", 200,
     )  # fmt: skip
     assert code == 0, err
     row = next(x for x in table.splitlines() if x.startswith(str(same)))
@@ -134,8 +134,8 @@ def test_the_better_system_is_significant_and_a_copy_of_the_baseline_is_warned_o
 @pytest.mark.parametrize("paired", [False, True])
 def test_a_system_equal_to_the_reference_is_warned_of(monkeypatch, capsys, files, paired):
     ref, hyps, _, _ = files
-    systems = ["--hyp", hyps[0], "--hyp", ref, "--paired", "bs"] if paired else ["--hyp", ref]
-    code, _, err = run_cli(monkeypatch, capsys, "eval", *systems, "--ref", ref)
+    command = ["paired", "--hyp", hyps[0], "--hyp", ref] if paired else ["eval", "--hyp", ref]
+    code, _, err = run_cli(monkeypatch, capsys, *command, "--ref", ref)
     assert code == 0, err
     assert err.count(f"{ref} is line for line the reference {ref}") == 1, err
 
