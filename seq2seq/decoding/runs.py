@@ -99,9 +99,16 @@ class Translator:
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
+            ValueError: a length penalty given for a method that ranks nothing (greedy, sample).
         """
         base = self.cfg.decode
         chosen = method or ("beam" if options.get("beam_size") is not None else base.method)
+        alpha = options.get("length_penalty")
+        if alpha is not None and chosen != "beam":
+            raise ValueError(
+                f"--length-penalty {alpha}: only beam search ranks by the length penalty; method "
+                f"{chosen} would ignore it; give --beam K, or drop --length-penalty"
+            )
         given = {k for k, v in options.items() if v is not None}
         final = base.with_method(chosen, **{k: options[k] for k in given})
         given |= {"method"} if method is not None or "beam_size" in given else set()
