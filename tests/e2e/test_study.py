@@ -45,7 +45,7 @@ def test_reverse_study_reports_exact_match(tmp_path):
     assert (tmp_path / "out" / "exact_by_length.png").is_file()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_to_compare_stops_its_workers_and_keeps_their_runs(tmp_path, signum):
     """``kill``, ``timeout`` or a closed terminal (SIGHUP) signal compare's own process only: it
     passes SIGTERM on to its worker processes, which save last.pt (a rerun resumes from it), no
