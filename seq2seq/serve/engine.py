@@ -70,8 +70,8 @@ class TranslateRequest(BaseModel):
         None,
         ge=1,
         le=MAX_BEAM,
-        description="beam size; 1 = greedy only; null = each run's decode.beam_size (tuned by "
-        "its decode.yaml, if any)",
+        description="beam size; 1 = greedy only; null = each run's decode.beam_size when its "
+        "settings search with a beam (its tune-decode decode.yaml, if any), else 5",
     )
     n_best: int = Field(1, ge=1, description="hypotheses returned from the beam, best first")
     length_penalty: float | None = Field(
@@ -215,10 +215,17 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
             )
 
 
+SERVE_BEAM = 5
+"""The beam of a run whose decode settings search greedily (every zoo config until tune-decode
+has tuned it): the page still shows a beam translation beside greedy's."""
+
+
 def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
-    """The request's beam, else the run's ``decode.beam_size`` (tuned by its decode.yaml when
-    tune-decode chose beam search), as ``translate`` would use it."""
-    return base.beam_size if req.beam is None else req.beam
+    """The request's beam, else the run's ``decode.beam_size`` when its settings search with a
+    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``."""
+    if req.beam is not None:
+        return req.beam
+    return base.beam_size if base.method == "beam" else SERVE_BEAM
 
 
 def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
