@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.config import ConfigError
-from seq2seq.data.text import resolve_corpus_file
+from seq2seq.data.text import DataError, resolve_corpus_file
 from seq2seq.study.multi30k import run_multi30k
 from seq2seq.study.plan import (
     Budget,
@@ -63,8 +63,9 @@ def compare(
         plan = plan or Multi30kPlan()
         check_plan(cfgs, plan)  # what the plan names, checked before any training
         for prefix in plan.tests:  # every --test set's files, before the tokenizer too
-            for lang in (cfgs[0].data.src_lang, cfgs[0].data.tgt_lang):
-                resolve_corpus_file(prefix, lang)
+            _check_test_prefix(prefix, cfgs[0].data.src_lang, cfgs[0].data.tgt_lang)
+        if plan.score_only:  # nothing trained or written when a run is missing
+            _check_scored_runs(out, [*cfgs, *check_plan(cfgs, plan)])
     out.mkdir(parents=True, exist_ok=True)
     tok = shared_tokenizer(cfgs[0], out)
     if real_text:
@@ -73,3 +74,43 @@ def compare(
         results = run_synthetic(paths, cfgs, out, tok, budget, opts)
     write_report(results, out)
     return results
+
+
+def _check_test_prefix(prefix: str, src_lang: str, tgt_lang: str) -> None:
+    """``--test PREFIX``'s two files exist, or one line naming the option.
+
+    Raises:
+        DataError: a file is missing (a PREFIX given with its language suffix is named so).
+    """
+    for lang in (src_lang, tgt_lang):
+        try:
+            resolve_corpus_file(prefix, lang)
+        except DataError as e:
+            for suffix in (f".{src_lang}", f".{tgt_lang}", f".{src_lang}.gz", f".{tgt_lang}.gz"):
+                if prefix.endswith(suffix):
+                    raise DataError(
+                        f"--test {prefix}: give the test set's PREFIX, without the language "
+                        f"suffix: --test {prefix.removesuffix(suffix)}"
+                    ) from None
+            raise DataError(f"--test {prefix}: {e}") from None
+
+
+def _check_scored_runs(out: Path, cfgs: Sequence) -> None:
+    """``--score-only``: every run, both stages, was trained into ``out`` (its compare.json),
+    and the study's tokenizer is there, before anything is computed or written.
+
+    Raises:
+        ConfigError: one line naming the first missing run and what to do.
+    """
+    if not (out / "tokenizer" / "spec.json").is_file():
+        raise ConfigError(
+            f"compare --score-only: {out} holds no study (no tokenizer/); train it first (the "
+            "same command without --score-only)"
+        )
+    for cfg in cfgs:
+        for name in (f"{cfg.name}-single", cfg.name):
+            if not (out / "runs" / name / "compare.json").is_file():
+                raise ConfigError(
+                    f"compare --score-only: {out / 'runs' / name} holds no finished run of "
+                    f"{cfg.name}; train it first (the same command without --score-only)"
+                )

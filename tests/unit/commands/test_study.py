@@ -61,7 +61,9 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
         ((a, b), (*stages, "--negative-seeds", "x"), "--negative-seeds 'x': give training seeds"),
         ((a, b), (*stages, "--negative-seeds", "4"), "--negative-seeds: no negative control"),
-        ((a, b), (*stages, "--test", tmp_path / "nosuch"), "nosuch"),
+        ((a, b), (*stages, "--test", tmp_path / "nosuch"), "--test " + str(tmp_path / "nosuch")),
+        ((a, b), (*stages, "--test", "x/test.de"), "--test x/test.de: give the test set's PREFIX"),
+        ((a, b), (*stages, "--score-only"), "holds no study (no tokenizer/); train it first"),
         ((a, b, clash), (*stages, "--seeds", "2"), "the seed copy 'a-seed2' would"),
         ((a, b), (), "give --single-steps and --joined-steps"),
         ((a, b), ("--budget-steps", 5), "--budget-* is for a synthetic task: add --alignment"),
@@ -77,6 +79,7 @@ def test_what_a_study_names_is_checked_before_any_training(
         assert code == 2 and msg in err, err
         assert len(err.strip().splitlines()) == 1
         assert not (out / "runs").exists()  # refused before any training
+        assert not (out / "tokenizer").exists()  # or any tokenizer
     code, err = run_main_exiting(
         monkeypatch, capsys, "synth", "--task", "reverse", "--n", 0, "--out", tmp_path / "s"
     )
