@@ -91,6 +91,12 @@ app.command(short_help=SUMMARIES["serve"])(serve.serve)
 app.command(short_help=SUMMARIES["export"])(export.export)
 
 
+MOVED_PAIRED = (
+    "eval --paired moved to its own command: seq2seq paired --hyp BASE --hyp B ... --ref FILE "
+    "[--paired-method bs|ar] (see seq2seq paired -h)"
+)
+
+
 def _click_error(e: Exception) -> None:
     """Exit on click's own errors (typer raises them from the click it bundles, so they are known
     by class name): plain ``seq2seq`` or ``seq2seq train`` shows the help; a usage error (an
@@ -103,6 +109,9 @@ def _click_error(e: Exception) -> None:
     if "ClickException" in kinds:
         msg = " ".join(e.format_message().split())
         ctx = getattr(e, "ctx", None)
+        if "UsageError" in kinds and ctx is not None and ctx.command.name == "eval":
+            if "--paired" in sys.argv:  # the moved option, however its value was given
+                fail(MOVED_PAIRED, code=2)
         if "UsageError" in kinds:
             msg += f" (see {ctx.command_path if ctx is not None else 'seq2seq'} -h)"
         if "NoSuchOption" in kinds and ctx is not None and ctx.command.name == "train":

@@ -197,6 +197,17 @@ def test_misused_paired_options_are_one_line_errors(
     assert says in err
 
 
+def test_eval_paired_without_a_value_says_where_it_moved(monkeypatch, capsys, files):
+    """``eval --paired --hyp A ...``: the old flag swallows ``--hyp`` as its value; the answer is
+    still the line saying where comparing systems moved, not click's extra-argument error."""
+    ref, hyps, _, _ = files
+    err = one_line_error(
+        monkeypatch, capsys, "--paired", "--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref,
+        command="eval",
+    )  # fmt: skip
+    assert "eval --paired moved to its own command: seq2seq paired" in err
+
+
 def test_the_same_file_twice_is_refused(monkeypatch, capsys, files):
     ref, hyps, _, _ = files
     err = one_line_error(monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[0], "--ref", ref)
