@@ -134,8 +134,12 @@ def paired(
             f"paired compares two or more systems{given}; repeat --hyp FILE (or -c RUN with "
             "--src), the first being the baseline"
         )
-    if len({str(x) for x in systems_given}) < len(systems_given):
-        raise UserError("paired: a system is given twice; give each system once")
+    seen: set[str] = set()
+    for x in systems_given:
+        if str(x) in seen:
+            option = "-c" if checkpoints else "--hyp"
+            raise UserError(f"paired: {option} {x} is given twice; give each system once")
+        seen.add(str(x))
     check_hyp_options(hyps, options, quantize)
     device = quantized_device(quantize, device)
     check_tgt_lang(tgt_lang)

@@ -54,7 +54,8 @@ def interruptible() -> Iterator[Callable[[], bool]]:
             raise KeyboardInterrupt
         flag["hit"] = True
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        log.warning(f"{name}: finishing this step, then saving (press Ctrl-C again to abort)")
+        again = " (press Ctrl-C again to abort)" if signum == signal.SIGINT else ""
+        log.warning(f"{name}: finishing this step, then saving{again}")
 
     with _handling(handler, STOP_SIGNALS):
         yield lambda: flag["hit"]

@@ -211,7 +211,7 @@ def test_eval_paired_without_a_value_says_where_it_moved(monkeypatch, capsys, fi
 def test_the_same_file_twice_is_refused(monkeypatch, capsys, files):
     ref, hyps, _, _ = files
     err = one_line_error(monkeypatch, capsys, "--hyp", hyps[0], "--hyp", hyps[0], "--ref", ref)
-    assert "given twice" in err
+    assert f"paired: --hyp {hyps[0]} is given twice; give each system once" in err
 
 
 def test_a_seed_below_1_is_refused_as_sacrebleu_would_not_seed_with_it(monkeypatch, capsys, files):

@@ -24,6 +24,9 @@ def test_each_stop_signal_in_the_loop_asks_for_a_clean_stop(sig, caplog):
     assert signal.getsignal(sig) == before
     name = "Ctrl-C" if sig == signal.SIGINT else signal.Signals(sig).name
     assert f"{name}: finishing this step, then saving" in caplog.text
+    assert ("press Ctrl-C again" in caplog.text) == (
+        sig == signal.SIGINT
+    )  # no terminal after a hang-up
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
