@@ -122,25 +122,30 @@ def tune_decode(
         rows, added = sweep_run(
             run, sources, refs, base, beam_sizes, alpha_values, extend, str(src)
         )
-    if all_tied(rows):
-        same = (
-            f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so this "
-            "tuning set cannot tell them apart"
-        )
-        if write:
-            raise UserError(
-                f"{same}; nothing written, the run keeps its decode settings; tune on a bigger "
-                "or more varied --src/--ref"
-            )
-        warn(f"{same}; choose the search on a bigger or more varied --src/--ref")
-    best = best_row(rows)
-    greedy = rows[0]
     run_dir = ckpt.parent
     result = sweep_result(ckpt, src, ref, len(sources), rows, added)
     from seq2seq.atomic import write_output
 
-    if json_out is not None or write:  # --no-write: nothing in the run folder changes
-        write_output(json_out or run_dir / "tune_decode.json", json.dumps(result, indent=2))
+    if json_out is not None:  # the sweep the user asked for, whatever it decides
+        write_output(json_out, json.dumps(result, indent=2))
+    if all_tied(rows):
+        same = f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so " + (
+            "no output matches its reference"
+            if rows[0].bleu == 0
+            else "this tuning set cannot tell them apart"
+        )
+        fix = (
+            "check that --ref translates --src, or train the model longer"
+            if rows[0].bleu == 0
+            else "tune on a bigger or more varied --src/--ref"
+        )
+        if write:
+            raise UserError(f"{same}; nothing written, the run keeps its decode settings; {fix}")
+        warn(f"{same}; {fix}")
+    best = best_row(rows)
+    greedy = rows[0]
+    if json_out is None and write:  # --no-write: nothing in the run folder changes
+        write_output(run_dir / "tune_decode.json", json.dumps(result, indent=2))
     line = f"best: {best.label}: BLEU {best.bleu:.2f} (greedy {greedy.bleu:.2f}) on {src}"
     if write:
         path = write_decode_file(run_dir, best, rows, str(src))

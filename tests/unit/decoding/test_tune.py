@@ -4,6 +4,7 @@ the settings apart."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -243,16 +244,18 @@ def test_a_sweep_whose_settings_all_score_alike_writes_nothing(
     before = sorted(p.name for p in run.iterdir())
     src, ref = _tuning_files(tmp_path, 50, ref="qqq zzz xxx")
     args = ["tune-decode", "-c", run, "--src", src, "--ref", ref, "--beams", "2", "--alphas", "0"]
-    code, err = run_main(monkeypatch, capsys, *args)
+    code, err = run_main(monkeypatch, capsys, *args, "--json", tmp_path / "refused.json")
     assert code == 2
     assert (
-        f"error: --src {src}: all 2 settings scored BLEU 0.00, so this tuning set cannot tell "
-        "them apart; nothing written, the run keeps its decode settings" in err
+        f"error: --src {src}: all 2 settings scored BLEU 0.00, so no output matches its "
+        "reference; nothing written, the run keeps its decode settings; check that --ref "
+        "translates --src, or train the model longer" in err
     )
     assert sorted(p.name for p in run.iterdir()) == before
+    assert len(json.loads((tmp_path / "refused.json").read_text())["sweep"]) == 2  # asked for
     # --no-write only shows the sweep: it warns, and writes nothing but the --json asked for
     code, err = run_main(monkeypatch, capsys, *args, "--no-write", "--json", tmp_path / "s.json")
-    assert code == 0 and "warning: --src" in err and "cannot tell them apart" in err
+    assert code == 0 and "warning: --src" in err and "no output matches its reference" in err
     assert (tmp_path / "s.json").is_file() and sorted(p.name for p in run.iterdir()) == before
 
 
