@@ -170,19 +170,12 @@ def beam_search(
     n_best: int = 1,
     need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
-    """Batched beam search over B sentences x K beams (see the module docstring).
+    """Batched beam search over B sentences x K = ``cfg.beam_size`` beams, ranked by the GNMT
+    score of ``cfg.length_penalty`` α, under the limits of ``base`` (module docstrings).
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        cfg: ``beam_size`` K; ``length_penalty`` α of the GNMT penalty (0 ranks by raw
-            log-probability); ``max_len_a``, ``max_len_b``, ``min_len``; with
-            ``no_repeat_ngram`` N > 0 no beam is extended by a token that repeats one of its
-            n-grams of N tokens (``base.block_repeated_ngrams``), with ``target_vocab_mask`` by a
-            piece outside ``model.target_vocab`` (when the model has one).
-        n_best: N <= K hypotheses returned per sentence, best first.
-
-    Returns:
-        For each sentence in input order, its N best hypotheses (finished ones first).
+        n_best: N <= K hypotheses returned per sentence, best first (finished ones first).
 
     Raises:
         ValueError: n_best > beam_size.

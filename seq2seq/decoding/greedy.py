@@ -44,10 +44,8 @@ def left_to_right(
 
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        choose: picks the next tokens of the rows still decoding (see ``Choose``).
-        cfg: the search limits read here: ``max_len_a``, ``max_len_b``, ``min_len``,
-            ``no_repeat_ngram`` and ``target_vocab_mask`` block tokens before ``choose`` sees
-            the step (``base``); ``length_penalty`` only rescales the reported ``score``.
+        choose: picks the next tokens of the rows still decoding, after ``cfg``'s limits
+            (``base``) blocked tokens; ``cfg.length_penalty`` only rescales the reported score.
         copies: C rows per sentence, decoded from one encoding of it.
 
     Returns:
@@ -135,34 +133,6 @@ def greedy_search(
     cfg: DecodeConfig,
     need_attention: bool = False,
 ) -> list[Hypothesis]:
-    """Pick the most probable token at every step, for a whole batch at once; a sentence leaves
-    the batch as soon as it produces EOS or reaches its maximum length.
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        cfg: the limits (``left_to_right``); its ``length_penalty`` only rescales the reported
-            ``score`` (greedy choices ignore it); with ``no_repeat_ngram`` N > 0, the most
-            probable token that repeats no n-gram of N tokens.
-
-    Returns:
-        B hypotheses, in input order.
-    """
+    """The most probable allowed token at every step (``left_to_right``): (B, S) ids and mask ->
+    B hypotheses, in input order."""
     return left_to_right(model, src, src_mask, lambda logp: logp.argmax(-1), cfg, 1, need_attention)
-
-
-def decode_greedy(
-    model: Seq2SeqModel,
-    src: Tensor,
-    src_mask: Tensor,
-    cfg: DecodeConfig,
-    n_best: int = 1,
-    need_attention: bool = False,
-) -> list[list[Hypothesis]]:
-    """``SEARCHES["greedy"]``: (B, S) ids -> B one-hypothesis lists.
-
-    Raises:
-        ValueError: n_best > 1 (greedy search finds one hypothesis).
-    """
-    if n_best > 1:
-        raise ValueError(f"n_best ({n_best}) needs method beam or sample; greedy finds one")
-    return [[h] for h in greedy_search(model, src, src_mask, cfg, need_attention)]

@@ -74,11 +74,9 @@ def sample_search(
     Args:
         src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
         cfg: ``temperature``, ``top_k``, ``top_p``: steps 1-3 of the module docstring (None /
-            1.0 turn 2 / 3 off); ``seed`` seeds the draws together with the batch's ids (None
-            for a fresh seed); the limits of ``greedy.left_to_right``: ``no_repeat_ngram`` and
-            ``target_vocab_mask`` block tokens before the draw (step 0, ahead of temperature and
-            filtering), so the draw renormalises over the rest; ``length_penalty`` only
-            rescales the reported ``score``.
+            1.0 turn 2 / 3 off); ``seed`` with the batch's ids seeds the draws (None: fresh);
+            the limits of ``base`` block tokens before step 1, so the draw renormalises over
+            the rest.
         n_best: N draws per sentence (duplicates possible), from one encoding.
 
     Returns:

@@ -20,7 +20,7 @@ from torch import Tensor
 from seq2seq.config import ConfigError, DecodeConfig
 from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
 from seq2seq.decoding.beam import beam_search
-from seq2seq.decoding.greedy import decode_greedy, greedy_search
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sample import sample_search
 from seq2seq.models.base import Seq2SeqModel
 
@@ -40,7 +40,9 @@ __all__ = [
 SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], list[list[Hypothesis]]]
 
 SEARCHES: dict[str, SearchFn] = {
-    "greedy": decode_greedy,
+    "greedy": lambda model, src, mask, cfg, n_best, att: [
+        [h] for h in greedy_search(model, src, mask, cfg, att)
+    ],
     "beam": beam_search,
     "sample": sample_search,
 }
