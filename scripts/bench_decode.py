@@ -109,15 +109,6 @@ def engines(float_model, run_dir: Path, cfg, args) -> list[tuple[str, object]]:
     return out
 
 
-def decode_with(model, tok, sources, dcfg, device):
-    """Our search, or CTranslate2's for a ``CTranslate2Model``."""
-    from seq2seq.decoding.ctranslate2 import CTranslate2Model, translate_ctranslate2
-
-    if isinstance(model, CTranslate2Model):
-        return translate_ctranslate2(model, tok, sources, dcfg)
-    return translate_sentences(model, tok, sources, dcfg, device)
-
-
 def bench_run(run_dir: Path, args) -> list[dict]:
     """Greedy and beam rows for one trained run (each engine and weights variant, ``engines``)."""
     run = load(run_dir, args.device)
@@ -134,9 +125,10 @@ def bench_run(run_dir: Path, args) -> list[dict]:
         for m in (("greedy", 1), ("beam", args.beam))
     ):
         dcfg = cfg.decode.with_method(method, beam_size=beam, batch_size=args.batch_size)
-        decode_with(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
+        translate_sentences(model, tok, sources[: args.batch_size // 4 or 1], dcfg, args.device)
         seconds, res = timed(
-            lambda d=dcfg, m=model: decode_with(m, tok, sources, d, args.device), args.repeat
+            lambda d=dcfg, m=model: translate_sentences(m, tok, sources, d, args.device),
+            args.repeat,
         )
         hyps = [r.text for r in res]
         n_tok = sum(len(r.hypotheses[0].tokens) for r in res if r.hypotheses)

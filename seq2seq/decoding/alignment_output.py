@@ -51,7 +51,7 @@ from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
 from seq2seq.decoding.base import Hypothesis
-from seq2seq.decoding.translate import Translation
+from seq2seq.decoding.translate import Translation, eval_mode
 from seq2seq.models import Seq2SeqModel
 
 OUTPUT_FORMATS = ("text", "nbest", "jsonl")
@@ -303,9 +303,7 @@ def attach_layer_attention(
     ``model.cross_attention_maps`` (heads averaged), teacher-forced on its own tokens, in batches
     of ``batch_size`` hypotheses (``--align-layer``)."""
     rows = [(r.source_ids, h) for r in results for h in r.hypotheses]
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         for k in range(0, len(rows), batch_size):
             chunk = rows[k : k + batch_size]
             src = pad_sequences([list(ids) for ids, _ in chunk]).to(device)
@@ -314,5 +312,3 @@ def attach_layer_attention(
             att = maps[:, layer].float().mean(1)  # (n, T, S)
             for (ids, h), a in zip(chunk, att, strict=True):
                 h.attention = a[: len(h.tokens), : len(ids)].cpu()
-    finally:
-        model.train(was_training)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,15 +59,6 @@ from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
 from seq2seq.decoding.base import Hypothesis, blocking_constraints, length_penalty, max_lengths
 from seq2seq.decoding.files import LineTranslator
-from seq2seq.decoding.search import check_n_best
-from seq2seq.decoding.translate import (
-    Translation,
-    _batches,
-    _prepare,
-    _warn_blocked,
-    _warn_min_len,
-    source_limit,
-)
 
 log = logging.getLogger("seq2seq")
 
@@ -88,13 +78,11 @@ class CTranslate2Export:
     """A CTranslate2 export's own files read back: its tokenizer, its run's config (decode.yaml
     applied) and provenance."""
 
-    folder: Path
     tok: Tokenizer
     cfg: Config
     config_decode: DecodeConfig
     step: int | None
     max_positions: int | None
-    quantization: str
 
 
 def read_export(folder: Path) -> CTranslate2Export:
@@ -118,13 +106,11 @@ def read_export(folder: Path) -> CTranslate2Export:
         ) from None
     cfg = config_of(meta, str(meta_path))
     return CTranslate2Export(
-        folder=folder,
         tok=tok,
         cfg=with_tuned_decode(cfg, folder),
         config_decode=cfg.decode,
         step=(meta.get("exported_from") or {}).get("step"),
         max_positions=meta.get("max_positions"),
-        quantization=meta.get("quantization", ""),
     )
 
 
@@ -180,6 +166,7 @@ class CTranslate2Model:
     max_positions: int | None = None
     translator: Any = None
     seed: int | None = None  # the seed the translator's generators started from
+    _tgt_id: dict[str, int] | None = None  # target piece -> id, of the first tokenizer given
 
     def __post_init__(self) -> None:
         if self.translator is None:  # loaded now: a damaged model.bin fails before any input
@@ -192,6 +179,27 @@ class CTranslate2Model:
             self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
             self.seed = cfg.seed
         return self.translator
+
+    def search_ids(
+        self, tok: Tokenizer, batch: list[list[int]], cfg: DecodeConfig, n_best: int
+    ) -> list[list[Hypothesis]]:
+        """CTranslate2's search of a batch of source ids (``translate.translate_sentences``):
+        each sentence's hypotheses, best first, as our searches return them. One
+        ``translate_batch`` call per output length limit in the batch: CTranslate2 takes one
+        per call, and a sentence searched past its own limit can end differently from ours."""
+        translator = self.for_search(cfg)
+        if self._tgt_id is None:
+            self._tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
+        lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.float32)
+        limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
+        out: list[list[Hypothesis]] = [[] for _ in batch]
+        for own in sorted(set(limits)):
+            rows = [k for k, limit in enumerate(limits) if limit == own]
+            chunk = [batch[k] for k in rows]
+            found = _translate_chunk(translator, tok, chunk, own, cfg, n_best, self._tgt_id)
+            for k, hyps in zip(rows, found, strict=True):
+                out[k] = hyps
+        return out
 
 
 def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
@@ -221,54 +229,12 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
     return opts
 
 
-def translate_ctranslate2(
-    model: CTranslate2Model,
-    tok: Tokenizer,
-    sentences: Sequence[str],
-    cfg: DecodeConfig,
-    n_best: int = 1,
-    progress=None,
-    first_line_no: int = 1,
-    batch_tokens: int | None = None,
-    source_name: str = "input",
-) -> list[Translation]:
-    """``translate.translate_sentences`` with CTranslate2's search: the same cleaning, cuts,
-    length-sorted batches and detokenizing, one ``translate_batch`` call per batch.
-
-    Raises:
-        ConfigError: as ``translate_sentences``.
-    """
-    check_n_best(cfg, n_best)
-    limit = source_limit(model, cfg)
-    results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
-    order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
-    translator = model.for_search(cfg)
-    tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
-    _warn_min_len(cfg, ids)
-    for batch in _batches(order, ids, cfg.batch_size, batch_tokens):
-        lengths = torch.tensor([len(ids[j]) for j in batch], dtype=torch.float32)
-        limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
-        # one call per output length limit in the batch: CTranslate2 takes one per call, and a
-        # sentence searched past its own limit can end differently from ours (which stops there)
-        for own in sorted(set(limits)):
-            chunk = [j for j, lim in zip(batch, limits, strict=True) if lim == own]
-            found = _translate_chunk(translator, tok, chunk, ids, own, cfg, n_best, tgt_id)
-            for j, hyps in zip(chunk, found, strict=True):
-                r = results[jobs[j]]
-                r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
-        if progress is not None:
-            progress(len(batch))
-    for k, r in enumerate(results):  # as ours: one warning per line whose constraints blocked
-        _warn_blocked(r.hypotheses, source_name, first_line_no + k)
-    return results
-
-
-def _translate_chunk(translator, tok, chunk, ids, own, cfg, n_best, tgt_id) -> list:
-    """One ``translate_batch`` call for the sentences ``chunk`` (indices into ``ids``), whose
-    output length limit is ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id).
+def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
+    """One ``translate_batch`` call for the source ids ``chunk``, whose output length limit is
+    ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id).
     A hypothesis that goes on with a token its constraints forbid (CTranslate2 emits PAD and EOS
     when it has nothing else) ends before it, as ours (``_blocked``), rescored by ``_rescore``."""
-    sources = [[tok.src_sp.id_to_piece(i) for i in ids[j]] for j in chunk]
+    sources = [[tok.src_sp.id_to_piece(i) for i in ids] for ids in chunk]
     out = translator.translate_batch(
         sources,
         suppress_sequences=[[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]],
@@ -361,16 +327,3 @@ class CTranslate2LineTranslator(LineTranslator):
             )
             self._said_nulls = True
         return super().render(lines, first_line_no)
-
-    def _translate(self, lines, first_line_no: int, need_attention: bool = False):
-        return translate_ctranslate2(
-            self.model,
-            self.tok,
-            lines,
-            self.cfg,
-            n_best=self.n_best,
-            progress=self.progress,
-            first_line_no=first_line_no,
-            batch_tokens=self.batch_tokens,
-            source_name=self.source_name,
-        )

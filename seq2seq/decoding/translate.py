@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -137,7 +138,8 @@ def translate_sentences(
 
     ``progress`` (optional) is called with the number of sentences finished after each batch.
     ``first_line_no`` is the line number of ``sentences[0]``, and ``source_name`` the file, in
-    warnings. The search is ``SEARCHES[cfg.method]``.
+    warnings. The search is ``SEARCHES[cfg.method]``, or CTranslate2's for a ``model`` with
+    ``search_ids`` (``ctranslate2.CTranslate2Model``: no attention, ``device`` unused).
 
     Raises:
         ConfigError: ``n_best`` is more than ``cfg.method`` returns, or ``cfg``'s output limit
@@ -148,27 +150,43 @@ def translate_sentences(
     results, jobs, ids = _prepare(tok, sentences, limit, first_line_no, source_name)
     _warn_min_len(cfg, ids)
     order = sorted(range(len(jobs)), key=lambda j: len(ids[j]))
+    ctranslate2 = getattr(model, "search_ids", None)
     # beam search runs sentences x K rows at once: a wide beam takes fewer sentences per batch
     # (outputs do not depend on the batch)
     rows = cfg.beam_size if cfg.method == "beam" else 1
     batch_size = max(1, min(cfg.batch_size, MAX_SEARCH_ROWS // rows))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for chunk in _batches(order, ids, batch_size, batch_tokens):
+    if ctranslate2 is not None:
+        batch_size = cfg.batch_size
+    with eval_mode(model), torch.inference_mode():
+        for chunk in _batches(order, ids, batch_size, batch_tokens):
+            if ctranslate2 is not None:
+                nbest = ctranslate2(tok, [ids[j] for j in chunk], cfg, n_best)
+            else:
                 src = pad_sequences([ids[j] for j in chunk]).to(device)
                 nbest = search(model, src, src != PAD, cfg, n_best, need_attention)
-                for j, hyps in zip(chunk, nbest, strict=True):
-                    r = results[jobs[j]]
-                    r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
-                if progress is not None:
-                    progress(len(chunk))
-    finally:
-        model.train(was_training)
+            for j, hyps in zip(chunk, nbest, strict=True):
+                r = results[jobs[j]]
+                r.hypotheses, r.texts = hyps, tok.decode_tgt([h.tokens for h in hyps])
+            if progress is not None:
+                progress(len(chunk))
     for k, r in enumerate(results):  # in line order (the batches go by length)
         _warn_blocked(r.hypotheses, source_name, first_line_no + k)
     return results
+
+
+@contextmanager
+def eval_mode(model) -> Iterator[None]:
+    """``model`` in eval mode for the block, then back in the mode it was in (nothing for a
+    model that is not an ``nn.Module``, such as a ``CTranslate2Model``)."""
+    was_training = getattr(model, "training", None)
+    if was_training is None:
+        yield
+        return
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def _warn_blocked(hyps: Sequence[Hypothesis], source_name: str, line_no: int) -> None:

@@ -14,7 +14,6 @@ from seq2seq.decoding.ctranslate2 import (
     CTranslate2Model,
     export_folder,
     read_export,
-    translate_ctranslate2,
 )
 from seq2seq.decoding.files import translate_lines
 from seq2seq.decoding.runs import load
@@ -53,7 +52,7 @@ def sources(synth_corpus):
 def _both(exported, sources, **decode):
     cfg = exported["cfg"].decode.with_method(decode.pop("method", "greedy"), **decode)
     ours = translate_sentences(exported["model"], exported["tok"], sources, cfg)
-    theirs = translate_ctranslate2(exported["ct2"], exported["tok"], sources, cfg)
+    theirs = translate_sentences(exported["ct2"], exported["tok"], sources, cfg)
     return ours, theirs
 
 
@@ -105,7 +104,7 @@ def test_beam_search_at_alpha_0_gives_ours_wherever_both_finish(exported, source
 def test_n_best_rows_are_best_first_and_sampling_repeats_with_a_seed(exported, sources):
     _, theirs = _both(exported, sources[:10], method="beam", beam_size=3)
     cfg = exported["cfg"].decode.with_method("beam", beam_size=3)
-    nbest = translate_ctranslate2(exported["ct2"], exported["tok"], sources[:10], cfg, n_best=3)
+    nbest = translate_sentences(exported["ct2"], exported["tok"], sources[:10], cfg, n_best=3)
     for r in nbest:
         scores = [h.score for h in r.hypotheses]
         assert len(scores) == 3 and scores == sorted(scores, reverse=True)
@@ -114,7 +113,7 @@ def test_n_best_rows_are_best_first_and_sampling_repeats_with_a_seed(exported, s
     for _ in range(2):  # a fresh model each time, as two runs of translate
         model = CTranslate2Model(exported["folder"], "cpu", max_positions=1024)
         sample = exported["cfg"].decode.with_method("sample", seed=7, top_k=5)
-        out = translate_ctranslate2(model, exported["tok"], sources[:10], sample, n_best=2)
+        out = translate_sentences(model, exported["tok"], sources[:10], sample, n_best=2)
         draws.append([r.texts for r in out])
     assert draws[0] == draws[1] and all(len(t) == 2 for t in draws[0])
 
@@ -234,7 +233,7 @@ def test_constraints_no_output_can_meet_end_the_hypothesis_as_ours(exported, sou
     )
     cfg = cfg.model_copy(update={"target_vocab_mask": False})
     tok = exported["tok"]
-    theirs = translate_ctranslate2(exported["ct2"], tok, sources[:2], cfg)
+    theirs = translate_sentences(exported["ct2"], tok, sources[:2], cfg)
     ours = translate_sentences(exported["model"], tok, sources[:2], cfg)
     for t, o in zip(theirs, ours, strict=True):
         h, mine = t.hypotheses[0], o.hypotheses[0]
