@@ -86,11 +86,12 @@ def output_format(
     if align_layer is not None:
         if fmt != "jsonl":
             raise ConfigError("--align-layer: only --format jsonl writes alignments")
-        layers = attention_layers(model, device)
-        if layers is None:
+        shape = attention_shape(model, device)
+        if shape is None:
             raise ConfigError(
                 "--align-layer: this model has no cross-attention (its alignment is null)"
             )
+        layers = shape[0]
         if not 0 <= align_layer < layers:
             raise ConfigError(
                 f"--align-layer {align_layer}: the model's cross-attention has {layers} "
@@ -104,15 +105,15 @@ def has_attention(model: Seq2SeqModel) -> bool:
 
 
 @torch.inference_mode()
-def attention_layers(model: Seq2SeqModel, device: torch.device | str = "cpu") -> int | None:
-    """How many layers ``model.cross_attention_maps`` returns (the Transformer: its decoder
-    layers; RNN decoders and ensembles: 1), or None for a model without cross-attention."""
+def attention_shape(model: Seq2SeqModel, device: torch.device | str = "cpu") -> tuple | None:
+    """(L, H) decoder layers and heads of ``model.cross_attention_maps`` (RNN decoders and
+    ensembles: (1, 1)), from a one-token probe; None for a model without cross-attention."""
     if not has_attention(model):
         return None
     src = torch.full((1, 1), UNK, dtype=torch.long, device=device)
     tgt_in = torch.full((1, 1), BOS, dtype=torch.long, device=device)
     maps = model.cross_attention_maps(src, src != PAD, tgt_in)
-    return None if maps is None else int(maps.shape[1])
+    return None if maps is None else (int(maps.shape[1]), int(maps.shape[2]))
 
 
 def piece_words(pieces: Sequence[str | None]) -> list[int | None]:

@@ -17,7 +17,8 @@ import torch
 
 from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
 from seq2seq.config import Config
-from seq2seq.data.tokenizer import BOS, UNK, Tokenizer
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decoding.alignment_output import attention_shape
 from seq2seq.decoding.runs import Translator, load
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
@@ -138,16 +139,6 @@ def served_model(run: Translator, name: str) -> ServedModel:
     served = ServedModel(name, run.model, run.tok, run.cfg, run.device, attention)
     served.info = model_info(served, run.checkpoint, run.train_state)
     return served
-
-
-@torch.inference_mode()
-def attention_shape(model: Seq2SeqModel, device: torch.device) -> tuple[int, int] | None:
-    """(L, H) of the model's ``cross_attention_maps``, read from a one-token probe; None when the
-    model has no attention."""
-    src = torch.full((1, 1), UNK, dtype=torch.long, device=device)
-    tgt = torch.full((1, 1), BOS, dtype=torch.long, device=device)
-    maps = model.cross_attention_maps(src, src == src, tgt)
-    return None if maps is None else (maps.shape[1], maps.shape[2])
 
 
 def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[str, Any]:
