@@ -36,25 +36,16 @@ has no recurrent decoders.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import (
-    CTRANSLATE2_FORMAT,
-    CTRANSLATE2_META,
-    CTRANSLATE2_VERSION,
-    DECODE_FILE,
-    load_checkpoint,
-    model_from_checkpoint,
-    resolve_checkpoint,
-)
+from seq2seq.checkpoint import CTRANSLATE2_FORMAT, CTRANSLATE2_META, CTRANSLATE2_VERSION
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.export import ExportError
-from seq2seq.export.folder import check_output, size, write_folder
-from seq2seq.export.weights import Exported, check_dtype
+from seq2seq.export.folder import Exported, read_source, size, write_export
+from seq2seq.export.weights import check_dtype
 from seq2seq.models.transformer import Transformer, sinusoidal_positions
 
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every LayerNorm of ours uses
@@ -220,11 +211,7 @@ def export_ctranslate2(
         ExportError: ctranslate2 missing; a non-Transformer run; as ``check_output``.
     """
     qtype = quantization(dtype, quantize)
-    source = resolve_checkpoint(run)
-    out = Path(out)
-    check_output(out, source, overwrite)
-    ckpt = load_checkpoint(source)
-    model, tok, cfg = model_from_checkpoint(ckpt, str(source))
+    source, ckpt, (model, tok, cfg) = read_source(run, Path(out), overwrite)
     check_convertible(cfg.model, source)
     import_ctranslate2()
     spec = transformer_spec(model, tok)
@@ -240,7 +227,6 @@ def export_ctranslate2(
         "max_positions": cfg.model.max_positions,
     }
     del ckpt
-    decode_file = source.parent / DECODE_FILE
 
     def fill(folder: Path) -> None:
         spec.save(str(folder))
@@ -248,9 +234,9 @@ def export_ctranslate2(
         (folder / CTRANSLATE2_META).write_text(
             json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8"
         )
-        if decode_file.is_file():
-            shutil.copyfile(decode_file, folder / DECODE_FILE)
 
-    files = write_folder(out, fill)
-    listed = ", ".join(f"{name} {size(n)}" for name, n in files.items())
-    return Exported(source, source.stat().st_size, out, files, f"CTranslate2 {qtype}: {listed}")
+    def what(files: dict[str, int]) -> str:
+        listed = ", ".join(f"{name} {size(n)}" for name, n in files.items())
+        return f"CTranslate2 {qtype}: {listed}"
+
+    return write_export(source, Path(out), fill, what)

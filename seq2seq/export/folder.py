@@ -7,18 +7,67 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from seq2seq.atomic import _UMASK, fsync_folder
-from seq2seq.checkpoint import CTRANSLATE2_META, EXPORT_FILE
+from seq2seq.checkpoint import (
+    CTRANSLATE2_META,
+    DECODE_FILE,
+    EXPORT_FILE,
+    load_checkpoint,
+    model_from_checkpoint,
+    resolve_checkpoint,
+)
 from seq2seq.export import ExportError
 
 MB = 1e6  # sizes are printed in MB of 10^6 bytes, as ls -h --si and most registries show them
 
 
-def is_export(folder: Path) -> bool:
-    """``folder`` holds an earlier export (``model.pt``, or a CTranslate2 export's meta file)."""
-    return (folder / EXPORT_FILE).is_file() or (folder / CTRANSLATE2_META).is_file()
+@dataclass
+class Exported:
+    """What an export read and wrote: the checkpoint file and its size, the folder and each
+    file's size in bytes."""
+
+    source: Path
+    source_bytes: int
+    out: Path
+    files: dict[str, int] = field(default_factory=dict)
+    what: str = ""  # what the files hold, e.g. "model.pt: fp16 weights 104 kB, tokenizer 245 kB"
+
+    @property
+    def out_bytes(self) -> int:
+        return sum(self.files.values())
+
+
+def read_source(run: str | Path, out: Path, overwrite: bool) -> tuple[Path, dict, Any]:
+    """The checkpoint ``run`` names, once ``out`` is known to be writable: its path, its dict
+    and its (model, tokenizer, config) (a checkpoint whose weights misfit its config is refused).
+
+    Raises:
+        CheckpointError: nothing readable at ``run``.  ExportError: as ``check_output``.
+    """
+    source = resolve_checkpoint(run)
+    check_output(out, source, overwrite)
+    ckpt = load_checkpoint(source)
+    return source, ckpt, model_from_checkpoint(ckpt, str(source))
+
+
+def write_export(
+    source: Path, out: Path, fill: Callable[[Path], None], what: Callable[[dict], str]
+) -> Exported:
+    """``write_folder(out)`` with ``fill``'s files and the run's decode.yaml, if any; ``what``
+    describes the files written (name -> bytes)."""
+    decode_file = source.parent / DECODE_FILE
+
+    def fill_all(folder: Path) -> None:
+        fill(folder)
+        if decode_file.is_file():
+            shutil.copyfile(decode_file, folder / DECODE_FILE)
+
+    files = write_folder(out, fill_all)
+    return Exported(source, source.stat().st_size, out, files, what(files))
 
 
 def check_output(out: Path, source: Path, overwrite: bool) -> None:
@@ -42,7 +91,8 @@ def check_output(out: Path, source: Path, overwrite: bool) -> None:
         raise ExportError(
             f"-o {out}: already exists; give --overwrite to replace it, or another folder"
         )
-    if any(out.iterdir()) and not is_export(out):
+    earlier = (out / EXPORT_FILE).is_file() or (out / CTRANSLATE2_META).is_file()
+    if any(out.iterdir()) and not earlier:
         raise ExportError(
             f"-o {out}: --overwrite replaces only an earlier export, and this folder holds other "
             "files; remove it yourself or give another folder"

@@ -1,54 +1,23 @@
 """``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else.
 
 ``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos,
-the target vocabulary when the run's checkpoint has one) without the optimizer, gradient scaler,
-RNG states and training position that only a resume needs, so ``translate``, ``eval`` and
-``serve`` read ``-c DIR`` (or ``-c DIR/model.pt``) as they read a run. ``exported_from``
-records the checkpoint read, its step and the weights' dtype. The run's ``decode.yaml``
-(``seq2seq tune-decode``) is copied beside it, where every command looks for it.
-
-``dtype`` fp16 or bf16 stores the floating-point weights at half the size; they are widened back
-to fp32 when loaded (``load_state_dict`` copies into the fp32 model), so decoding computes in fp32
-with rounded weights: output may differ slightly from the fp32 export's. Weights shared by two
-names (tied embeddings) stay one tensor.
+the target vocabulary when the run's checkpoint has one) without what only a resume needs
+(optimizer, gradient scaler, RNG states, training position); ``exported_from`` records the
+checkpoint read, its step and the weights' dtype. fp16 or bf16 weights are widened back to fp32
+when loaded, so decoding computes in fp32 with rounded weights (docs/overview.md).
 """
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import (
-    DECODE_FILE,
-    EXPORT_FILE,
-    load_checkpoint,
-    model_from_checkpoint,
-    resolve_checkpoint,
-    save_checkpoint,
-)
+from seq2seq.checkpoint import EXPORT_FILE, save_checkpoint
 from seq2seq.export import ExportError
-from seq2seq.export.folder import check_output, size, write_folder
+from seq2seq.export.folder import Exported, read_source, size, write_export
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-
-
-@dataclass
-class Exported:
-    """What an export read and wrote: the checkpoint file and its size, the folder and each
-    file's size in bytes."""
-
-    source: Path
-    source_bytes: int
-    out: Path
-    files: dict[str, int] = field(default_factory=dict)
-    what: str = ""  # what the files hold, e.g. "model.pt: fp16 weights 104 kB, tokenizer 245 kB"
-
-    @property
-    def out_bytes(self) -> int:
-        return sum(self.files.values())
 
 
 def check_dtype(dtype: str) -> torch.dtype:
@@ -108,35 +77,26 @@ def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
 def export_checkpoint(
     run: str | Path, out: str | Path, dtype: str = "fp32", overwrite: bool = False
 ) -> Exported:
-    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run`` (a run folder, its best.pt
-    else last.pt, or any checkpoint file), atomically.
+    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run``, atomically.
 
     Raises:
         CheckpointError: nothing readable at ``run``.
         ExportError: as ``check_output``, ``check_dtype`` and ``cast_weights``.
     """
     check_dtype(dtype)
-    source = resolve_checkpoint(run)
-    out = Path(out)
-    check_output(out, source, overwrite)
-    ckpt = load_checkpoint(source)
-    model_from_checkpoint(ckpt, str(source))  # the weights fit the config: never export a misfit
+    source, ckpt, _ = read_source(run, Path(out), overwrite)
     payload = export_payload(ckpt, source, dtype)
     del ckpt
-    decode_file = source.parent / DECODE_FILE
-
-    def fill(folder: Path) -> None:
-        save_checkpoint(folder / EXPORT_FILE, payload)
-        if decode_file.is_file():
-            shutil.copyfile(decode_file, folder / DECODE_FILE)
-
-    files = write_folder(out, fill)
     tokenizer = sum(len(b) for b in payload["tokenizer"].values() if b is not None)
     what = (
         f"{EXPORT_FILE}: {dtype} weights {size(weight_bytes(payload['model']))}, "
         f"tokenizer {size(tokenizer)}"
     )
-    return Exported(source, source.stat().st_size, out, files, what)
+
+    def fill(folder: Path) -> None:
+        save_checkpoint(folder / EXPORT_FILE, payload)
+
+    return write_export(source, Path(out), fill, lambda files: what)
 
 
 def weight_bytes(weights: dict[str, torch.Tensor]) -> int:
