@@ -1,39 +1,21 @@
-"""``translate --format jsonl``: one JSON object per input line, with each hypothesis's scores,
-target pieces, per-piece log-probabilities and a word alignment read off the cross-attention.
+"""``translate --format jsonl``: one JSON object per input line (``jsonl_record``), with each
+hypothesis's scores, target pieces, per-piece log-probabilities and a word alignment read off the
+cross-attention; docs/overview.md (translate, step 6) describes every field.
 
-An object (``jsonl_record``) holds, for input line ``line`` (numbered from 1, the first line of the
-input being 1, as in warnings and the n-best TSV):
+An object holds, for input line ``line`` (from 1): ``translation`` (the text ``--format text``
+writes), ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT, ``base.length_penalty``), ``log_prob``,
+``finished``, ``tokens`` (target pieces, ``</s>`` when finished), ``token_log_probs`` (one per
+piece; null from a search that keeps none) and ``alignment``: Pharaoh ``i-j`` pairs, source word i
+and target word j, 0-based (``pharaoh``), null for a model without cross-attention. With
+``--n-best N`` it is ``{"line": n, "hypotheses": [N entries]}``. A blank line gives an empty
+hypothesis (no scores).
 
-- ``translation``: the hypothesis text, as ``--format text`` writes it;
-- ``score``: the score the search ranks by, log P / ((5 + |Y|) / 6)^α (GNMT, ``decoding/base.py``;
-  α = ``--length-penalty``, so ``score`` = ``log_prob`` at α = 0);
-- ``log_prob``: log P(Y | X), the sum of the model's log-probabilities of the target pieces;
-- ``finished``: False for a hypothesis cut at the maximum length (no EOS);
-- ``tokens``: the target pieces, EOS (``</s>``) included when the hypothesis finished;
-- ``token_log_probs``: one per piece of ``tokens`` (EOS included): each piece's log-probability at
-  its step, as the search summed it into ``log_prob`` (null from a search that keeps none);
-- ``alignment``: Pharaoh ``i-j`` pairs, source word i and target word j (0-based), space-separated
-  (``pharaoh``), or null for a model without cross-attention (``rnn``, ``rnnencdec``).
-
-With ``--n-best N`` the object is ``{"line": n, "hypotheses": [N entries as above]}``, best first.
-A blank input line (never sent to the model) gives an empty hypothesis: ``translation`` "",
-``tokens`` and ``token_log_probs`` [], ``score``, ``log_prob`` and ``finished`` null, alignment
-"" (null without attention); with ``--n-best`` an empty ``hypotheses`` list.
-
-Indices are positions in the whitespace-split (Python's ``str.split``) source line as written and
-``translation``: source word i is the word of the input line that holds source piece s's text
-(``source_words``, from sentencepiece's offsets of each piece in the line, so a ``<unk>`` piece
-keeps its word's position and a character the tokenizer normalises away, such as a zero-width
-space, moves no index), and target word j the j-th of ``translation``, the target pieces grouped
-as sentencepiece detokenises them (``piece_words``: a piece starting with ``▁`` starts a word).
-For each target piece the source piece it attends to most (argmax of its cross-attention row)
-gives one pair of their words; pairs are deduplicated and listed in target order. EOS and
-``<unk>`` target pieces (absent from the text) are not aligned.
-
-The attention is what the search returns (``Seq2SeqModel.decode_step``): the RNN decoders' one
-attention, the Transformer's last decoder layer averaged over its heads, an ensemble's members'
-mean. ``--align-layer N`` instead takes decoder layer N (0-based) of ``cross_attention_maps``,
-heads averaged, teacher-forced on each hypothesis after the search.
+Word indices count ``str.split`` words of the source line as written (``source_words``, from
+sentencepiece's offsets, so ``<unk>`` keeps its word and a character normalised away moves no
+index) and of ``translation`` (``piece_words``). Each target piece's argmax source piece gives one
+pair; EOS and ``<unk>`` targets are not aligned. The attention is the search's (the Transformer's
+last decoder layer, heads averaged), or with ``--align-layer N`` decoder layer N of
+``cross_attention_maps``, teacher-forced on each hypothesis.
 """
 
 from __future__ import annotations
@@ -247,31 +229,22 @@ def hypothesis_entry(
     }
 
 
-def empty_entry(with_attention: bool) -> dict[str, Any]:
-    """The entry of a blank input line: an empty hypothesis, never scored."""
-    return {
-        "translation": "",
-        "score": None,
-        "log_prob": None,
-        "finished": None,
-        "tokens": [],
-        "token_log_probs": [],
-        "alignment": "" if with_attention else None,
-    }
-
-
 def jsonl_record(
     r: Translation, line_no: int, tok: Tokenizer, n_best: int, with_attention: bool
 ) -> dict[str, Any]:
-    """Input line ``line_no``'s object: its best hypothesis's entry, or with ``n_best`` > 1 the
-    list ``hypotheses`` of entries, best first."""
+    """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's: empty,
+    never scored), or with ``n_best`` > 1 the list ``hypotheses`` of entries, best first."""
     entries = [
         hypothesis_entry(tok, r.source_ids, h, text, r.source)
         for h, text in zip(r.hypotheses, r.texts, strict=True)
     ]
     if n_best > 1:
         return {"line": line_no, "hypotheses": entries}
-    return {"line": line_no, **(entries[0] if entries else empty_entry(with_attention))}
+    if entries:
+        return {"line": line_no, **entries[0]}
+    empty = {"translation": "", "score": None, "log_prob": None, "finished": None, "tokens": []}
+    alignment = "" if with_attention else None
+    return {"line": line_no, **empty, "token_log_probs": [], "alignment": alignment}
 
 
 def jsonl_lines(

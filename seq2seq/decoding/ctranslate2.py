@@ -1,40 +1,20 @@
 """Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``): ``translate -c
-DIR`` finds ``DIR/seq2seq_export.json`` and decodes with ``ctranslate2.Translator`` instead of our
-search; tokenizing, cleaning, source cuts, batching and detokenizing stay ours
-(``translate._prepare``, ``_batches``, ``Tokenizer.decode_tgt``), so only the search differs.
+DIR`` finds ``DIR/seq2seq_export.json`` and ``translate_sentences`` decodes with a
+``CTranslate2Model``, whose ``search_ids`` runs ``ctranslate2.Translator.translate_batch`` where our
+search would run; cleaning, source cuts, batching and detokenizing stay ours. What differs, and
+by how much, is in docs/overview.md (export).
 
-The decode settings map onto ``Translator.translate_batch``:
-
-- greedy: ``beam_size`` 1 (CTranslate2's greedy search: the arg max at every step, as ours).
-- beam: ``beam_size`` K. CTranslate2's own length penalty divides the log-probability by
-  |Y|^alpha, not by GNMT's ((5 + |Y|) / 6)^alpha as ours (``base.length_penalty``), so with
-  alpha > 0 it is asked for all K hypotheses it finishes (it stops once K have) and they are
-  re-ranked by our GNMT score (``_ranked``); at alpha 0 both rank by the raw log-probability.
-  Pruning is on the log-probability in both; what still differs is below.
-- sample: ``sampling_topk`` (0 for all), ``sampling_topp``, ``sampling_temperature``; ``seed``
-  seeds CTranslate2's own generator, so the draws differ from ours.
-- ``min_len`` -> ``min_decoding_length`` (EOS blocked before it), ``no_repeat_ngram`` ->
-  ``no_repeat_ngram_size``; PAD and BOS are suppressed, as our searches never emit them (CTranslate2
-  masks them before its softmax, ours after: the scores differ by that renormalisation, the arg
-  max does not). ``target_vocab_mask`` is not applied: a CTranslate2 export carries no target
-  vocabulary, so its searches may output any piece (as ours did before the mask).
-- length: each sentence's own ``max_decoding_length`` floor(a * S + b) (EOS included, as ours):
-  one ``translate_batch`` call per limit in a batch, as a sentence searched past its limit can end
-  differently (a hypothesis cut where ours finished). ``min_decoding_length`` is ``min_len``, at
-  most the limit: a ``min_len`` at or over it blocks EOS to the end, cut at the limit, after the
-  warning ours gives (CTranslate2 refuses a minimum above the maximum).
-- constraints no output can meet: where CTranslate2 has no allowed token it emits PAD and then
-  EOS; such a hypothesis is cut before its first forbidden token, unfinished with ``blocked`` set
-  and rescored from ``score_batch`` (the model's log-probabilities of the tokens kept), and the
-  line is warned of, as ours.
-- what still differs (docs/overview.md gives the counts): beam search's own rules for finishing
-  and stopping (CTranslate2 stops once K hypotheses finished, ours at an exact bound), and with
-  ``min_len`` the scores: CTranslate2 blocks EOS before its softmax, ours after, so beam search
-  differs on many lines (greedy does not).
+The decode settings map onto ``translate_batch`` (``search_options``): greedy is ``beam_size`` 1;
+beam is ``beam_size`` K, and with alpha > 0 all K finished hypotheses are re-ranked by our GNMT
+score (CTranslate2's own penalty divides by |Y|^alpha); sample is ``sampling_topk`` /
+``sampling_topp`` / ``sampling_temperature`` with CTranslate2's own generator. ``min_len``,
+``no_repeat_ngram`` and each sentence's own limit floor(a * S + b) map onto its options; PAD and
+BOS are suppressed; ``target_vocab_mask`` is not applied (an export carries no target vocabulary).
+A hypothesis that goes on past what the constraints allow is cut before its first forbidden
+token, unfinished with ``blocked`` set, and rescored from ``score_batch``, as ours.
 
 Devices: ``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``--quantize int8`` is
-CTranslate2's ``compute_type`` int8 (weights quantized when loaded; an int8 export is int8
-already). CPU threads: torch's count (``torch.get_num_threads``), so both engines get the same.
+CTranslate2's ``compute_type`` int8. CPU threads: torch's count, so both engines get the same.
 """
 
 from __future__ import annotations

@@ -54,19 +54,15 @@ class Translator:
     """A run loaded for decoding (``load``).
 
     Attributes:
-        model: the model in eval mode on ``device`` (an ``Ensemble``, int8 layers, or a
-            ``CTranslate2Model`` for an export of that format).
-        cfg: the run's config, its decode section with ``decode.yaml`` applied.
-        checkpoint: the file read (a run folder's best.pt, else last.pt; an export's model.pt or
-            model.bin).
-        train_state: the checkpoint's training position (its train_state, or an export's
-            exported_from; empty for an averaged one), whose ``step`` is ``step``.
-        config_decode: the decode settings of the checkpoint's own config.
-        decode_file: the run's ``decode.yaml`` when it exists, and ``decode_file_keys`` the
-            settings it names.
-        members: each model's (checkpoint, step) of an ensemble; empty for one model.
-        quantize: ``int8`` under ``load(quantize="int8")``.
-        tune_hint: how the untuned-beam line says to tune (``untuned_line``).
+        model: in eval mode on ``device``: one model, an ``Ensemble``, int8 layers, or a
+            ``CTranslate2Model``.
+        cfg: the run's config, its decode section with ``decode.yaml`` applied; ``config_decode``
+            the checkpoint's own decode section.
+        checkpoint: the file read (an ensemble's first); ``members``: each model's (checkpoint,
+            step) of an ensemble, empty for one model.
+        train_state: the checkpoint's training position (empty for an averaged one).
+        decode_file: the run's ``decode.yaml`` when it exists; ``decode_file_keys`` what it sets.
+        tune_hint: how the untuned-beam line says to tune (``settings_line``).
     """
 
     model: Any
@@ -91,18 +87,18 @@ class Translator:
     def decode_settings(
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
-        """The run's decode settings with the options given (``options``: DecodeConfig fields,
-        None = not given): the method is ``method``, else beam when ``beam_size`` is given, else
-        the run's (``DecodeConfig.with_method`` drops the settings of another method). Returns
-        them and where each came from (``decode_sources``), and says it in one log line
-        (``settings_line``).
+        """The run's decode settings with ``options`` (DecodeConfig fields, None = not given):
+        the method is ``method``, else beam when ``beam_size`` is given, else the run's
+        (``DecodeConfig.with_method`` drops another method's settings). Returns them and where
+        each came from: the command line (a field given, or changed by the method given), the
+        run's decode.yaml, or the checkpoint's config; says so in one log line.
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
             ValueError: a length penalty given for a method that ranks nothing (greedy, sample).
         """
-        base = self.cfg.decode
-        chosen = method or ("beam" if options.get("beam_size") is not None else base.method)
+        tuned = self.cfg.decode
+        chosen = method or ("beam" if options.get("beam_size") is not None else tuned.method)
         alpha = options.get("length_penalty")
         if alpha is not None and chosen != "beam":
             raise ValueError(
@@ -110,70 +106,50 @@ class Translator:
                 f"{chosen} would ignore it; give --beam K, or drop --length-penalty"
             )
         given = {k for k, v in options.items() if v is not None}
-        final = base.with_method(chosen, **{k: options[k] for k in given})
+        final = tuned.with_method(chosen, **{k: options[k] for k in given})
         given |= {"method"} if method is not None or "beam_size" in given else set()
-        sources = self.decode_sources(final, given)
+        sources = {}
+        for name in type(final).model_fields:
+            value = getattr(final, name)
+            if name in given or value != getattr(tuned, name):
+                sources[name] = FROM_COMMAND_LINE
+            elif name in self.decode_file_keys or value != getattr(self.config_decode, name):
+                sources[name] = FROM_DECODE_FILE
+            else:
+                sources[name] = FROM_CONFIG
         if line := self.settings_line(final, sources):
             log.info(line)
         return final, sources
 
-    def decode_sources(self, final: DecodeConfig, given: set[str]) -> dict[str, str]:
-        """Each setting of ``final`` -> where it came from: the command line (``given`` fields,
-        or a value the command line's method changed), the run's decode.yaml, or the
-        checkpoint's config."""
-        tuned = self.cfg.decode
-        out = {}
-        for name in type(final).model_fields:
-            value = getattr(final, name)
-            if name in given or value != getattr(tuned, name):
-                out[name] = FROM_COMMAND_LINE
-            elif name in self.decode_file_keys or value != getattr(self.config_decode, name):
-                out[name] = FROM_DECODE_FILE
-            else:
-                out[name] = FROM_CONFIG
-        return out
-
     def settings_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
-        """The one line on where the settings ``final`` came from: what decode.yaml set, e.g.
-        ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``; without it, the
-        untuned beam (``untuned_line``); None when there is nothing to say."""
+        """The one line on where ``final`` came from: what decode.yaml set (and what the command
+        line overrode of it), e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5,
+        alpha 1.0``; without decode.yaml, beam search's beam and alpha and how to tune them
+        (unless the command line set both); None when there is nothing to say."""
         if self.decode_file is None:
-            return self.untuned_line(final, sources)
+            beam = {sources.get("beam_size"), sources.get("length_penalty")}
+            if final.method != "beam" or beam == {FROM_COMMAND_LINE}:
+                return None
+            line = (
+                f"decoding with {describe_decode(final, ['beam_size', 'length_penalty'])} "
+                f"(not tuned: {self.tune_hint})"
+            )
+            if final.length_penalty == 0 and sources.get("length_penalty") == FROM_CONFIG:
+                line += (
+                    "; this alpha is stored in the run's config (runs configured before the "
+                    "default alpha became 1.0 store 0) and favours short outputs: "
+                    "--length-penalty 1 overrides it"
+                )
+            return line
         used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
         if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
             used = [n for n in used if n != "length_penalty"]
         over = [n for n in sorted(self.decode_file_keys) if sources.get(n) == FROM_COMMAND_LINE]
+        sets = f"the command line sets {describe_decode(final, over)}"
         if used:
             line = f"decoding with {self.decode_file} (tune-decode): {describe_decode(final, used)}"
-            if over:
-                line += f"; the command line sets {describe_decode(final, over)}"
-            return line
-        if over:
-            return (
-                f"{self.decode_file} (tune-decode) not used: the command line sets "
-                f"{describe_decode(final, over)}"
-            )
-        return None
-
-    def untuned_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
-        """For beam search in a run without decode.yaml: the beam and alpha it decodes with and
-        the command that tunes them on validation; None for another search, or when the command
-        line sets both."""
-        if final.method != "beam":
-            return None
-        if {sources.get("beam_size"), sources.get("length_penalty")} == {FROM_COMMAND_LINE}:
-            return None
-        line = (
-            f"decoding with {describe_decode(final, ['beam_size', 'length_penalty'])} "
-            f"(not tuned: {self.tune_hint})"
-        )
-        if final.length_penalty == 0 and sources.get("length_penalty") == FROM_CONFIG:
-            line += (
-                "; this alpha is stored in the run's config (runs configured before the default "
-                "alpha became 1.0 store 0) and favours short outputs: --length-penalty 1 "
-                "overrides it"
-            )
-        return line
+            return f"{line}; {sets}" if over else line
+        return f"{self.decode_file} (tune-decode) not used: {sets}" if over else None
 
     def line_translator(self, dcfg: DecodeConfig, **kwargs: Any) -> LineTranslator:
         """A ``files.LineTranslator`` (CTranslate2's for an export of it) decoding with ``dcfg``;
@@ -204,15 +180,13 @@ class Translator:
 def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:
     """Some settings of a DecodeConfig in words: ``beam 5, alpha 1.0``, ``greedy``,
     ``max_len_b 20``."""
-    names = list(names)
     parts = []
     if "method" in names or "beam_size" in names:
         parts.append(f"beam {cfg.beam_size}" if cfg.method == "beam" else cfg.method)
     for name in names:
-        if name in ("method", "beam_size"):
-            continue
-        label = "alpha" if name == "length_penalty" else name
-        parts.append(f"{label} {getattr(cfg, name)}")
+        if name not in ("method", "beam_size"):
+            label = "alpha" if name == "length_penalty" else name
+            parts.append(f"{label} {getattr(cfg, name)}")
     return ", ".join(parts)
 
 
