@@ -8,30 +8,21 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - Its ``score`` is log P(Y|X) / lp(|Y|) with the GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6)^α
   (Wu et al. 2016, eq. 14); α = 0 ranks by the raw log-probability (``log_prob``).
 - ``max_len`` of sentence i is ``floor(max_len_a * src_len_i + max_len_b)`` tokens, EOS included.
-  A hypothesis still open at that length is *cut*: returned with ``finished=False`` and no EOS. Its
+  A hypothesis still open at that length is *cut*: returned with ``finished=False`` and no EOS; its
   score lacks the EOS probability, so it is not comparable with a finished one.
-- ``min_len`` tokens must come before EOS: EOS is blocked while fewer have been generated (the other
-  probabilities are not renormalised, so scores stay the model's log-probabilities).
-- PAD and BOS are never generated.
-- ``target_vocab_mask`` (``DecodeConfig``, on by default): a piece the model's target vocabulary
-  leaves out (``model.target_vocab``, (V,) bool: the pieces seen in the training targets, and EOS;
-  carried by the checkpoint, see ``checkpoint.unpack_target_vocab``) gets -inf, in every search;
-  like ``min_len`` it blocks without renormalising (sampling renormalises over what is left, as
-  it does after top-k). ``allowed_tokens`` reads the mask once per search call; a model without
-  one (None, an older checkpoint, a toy) decodes as before. With a joint source/target vocabulary
-  this keeps source-only pieces out of the output.
-- ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``): a token that would complete an
-  n-gram of N tokens already in the hypothesis gets -inf (``block_repeated_ngrams``), in every
-  search; like ``min_len`` it blocks without renormalising.
+- Blocking never renormalises (scores stay the model's log-probabilities; sampling renormalises
+  over what is left, as after top-k). Blocked in every search: PAD and BOS; EOS while fewer than
+  ``min_len`` tokens came before it; with ``target_vocab_mask``, the pieces the model's
+  ``target_vocab`` ((V,) bool, carried by the checkpoint; None: none blocked) leaves out, such
+  as a joint vocabulary's source-only pieces; with ``no_repeat_ngram`` N > 0, a token that would
+  complete an n-gram of N tokens already in the hypothesis (fairseq's ``--no-repeat-ngram-size``).
+- When they block every token at a step, the hypothesis ends there, unfinished and without EOS,
+  its ``blocked`` naming them (``blocking_constraints``); beam search returns such a hypothesis
+  only to fill an n-best list, as it does a cut one.
 - ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
   real source positions only, so it does not depend on how the sentence was batched.
-- ``token_log_probs`` holds, for each of the |Y| tokens (EOS included), the model's log-probability
-  of it at its step, as the search summed it into ``log_prob`` (blocking never renormalises).
-- When the constraints forbid every token at a step (say ``no_repeat_ngram`` 1 with a ``min_len``
-  above what the vocabulary can fill), the hypothesis ends there: returned unfinished, without
-  EOS, its ``blocked`` naming the constraints (``blocking_constraints``); no search then emits PAD
-  or a forbidden token. Beam search returns such a hypothesis only to fill an n-best list, as it
-  does a cut one.
+- ``token_log_probs`` holds each of the |Y| tokens' log-probability at its step (EOS included), as
+  the search summed them into ``log_prob``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Line-oriented translation, as ``translate`` does it: a file or standard input in, and for every
 input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
-JSON object per line (``alignment_output.py``), as ``LineTranslator.output_format`` says.
-
-Input is translated a window of lines at a time (1, 2, 4, then ``WINDOW_BATCHES`` batches), and
-each window's output is written in input order and flushed before the next is read: from a file,
-the next window; from standard input, whatever lines are waiting (up to a window), so an
-interactive session gets each answer while its input stays open. Lines are read by the same rules
-as files (``data.text.decode_line``). Ctrl-C keeps the windows already written
-(``TranslationInterrupted``).
+JSON object per line (``alignment_output.py``). Input is translated a window of lines at a time
+(``window_sizes``), each window's output written and flushed before the next is read, so Ctrl-C
+keeps the windows already written (``TranslationInterrupted``).
 """
 
 from __future__ import annotations
@@ -37,16 +32,13 @@ from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
 
-# Lines translated at a time, in batches (``window_sizes``): 1, 2, 4, then this many batches.
-# Within a window the lines are sorted by length into batches (less padding), and when a window is
-# done its output is written, so Ctrl-C keeps every window finished before it; the small first
-# windows put the first lines on disk within a batch's time.
-WINDOW_BATCHES = 8
+WINDOW_BATCHES = 8  # the batches of every window after the first three (1, 2, 4 batches)
 
 
 def window_sizes(batch_size: int) -> Iterator[int]:
     """Lines per window, window after window: ``batch_size`` times 1, 2, 4, then
-    ``WINDOW_BATCHES`` for every later window."""
+    ``WINDOW_BATCHES``: the small first windows put the first lines on disk within a batch's
+    time, and within a window the lines are sorted by length into batches (less padding)."""
     batches = 1
     while True:
         yield batch_size * batches
@@ -66,9 +58,8 @@ def windows_of(lines: Sequence[str], batch_size: int) -> Iterator[tuple[int, Seq
 # Called with translations decoded with attention and the input line number of the first.
 AttentionSink = Callable[[list[Translation], int], object]
 
-# The n-best TSV's hypothesis field: a backslash, tab, newline or carriage return in it is written
-# as \\, \t, \n, \r (the escaping of linear TSV and PostgreSQL's text format), so every row
-# has exactly three fields and one line; ``unescape_tsv_field`` gives the hypothesis back.
+# The n-best TSV's hypothesis field escapes backslash, tab, newline and carriage return as linear
+# TSV and PostgreSQL's text format do, so every row has three fields and one line.
 _TSV_ESCAPE = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _TSV_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
@@ -192,13 +183,11 @@ class TranslationInterrupted(KeyboardInterrupt):
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
     """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output.
 
-    One path for both inputs: lines are translated a window at a time (``window_sizes``; a file: the
-    next window; standard input: the lines already waiting, up to a window, so an interactive
-    session gets each answer while its input stays open), and each window's output is written, in
-    input order, and flushed before the next is read. A file input is read whole first, so a line
-    that is not UTF-8 stops the command before anything is translated, and its progress bar has a
-    total. A file output is written to ``OUTPUT.partial`` and renamed to OUTPUT only when every line
-    is translated: OUTPUT never looks complete when it is not.
+    A window is the next lines of a file, or the lines waiting on standard input (up to a window:
+    an interactive session gets each answer while its input stays open). A file input is read
+    whole first (a line that is not UTF-8 stops the command before anything is translated; the
+    progress bar has a total). A file output is written to ``OUTPUT.partial``, renamed to OUTPUT
+    when every line is translated: OUTPUT never looks complete when it is not.
 
     Raises:
         TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or

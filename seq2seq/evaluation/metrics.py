@@ -43,7 +43,13 @@ class Score:
         return {"score": self.score, "signature": self.signature, "text": self.text}
 
 
-def _metric(name: str, tgt_lang: str | None, lowercase: bool):
+def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = False):
+    """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf`` or ``ter``), as every score here
+    uses it (BLEU: 13a, or the target language's tokenizer).
+
+    Raises:
+        ValueError: an unknown metric, or the language's BLEU tokenizer is not installed.
+    """
     if name == "bleu":
         try:
             return BLEU(lowercase=lowercase, trg_lang=tgt_lang or "")
@@ -59,23 +65,9 @@ def _metric(name: str, tgt_lang: str | None, lowercase: bool):
     raise ValueError(f"unknown metric {name!r}; choose bleu, chrf or ter")
 
 
-def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = False):
-    """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf`` or ``ter``), configured as
-    ``corpus_score`` configures it.
-
-    Raises:
-        ValueError: an unknown metric, or the language's BLEU tokenizer is not installed.
-    """
-    return _metric(name, tgt_lang, lowercase)
-
-
 def bleu_metric(tgt_lang: str | None = None, lowercase: bool = False) -> BLEU:
-    """sacreBLEU's BLEU as ``corpus_score`` uses it (13a, or the target language's tokenizer).
-
-    Raises:
-        ValueError: the language's tokenizer is not installed.
-    """
-    return _metric("bleu", tgt_lang, lowercase)
+    """``sacrebleu_metric("bleu", ...)``."""
+    return sacrebleu_metric("bleu", tgt_lang, lowercase)
 
 
 def corpus_score(
@@ -98,7 +90,7 @@ def corpus_score(
             IndexError), a reference stream's length differs from the hypotheses', or the
             language's tokenizer is not installed.
     """
-    metric = _metric(name, tgt_lang, lowercase)
+    metric = sacrebleu_metric(name, tgt_lang, lowercase)
     result = _corpus(metric, name, hyps, refs)
     return Score(name, float(result.score), str(metric.get_signature()), str(result))
 

@@ -20,13 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.data.text import read_lines
-from seq2seq.evaluation.metrics import (
-    METRICS,
-    sacrebleu_metric,
-    sacrebleu_seed,
-    tokenisation_warnings,
-)
-from seq2seq.evaluation.report import EvalTexts, check_aligned, reference_copy_warnings
+from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, sacrebleu_seed
+from seq2seq.evaluation.report import EvalTexts, check_aligned, text_warnings
 
 PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
 AR_CONFIDENCE = 1000  # bootstrap resamples for the intervals of an ``ar`` test
@@ -44,71 +39,15 @@ class System:
 
 
 def read_systems(paths: Sequence[Path], texts: EvalTexts) -> list[System]:
-    """Read each ``--hyp`` file as a system.
+    """Read each ``--hyp`` file as a system (the command refuses a file given twice).
 
     Raises:
         DataError: a file is missing, unreadable or not UTF-8.
-        ValueError: a file is given twice, or its line count differs from the references' (one
-            line naming it).
+        ValueError: a file's line count differs from the references' (one line naming it).
     """
-    seen: set[str] = set()
-    for p in paths:
-        if str(p) in seen:
-            raise ValueError(f"--hyp {p} is given twice; give each system once")
-        seen.add(str(p))
     systems = [System(str(p), read_lines(p)) for p in paths]
-    streams = [(texts.ref_names[0], texts.refs[0])] + [(s.name, s.hyps) for s in systems]
-    check_aligned(streams)
+    check_aligned([(texts.ref_names[0], texts.refs[0])] + [(s.name, s.hyps) for s in systems])
     return systems
-
-
-def run_paired_test(
-    systems: Sequence[System],
-    refs: Sequence[Sequence[str]],
-    names: Sequence[str],
-    test: str,
-    n_samples: int | None = None,
-    seed: int | None = None,
-    tgt_lang: str | None = None,
-    lowercase: bool = False,
-):
-    """sacreBLEU's ``PairedTest`` over ``systems`` (the first is the baseline).
-
-    Args:
-        refs: one or more reference streams, each as long as every system.
-        names: metrics among ``bleu``, ``chrf``, ``ter``.
-        test: ``bs`` or ``ar``.  n_samples: resamples (bs) or trials (ar); None for sacrebleu's
-            defaults (1000 and 10000).  seed: the RNG seed (>= 1); None for sacrebleu's.
-
-    Returns:
-        The ``PairedTest`` that ran, and its ``(signatures, scores)``, keyed by sacrebleu's
-        metric names (``BLEU``, ``chrF2``, ``TER``) in the order of ``names``.
-
-    Raises:
-        ValueError: fewer than two systems, an unknown test or metric, a seed below 1 (sacrebleu
-            reads 0 as "no seed"), or the BLEU tokenizer of ``tgt_lang`` is not installed.
-    """
-    from sacrebleu.significance import PairedTest
-
-    if len(systems) < 2:
-        raise ValueError("a paired test compares two or more systems; give another one")
-    if test not in PAIRED_TESTS:
-        raise ValueError(f"--paired {test!r}: choose bs (bootstrap) or ar (randomisation)")
-    if seed is not None and seed < 1:
-        raise ValueError(f"--paired-seed {seed}: give a seed of 1 or more")
-    metrics = {n: sacrebleu_metric(n, tgt_lang, lowercase) for n in names}
-    named = [(s.name, [h.rstrip() for h in s.hyps]) for s in systems]
-    stripped = [[x.rstrip() for x in r] for r in refs]
-    with sacrebleu_seed(None if seed is None else str(seed)):
-        ps = PairedTest(
-            named,
-            metrics,
-            references=stripped,
-            test_type=test,
-            n_samples=n_samples or 0,
-            n_ar_confidence=AR_CONFIDENCE if test == "ar" else -1,
-        )
-        return ps, ps()
 
 
 def paired_report(
@@ -121,26 +60,36 @@ def paired_report(
     tgt_lang: str | None = None,
     lowercase: bool = False,
 ) -> dict:
-    """Everything ``seq2seq paired`` reports, as one JSON-ready dict: the test, its resamples and
-    seed, each metric's sacrebleu name and signature (with the test's settings), warnings,
-    and per system (baseline first) how it was made and, per metric, ``score``, ``mean`` and
-    ``ci`` (the bootstrap mean and the half-width of its 95% interval) and ``p_value`` (None for
-    the baseline; 1 for a system that is line for line the baseline, which sacrebleu's test would
-    give p = 1/(n+1), as if significant). A system that is line for line a reference is warned of.
+    """sacreBLEU's ``PairedTest`` of two or more ``systems`` (the first is the baseline) over the
+    metrics ``names``, as one JSON-ready dict: the test (``bs`` | ``ar``), its resamples (None:
+    sacrebleu's 1000 / 10000) and seed (>= 1; None: sacrebleu's), each metric's sacrebleu name
+    and signature, warnings, and per system (baseline first) how it was made and, per metric,
+    ``score``, ``mean`` and ``ci`` (the bootstrap mean and the half-width of its 95% interval)
+    and ``p_value`` (None for the baseline; 1 for a system that is line for line the baseline,
+    which sacrebleu's test would give p = 1/(n+1), as if significant).
 
     Raises:
-        ValueError: as ``run_paired_test``.
+        ValueError: the BLEU tokenizer of ``tgt_lang`` is not installed.
     """
-    ps, (sigs, scores) = run_paired_test(
-        systems, texts.refs, names, test, n_samples, seed, tgt_lang, lowercase
-    )
+    from sacrebleu.significance import PairedTest
+
+    metrics = {n: sacrebleu_metric(n, tgt_lang, lowercase) for n in names}
+    named = [(s.name, [h.rstrip() for h in s.hyps]) for s in systems]
+    stripped = [[x.rstrip() for x in r] for r in texts.refs]
+    with sacrebleu_seed(None if seed is None else str(seed)):
+        ps = PairedTest(
+            named,
+            metrics,
+            references=stripped,
+            test_type=test,
+            n_samples=n_samples or 0,
+            n_ar_confidence=AR_CONFIDENCE if test == "ar" else -1,
+        )
+        sigs, scores = ps()
     keys = dict(zip(names, ps.metrics, strict=True))  # ours -> sacrebleu's metric name
-    warnings = [w for s in systems for w in tokenisation_warnings(s.hyps, s.name)]
-    for lines, name in zip(texts.refs, texts.ref_names, strict=True):
-        warnings += tokenisation_warnings(lines, name)
-    warnings += [w for s in systems for w in reference_copy_warnings(s.hyps, s.name, texts)]
-    base = [h.rstrip() for h in systems[0].hyps]
-    copies = {i for i, s in enumerate(systems) if i and [h.rstrip() for h in s.hyps] == base}
+    warnings = text_warnings([(s.name, s.hyps) for s in systems], texts)
+    base = named[0][1]
+    copies = {i for i, (_, hyps) in enumerate(named) if i and hyps == base}
     warnings += [
         f"{systems[i].name} is line for line the baseline: reported as no difference (p = 1); "
         "compare distinct systems"

@@ -99,10 +99,7 @@ def evaluation_report(
             BLEU tokenizer is not installed.
     """
     hyps, refs = texts.hyps, texts.refs
-    warnings = tokenisation_warnings(hyps, texts.hyp_name)
-    for lines, name in zip(refs, texts.ref_names, strict=True):
-        warnings += tokenisation_warnings(lines, name)
-    warnings += reference_copy_warnings(hyps, texts.hyp_name, texts)
+    warnings = text_warnings([(texts.hyp_name, hyps)], texts)
     report: dict = {
         "hyp": texts.hyp_name,
         "checkpoint": None,
@@ -124,16 +121,23 @@ def evaluation_report(
     return report
 
 
-def reference_copy_warnings(hyps: Sequence[str], name: str, texts: EvalTexts) -> list[str]:
-    """A warning when ``hyps`` are, line for line (right-stripped), one of the references: a
-    score of 100 that measures no translation (often the reference given as --hyp)."""
-    mine = [h.rstrip() for h in hyps]
-    return [
-        f"{name} is line for line the reference {ref_name}, so its scores are a copy's (BLEU "
-        "100 on real text); is the hypothesis file the reference? give the system's translations"
-        for ref, ref_name in zip(texts.refs, texts.ref_names, strict=True)
-        if mine and mine == [r.rstrip() for r in ref]
-    ]
+def text_warnings(systems: Sequence[tuple[str, Sequence[str]]], texts: EvalTexts) -> list[str]:
+    """The warnings about what is scored: each (name, hypotheses) system's and each reference's
+    tokenisation (``tokenisation_warnings``), then each system that is, line for line
+    (right-stripped), one of the references: a score of 100 that measures no translation."""
+    warnings = [w for name, hyps in systems for w in tokenisation_warnings(hyps, name)]
+    for lines, ref_name in zip(texts.refs, texts.ref_names, strict=True):
+        warnings += tokenisation_warnings(lines, ref_name)
+    for name, hyps in systems:
+        mine = [h.rstrip() for h in hyps]
+        warnings += [
+            f"{name} is line for line the reference {ref_name}, so its scores are a copy's (BLEU "
+            "100 on real text); is the hypothesis file the reference? give the system's "
+            "translations"
+            for ref, ref_name in zip(texts.refs, texts.ref_names, strict=True)
+            if mine and mine == [r.rstrip() for r in ref]
+        ]
+    return warnings
 
 
 def format_report(report: dict) -> str:

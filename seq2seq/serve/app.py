@@ -1,14 +1,10 @@
 """The FastAPI application and the uvicorn server behind ``seq2seq serve``, the one home of
-``fastapi`` and ``uvicorn``.
+``fastapi`` and ``uvicorn`` (routes, errors and limits: docs/serve.md).
 
-Routes: ``GET /`` the page (and its two static files, read from the package once), ``GET
-/models``, ``POST /translate``, ``GET /study``, ``GET /health``. Every error is JSON ``{"detail":
-"one line"}`` with a 4xx status for a bad request, 503 (and ``Retry-After``) for a translation the
-server is too busy for, and 500 for a failure inside a model; none stops the server.
-
-Translations decode in a bounded pool of worker threads of their own (``TranslationQueue``), so
-the other routes, which run on the event loop, answer at once however many translations wait;
-each model's lock lets one translation at a time use it.
+Every error is JSON ``{"detail": "one line"}``: 4xx for a bad request, 503 (and ``Retry-After``)
+for a translation the server is too busy for, 500 for a failure inside a model; none stops the
+server. Translations decode in worker threads of their own (``TranslationQueue``), so the other
+routes, on the event loop, answer at once however many translations wait.
 """
 
 from __future__ import annotations
@@ -92,12 +88,9 @@ class Busy(RequestError):
 
 class TranslationQueue:
     """Runs translations in ``limits.workers`` threads of their own, off the event loop, with at
-    most ``limits.max_queued`` more waiting for a thread.
-
-    A translation over that is refused at once (``Busy``). One still waiting when its client
-    leaves or ``limits.timeout_s`` have passed since it arrived is dropped before it starts; one
-    decoding then is told to stop before its next model (a model's decoding is not cut short,
-    and its thread stays counted until it ends) while the client gets its 503 at once.
+    most ``limits.max_queued`` more waiting (one more is refused at once: ``Busy``). One whose
+    client left or whose ``limits.timeout_s`` passed is dropped before it starts, or told to stop
+    before its next model (its thread stays counted until it ends); the client gets 503 at once.
     """
 
     POLL_S = 0.1  # how often a waiting request checks whether its client is still there
@@ -347,11 +340,10 @@ def serve(
     quantize: str | None = None,
 ) -> None:
     """Load ``runs`` (paths, or ``NAME=PATH`` strings) once, with int8 weights under
-    ``quantize`` (``decoding.quantize``; on the CPU), then serve the page and API until Ctrl-C.
+    ``quantize`` (on the CPU), then serve the page and API until Ctrl-C.
 
     Raises:
-        ServeError: the address is taken, the study folder is unusable, or a NAME is empty,
-            given twice or not a simple label.
+        ServeError: the address is taken, the study folder is unusable, or a NAME is refused.
         CheckpointError, ConfigError: a run cannot be loaded.
         ValueError: ``quantize`` unknown, or a model not on the CPU under it.
     """

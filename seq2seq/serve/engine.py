@@ -1,14 +1,11 @@
 """One ``POST /translate`` request: text -> every chosen model's greedy and beam translations, with
-log-probabilities, decode times and cross-attention maps.
+log-probabilities, decode times and cross-attention maps (docs/serve.md gives the JSON).
 
 Shape notation: L decoder layers, H heads, T output tokens (EOS included), S source tokens.
 
-Text follows docs/data.md's data hygiene rules, as ``seq2seq translate`` reads it: a line ends at
-``\\n`` only (the ``\\r`` of ``\\r\\n`` is dropped, a final newline adds no empty line), each line
-is cleaned by ``data.text.clean_line``, and a blank line gets no translation (``null``) in its
-place; an empty text holds no line, so its answer lists are empty (as ``translate`` writes
-nothing for an empty input). Unlike ``translate``, which cuts an over-long source and warns, the
-server refuses it with a 4xx message: a page or script gets told, not a silently shortened answer.
+Text is read as ``translate`` reads it (docs/data.md, data hygiene): lines split at ``\\n`` only
+(``split_lines``), cleaned by ``data.text.clean_line``, a blank line answered ``null``. Unlike
+``translate``, the server refuses an over-long source (413) instead of cutting it.
 """
 
 from __future__ import annotations
@@ -126,14 +123,8 @@ class Stopped(Exception):
 def translate_request(
     served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
 ) -> dict[str, Any]:
-    """Answer one request (JSON values): ``check_request`` then ``translate_checked``.
-
-    Returns:
-        ``{"sources": [cleaned line, ...], "models": [model result, ...]}`` with a result per
-        chosen model, in the order the server lists them (see ``docs/serve.md``).
-
-    Raises:
-        RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
+    """Answer one request: ``{"sources": [cleaned line, ...], "models": [one result per chosen
+    model, in server order]}`` (``check_request`` then ``translate_checked``; raises as they do).
     """
     return translate_checked(*check_request(served, req, limits), req)
 
@@ -141,8 +132,7 @@ def translate_request(
 def check_request(
     served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
 ) -> tuple[list[str], list[ServedModel]]:
-    """Every check before any decoding (milliseconds): the cleaned source lines and the chosen
-    models.
+    """Every check before any decoding: the cleaned source lines and the chosen models.
 
     Raises:
         RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.

@@ -52,16 +52,9 @@ class ServedModel:
 
 
 def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[ServedModel]:
-    """Load every run (a run folder's ``best.pt``, else ``last.pt``, or a checkpoint file).
-
-    Args:
-        paths: run folders or checkpoint files, in the order the page shows them; a string may
-            be ``NAME=PATH`` to name its model (see ``split_name``).
-        device: auto | cpu | cuda for all of them; None puts each on its own ``train.device``.
-
-    Returns:
-        One ``ServedModel`` per path, named as given, else after its folder (``-2``, ``-3`` ...
-        on clashes).
+    """One ``ServedModel`` per path (``decoding.runs.load``), in the order the page shows them,
+    named by ``name_runs``; ``device`` auto | cpu | cuda, or None for each run's own
+    ``train.device``.
 
     Raises:
         ServeError: an empty, duplicate or malformed NAME (before anything is loaded).
@@ -98,12 +91,12 @@ def split_name(arg: str | Path) -> tuple[str | None, Path]:
 
 def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
-    checkpoint's folder's name (the file's stem for one with no folder), with ``-2``, ``-3`` ...
-    added where another run has it (a given name is kept; a folder's name steps aside).
+    checkpoint's folder's name (or the file's stem), with ``-2``, ``-3`` ... added where another
+    run has it (a given name is kept; a folder's name steps aside).
 
     Raises:
-        ServeError: a NAME that ``split_name`` refuses, or one given twice (checked before any
-            path is looked at).
+        ServeError: a NAME that ``split_name`` refuses, or one given twice (before any path is
+            looked at).
         CheckpointError: a path holds no checkpoint.
     """
     specs = [split_name(p) for p in paths]
@@ -127,8 +120,8 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
 
 
 def served_model(run: Translator, name: str) -> ServedModel:
-    """A run loaded by ``decoding.runs.load``, its attention probed and described; says where
-    its decode settings came from (``Translator.decode_settings``).
+    """A loaded run, its attention probed and described; says where its decode settings came
+    from (``Translator.decode_settings``).
 
     Raises:
         ConfigError: decode settings that leave no room for output.
@@ -142,11 +135,8 @@ def served_model(run: Translator, name: str) -> ServedModel:
 
 
 def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[str, Any]:
-    """Name, family, size, device, decode defaults and the training summary, as JSON values.
-
-    ``train_state`` is the checkpoint's training position (empty for an averaged checkpoint);
-    ``run_info.json`` beside the checkpoint adds the corpus sizes when present.
-    """
+    """Name, family, size, device, decode defaults and the training summary (from
+    ``train_state``, and the corpus sizes from ``run_info.json`` when present), as JSON values."""
     cfg, st = served.cfg, train_state
     best = st.get("best_score")
     if best is not None and cfg.train.best_metric == "loss":
