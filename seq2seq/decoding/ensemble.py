@@ -3,16 +3,11 @@
 Shape notation: B rows (sentences, or sentences x beams), S source length, T target length,
 V target vocabulary, M models.
 
-At every step each model gives its next-token distribution and the ensemble returns the log of
-their mean probability, log (1/M) sum_m p_m(y | x, y_<t), as fairseq's ``EnsembleModel`` does
-(not the mean of the log-probabilities, which would be a product of experts). Greedy, beam and
-sample search run on it unchanged: it implements the protocol they use (``encode`` ->
-``init_state`` -> ``decode_step`` -> ``reorder_state`` / ``select_state``), its state holding
-every model's own state under the key prefix ``"<m>/"``.
-
-Any model families may be mixed. They must read the same source ids and write the same target
-ids: the caller checks that they share one tokenizer (``check_same_tokenizer``); ``Ensemble``
-checks the vocabulary sizes.
+At every step the ensemble returns the log of the models' mean probability,
+log (1/M) sum_m p_m(y | x, y_<t), as fairseq's ``EnsembleModel`` does (not the mean of the
+log-probabilities, a product of experts). It implements the protocol the searches use, its state
+holding every model's own under the key prefix ``"<m>/"``. Any families may be mixed; they must
+share one tokenizer (``check_same_tokenizer``; ``Ensemble`` checks the vocabulary sizes).
 """
 
 from __future__ import annotations
@@ -95,31 +90,25 @@ class Ensemble(Seq2SeqModel):
             return None
         return torch.stack([mask.cpu().bool() for mask in masks]).any(0)
 
+    def _each(self, state: State, step) -> State:
+        """``step(member, its own part of state)`` for every member, joined."""
+        parts = _split(state, len(self.models))
+        return _join([step(m, s) for m, s in zip(self.models, parts, strict=True)])
+
     def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
         """(B, S) ids and mask -> every member's encoder state, keys prefixed ``"<m>/"``."""
         extra = {} if src_lengths is None else {"src_lengths": src_lengths}
         return _join([m.encode(src, src_mask, **extra) for m in self.models])
 
     def init_state(self, enc: State) -> State:
-        """Every member's ``init_state`` on its own part of ``enc``."""
-        parts = _split(enc, len(self.models))
-        return _join([m.init_state(s) for m, s in zip(self.models, parts, strict=True)])
+        return self._each(enc, lambda m, s: m.init_state(s))
 
     def decode_step(
         self, prev_tokens: Tensor, state: State, need_attention: bool = False
     ) -> tuple[Tensor, Tensor | None, State]:
-        """One step of every member.
-
-        Args:
-            prev_tokens: (B,) the previous target token (BOS at the first step).
-            state: the ensemble's state (``init_state`` or the previous step).
-
-        Returns:
-            (B, V) log of the members' mean next-token probability (already normalised, so a
-            search's log-softmax leaves it as it is), (B, S) the mean cross-attention of the
-            members that have one (None if none does, or ``need_attention`` is False), and the
-            next state.
-        """
+        """One step of every member from (B,) ``prev_tokens``: (B, V) log of their mean
+        next-token probability (normalised, so a search's log-softmax leaves it as it is), (B, S)
+        the mean cross-attention of the members that have one (or None), the next state."""
         logits, attn, states = [], [], []
         for m, s in zip(self.models, _split(state, len(self.models)), strict=True):
             x, a, s = m.decode_step(prev_tokens, s, need_attention)
@@ -131,14 +120,10 @@ class Ensemble(Seq2SeqModel):
         return mean_log_probs(logits), att, _join(states)
 
     def reorder_state(self, state: State, index: Tensor) -> State:
-        """(B,) ``index``: each member's ``reorder_state`` on its own part."""
-        parts = _split(state, len(self.models))
-        return _join([m.reorder_state(s, index) for m, s in zip(self.models, parts, strict=True)])
+        return self._each(state, lambda m, s: m.reorder_state(s, index))
 
     def select_state(self, state: State, index: Tensor) -> State:  # type: ignore[override]
-        """(B',) ``index``: each member's ``select_state`` on its own part."""
-        parts = _split(state, len(self.models))
-        return _join([m.select_state(s, index) for m, s in zip(self.models, parts, strict=True)])
+        return self._each(state, lambda m, s: m.select_state(s, index))
 
     def forward_attention(
         self,
@@ -160,12 +145,8 @@ class Ensemble(Seq2SeqModel):
 
 
 def check_same_tokenizer(names: Sequence[str], tokenizers: Sequence) -> None:
-    """Models of one ensemble read and write the same pieces: every tokenizer must equal the first
-    (``Tokenizer.digest``, a hash of its sentencepiece models).
-
-    Args:
-        names: how the user named each model (e.g. its ``-c`` path).
-        tokenizers: each model's ``data.tokenizer.Tokenizer``.
+    """Every tokenizer must equal the first (``Tokenizer.digest``, a hash of its sentencepiece
+    models); ``names``: how the user named each model (e.g. ``-c PATH``).
 
     Raises:
         ValueError: one line naming the first model that differs and how: its target vocabulary,

@@ -1,12 +1,9 @@
 """``--quantize int8`` for ``translate``, ``eval`` and ``serve``: dynamic int8 quantization of a
-model for decoding on the CPU (torch's ``torch.ao.quantization.quantize_dynamic``).
+model for decoding on the CPU (torch's ``torch.ao.quantization.quantize_dynamic``; no CUDA kernels).
 
 Weights of ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU`` layers are stored as int8 (one scale per
-tensor); activations are quantized on the fly per batch, and the products run on int8 units
-(VNNI where the CPU has it, ``cpu_features.VNNI_FLAGS``). Embeddings, layer norms and any weight a
-model reads directly stay float: the Transformer's attention input projection (``in_proj``, sliced
-into query and key/value parts for cross-attention) and its output projection (``out_proj``, or the
-tied embedding) are such weights. Quantized kernels exist for the CPU only.
+tensor), activations quantized on the fly per batch (VNNI where the CPU has it). Embeddings, layer
+norms and any weight a model reads directly stay float (``FLOAT_LINEARS``).
 """
 
 from __future__ import annotations
@@ -16,8 +13,8 @@ import warnings
 from torch import nn
 
 QUANTIZE_MODES = ("int8",)
-# Linear layers whose ``.weight`` a model reads itself (F.linear on a slice or on the tensor),
-# which a quantized layer (its weight packed) cannot serve: left in float.
+# Linear layers whose ``.weight`` a model reads itself, which a packed int8 layer cannot serve: the
+# Transformer's attention input projection (sliced for cross-attention) and output projection.
 FLOAT_LINEARS = ("in_proj", "out_proj")
 
 

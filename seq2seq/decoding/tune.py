@@ -1,15 +1,11 @@
 """Choosing the search on validation: beam size K and the GNMT length penalty α (Wu et al. 2016,
 eq. 14: lp(Y) = ((5 + |Y|) / 6)^α), swept against greedy search, scored with sacreBLEU.
 
-Beam search with α = 0 ranks finished hypotheses by raw log-probability, which favours short
-outputs (every token costs probability). A larger α divides by a longer penalty and lets long
-hypotheses win; too large an α makes outputs run on. Which α is right depends on the model, so it is
-chosen per run on validation, never on a test set. Greedy search is a candidate too: the chosen
-search never scores below greedy on the data it was tuned on. A choice at the top edge of the grid
-(the largest α or beam size swept) is swept further until it lies inside (``sweep_inside``).
-
-The choice is written to ``decode.yaml`` beside the run's checkpoints; ``runs.load``
-applies it, so ``translate``, ``eval`` and ``serve`` use it unless their options say otherwise.
+α = 0 ranks by raw log-probability, which favours short outputs; too large an α makes outputs run
+on; the right α depends on the model, so it is chosen per run on validation, never on a test set.
+Greedy is a candidate too, so the choice never scores below it there; a choice at the grid's top
+edge is swept further until it lies inside (``sweep_inside``). The choice goes to ``decode.yaml``
+beside the run's checkpoints, which ``runs.load`` applies.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from pathlib import Path
 import yaml
 from rich.text import Text
 
+from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.config.lists import parse_list
@@ -42,8 +39,8 @@ MIN_TUNE_LINES = 50
 
 @dataclass
 class SweepRow:
-    """One search setting scored on the tuning set. ``ratio``: hypothesis over reference length
-    (sacreBLEU's tokens); ``bp``: BLEU's brevity penalty; ``seconds``: decoding wall time."""
+    """One search setting scored: ``ratio`` hypothesis over reference length (sacreBLEU's
+    tokens), ``bp`` BLEU's brevity penalty, ``seconds`` decoding wall time."""
 
     method: str
     beam_size: int
@@ -121,11 +118,10 @@ def sweep(
 
 
 def beyond_edge(rows: Sequence[SweepRow]) -> list[tuple[int, float]]:
-    """The beam settings (K, α) to sweep next when the best of ``rows`` (``best_row``) sits at
-    the top edge of what was swept: its α the largest swept (next: α plus the grid's last step,
-    0.5 for a one-value grid; at most ``MAX_ALPHA``), or its K the largest (next: 2K at the same
-    α; at most ``MAX_BEAM``). Empty when the choice is inside the grid, is greedy, or the caps
-    are reached: the optimum may then lie beyond the grid, where no choice should stop."""
+    """The beam settings (K, α) to sweep next when the best of ``rows`` (``best_row``) has the
+    largest α swept (next: α plus the grid's last step, 0.5 for a one-value grid; at most
+    ``MAX_ALPHA``) or the largest K (next: 2K at the same α; at most ``MAX_BEAM``), where the
+    optimum may lie beyond the grid. Empty when it is inside, greedy, or at the caps."""
     best = best_row(rows)
     beam = [r for r in rows if r.method == "beam"]
     if best.method != "beam":
@@ -174,9 +170,9 @@ def sweep_run(
     extend: bool = True,
     source_name: str = "input",
 ) -> tuple[list[SweepRow], list[dict]]:
-    """``tune-decode``'s sweep of a loaded run (``runs.Translator``) on ``sources``: each row
-    printed above a progress bar (on a terminal) as it is scored; with ``extend``, beyond the
-    grid's edge (``sweep_inside``). Returns the rows and the settings swept beyond the grid."""
+    """``tune-decode``'s sweep of a loaded run (``runs.Translator``), each row printed above a
+    progress bar as it is scored; with ``extend``, beyond the grid's edge (``sweep_inside``).
+    Returns the rows and the settings swept beyond the grid."""
     n_settings = len(candidates(base, beams, alphas))
     bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
     started = 0
@@ -217,8 +213,7 @@ def sweep_run(
 def sweep_result(
     ckpt: Path, src, ref, lines: int, rows: Sequence[SweepRow], added: list[dict]
 ) -> dict:
-    """tune_decode.json: the checkpoint, the tuning set, the best row, greedy's BLEU, every row
-    and the settings swept beyond the grid."""
+    """tune_decode.json's content."""
     return {
         "checkpoint": str(ckpt),
         "tuned_on": {"src": str(src), "ref": str(ref), "lines": lines},
@@ -230,12 +225,8 @@ def sweep_result(
 
 
 def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
-    """Refuse a tuning set too small to tell search settings apart.
-
-    Raises:
-        ValueError: fewer than ``MIN_TUNE_LINES`` lines whose source and reference are both
-            non-blank (one line naming ``src`` and the fix).
-    """
+    """Raises ValueError (one line naming ``src``) for fewer than ``MIN_TUNE_LINES`` lines whose
+    source and reference are both non-blank: too few to tell search settings apart."""
     n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
     if n_lines < MIN_TUNE_LINES:
         lines = f"{n_lines} non-blank line" + ("" if n_lines == 1 else "s")
@@ -247,8 +238,8 @@ def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Pat
 
 
 def all_tied(rows: Sequence[SweepRow]) -> bool:
-    """True when every setting scored the same BLEU (at sacreBLEU's two decimals): the tuning set
-    gave no reason to prefer any, and the tie rule would pick greedy over the run's own search."""
+    """Every setting scored the same BLEU (at two decimals): the tie rule would pick greedy for
+    no reason."""
     return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
 
 
@@ -268,10 +259,7 @@ def decode_settings(row: SweepRow) -> dict:
 def write_decode_file(
     run_dir: Path, row: SweepRow, rows: Sequence[SweepRow], tuned_on: str
 ) -> Path:
-    """Write ``run_dir/decode.yaml``: the chosen settings, with the sweep as a comment header.
-    Atomic (a crash leaves the old file)."""
-    from seq2seq.atomic import atomic_write_text
-
+    """Write ``run_dir/decode.yaml`` atomically: the chosen settings under a comment header."""
     greedy = next(r for r in rows if r.method == "greedy")
     header = (
         f"# seq2seq tune-decode on {tuned_on}: {row.label} scores BLEU {row.bleu:.2f} "
