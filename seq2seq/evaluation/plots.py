@@ -13,23 +13,30 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from seq2seq.data.text import clean_line
 
-def attention_figure(
-    attention: torch.Tensor | np.ndarray,
-    src_pieces: Sequence[str],
-    tgt_pieces: Sequence[str],
-    title: str | None = None,
-) -> Figure:
-    """A heatmap of cross-attention weights: source pieces across (x), output pieces down (y).
+
+def translation_figure(result, tok, title: str | None = None) -> Figure:
+    """The heatmap of a translation's best hypothesis's (T, S) cross-attention (weights in
+    [0, 1]): source pieces across (x), output pieces down (y).
 
     Args:
-        attention: (T, S) weights in [0, 1], one row per output piece.
-        src_pieces: S source pieces (x tick labels).  tgt_pieces: T output pieces (y tick labels).
+        result: a ``translate.Translation`` decoded with attention, not blank.
+        tok: the ``Tokenizer`` that encoded the source (gives the source and output pieces).
 
     Raises:
-        ValueError: the labels do not match the attention's shape.
+        ValueError: the model returned no attention (the ``rnn`` bottleneck has none), or the
+            pieces do not match its shape.
     """
-    att = attention.detach().float().cpu().numpy() if torch.is_tensor(attention) else attention
+    h = result.hypotheses[0]
+    if h.attention is None:
+        raise ValueError(
+            "--attention-dir: this model has no attention to plot (the rnn bottleneck model "
+            "has none)"
+        )
+    att = h.attention.detach().float().cpu().numpy()
+    src_pieces = tok.src_pieces(clean_line(result.source))[: att.shape[1]]
+    tgt_pieces = tok.tgt_pieces(h.tokens)
     if att.shape != (len(tgt_pieces), len(src_pieces)):
         raise ValueError(
             f"attention of shape {tuple(att.shape)} needs {att.shape[0]} output and "
@@ -58,35 +65,9 @@ def figure_rgb(fig: Figure) -> np.ndarray:
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
-def translation_figure(result, tok, title: str | None = None) -> Figure:
-    """The cross-attention heatmap of a translation's best hypothesis (``attention_figure``).
-
-    Args:
-        result: a ``translate.Translation`` decoded with attention, not blank.
-        tok: the ``Tokenizer`` that encoded the source (gives the source and output pieces).
-
-    Raises:
-        ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
-    """
-    from seq2seq.data.text import clean_line
-
-    h = result.hypotheses[0]
-    if h.attention is None:
-        raise ValueError(
-            "--attention-dir: this model has no attention to plot (the rnn bottleneck model "
-            "has none)"
-        )
-    src_pieces = tok.src_pieces(clean_line(result.source))[: h.attention.shape[1]]
-    return attention_figure(h.attention, src_pieces, tok.tgt_pieces(h.tokens), title)
-
-
 def plot_translations(results, tok, first_line_no: int, directory: str | Path) -> list[Path]:
-    """One heatmap per translated line, ``<directory>/line<N>.png``, for its best hypothesis.
-
-    Args:
-        results: ``translate.Translation`` objects decoded with attention; blank lines are skipped.
-        tok: the ``Tokenizer`` that encoded the sources (gives the source and output pieces).
-        first_line_no: the input line number of ``results[0]``.
+    """One heatmap per translated line (``translation_figure``), ``<directory>/line<N>.png``;
+    ``results[0]`` is input line ``first_line_no``, blank lines are skipped.
 
     Raises:
         ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
@@ -102,6 +83,14 @@ def plot_translations(results, tok, first_line_no: int, directory: str | Path) -
         translation_figure(r, tok, title).savefig(path)
         paths.append(path)
     return paths
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return path
 
 
 def save_by_length_png(
@@ -133,11 +122,7 @@ def save_by_length_png(
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
 
 
 def save_attention_panels_png(
@@ -167,8 +152,4 @@ def save_attention_panels_png(
         ax.set_xlabel(f"source ({len(src)} pieces)")
         ax.set_ylabel(f"output ({len(out)} pieces)")
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
