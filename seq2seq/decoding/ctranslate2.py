@@ -33,7 +33,6 @@ from seq2seq.checkpoint import (
     CTRANSLATE2_VERSION,
     CheckpointError,
     config_of,
-    with_tuned_decode,
 )
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
@@ -53,20 +52,8 @@ def export_folder(path: str | Path) -> Path | None:
     return None
 
 
-@dataclass
-class CTranslate2Export:
-    """A CTranslate2 export's own files read back: its tokenizer, its run's config (decode.yaml
-    applied) and provenance."""
-
-    tok: Tokenizer
-    cfg: Config
-    config_decode: DecodeConfig
-    step: int | None
-    max_positions: int | None
-
-
-def read_export(folder: Path) -> CTranslate2Export:
-    """Read ``folder``'s ``seq2seq_export.json``, sentencepiece models and decode.yaml.
+def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
+    """``folder``'s ``seq2seq_export.json``, tokenizer, and the config the json holds.
 
     Raises:
         CheckpointError: a file is missing or not what the export writes.
@@ -84,14 +71,7 @@ def read_export(folder: Path) -> CTranslate2Export:
         raise CheckpointError(
             f"{folder}: not a readable CTranslate2 export ({first}); export the run again"
         ) from None
-    cfg = config_of(meta, str(meta_path))
-    return CTranslate2Export(
-        tok=tok,
-        cfg=with_tuned_decode(cfg, folder),
-        config_decode=cfg.decode,
-        step=(meta.get("exported_from") or {}).get("step"),
-        max_positions=meta.get("max_positions"),
-    )
+    return meta, tok, config_of(meta, str(meta_path))
 
 
 def ctranslate2_device(device: str) -> str:

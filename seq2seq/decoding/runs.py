@@ -280,15 +280,16 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
     """
     import_ctranslate2()
     dev = ctranslate2_device(device)
-    exp = read_export(folder)
+    meta, tok, cfg = read_export(folder)
+    tuned = with_tuned_decode(cfg, folder)
     run = Translator(
-        CTranslate2Model(folder, dev, quantize, exp.max_positions),
-        exp.tok,
-        exp.cfg,
+        CTranslate2Model(folder, dev, quantize, meta.get("max_positions")),
+        tok,
+        tuned,
         dev,
         folder / "model.bin",
-        {"step": exp.step},
-        exp.config_decode,
+        {"step": (meta.get("exported_from") or {}).get("step")},
+        cfg.decode,
         quantize=quantize,
         tune_hint="`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and "
         "alpha on validation; export again to bring its decode.yaml along",

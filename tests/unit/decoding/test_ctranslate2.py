@@ -33,14 +33,14 @@ def exported(synth_transformer_run, tmp_path_factory):
     export_ctranslate2(synth_transformer_run, folder)
     run = load(synth_transformer_run, "cpu")
     model, tok, cfg = run.model, run.tok, run.cfg
-    exp = read_export(folder)
+    meta, _, export_cfg = read_export(folder)
     return {
         "model": model,
         "tok": tok,
         "cfg": cfg,
         "folder": folder,
-        "export": exp,
-        "ct2": CTranslate2Model(folder, "cpu", max_positions=exp.max_positions),
+        "export": (meta, export_cfg),
+        "ct2": CTranslate2Model(folder, "cpu", max_positions=meta["max_positions"]),
     }
 
 
@@ -150,8 +150,9 @@ def test_an_export_is_found_by_its_folder_or_a_file_in_it(exported, synth_transf
     assert export_folder(folder) == folder
     assert export_folder(folder / "model.bin") == folder
     assert export_folder(synth_transformer_run) is None
-    assert exported["export"].cfg.model.name == "transformer"
-    assert exported["export"].max_positions == exported["cfg"].model.max_positions
+    meta, export_cfg = exported["export"]
+    assert export_cfg.model.name == "transformer"
+    assert meta["max_positions"] == exported["cfg"].model.max_positions
 
 
 def test_a_damaged_export_is_refused_in_one_line(exported, tmp_path):
