@@ -4,16 +4,12 @@ Shape notation: B sentences (b of them still decoding), K beam size, N n-best ke
 length, S source length, V vocabulary. The conventions every search follows are in ``base.py``.
 
 Beam search keeps, per sentence, the K best open hypotheses and a pool of the N best finished ones,
-all in (b, K, ·) / (b, N, ·) tensors: each step is a fixed number of tensor operations whatever b
-is, and no Python loop runs over sentences or beams. Of the 2K best expansions of a step, those
-ending in EOS among the top K enter the pool; the K best that do not end in EOS stay open (as in
-fairseq). A sentence stops as soon as its N-th pooled score is at least every open beam's best
-reachable score -- log-probabilities only fall, and lp grows with length, so that bound is the
-beam's log-probability over lp(max_len) -- which makes early stopping exact. Finished sentences
-leave the batch at once. A hypothesis cut at the maximum length has a score without the EOS
-probability, so beam search returns cut hypotheses only to fill an n-best list that has fewer than
-N finished ones, and only those that score no higher than the last finished one: every n-best list
-is sorted by the score it reports, and may hold fewer than N.
+all in (b, K, ·) / (b, N, ·) tensors: no Python loop runs over sentences or beams. Of the 2K best
+expansions of a step, those ending in EOS among the top K enter the pool; the K best that do not
+stay open (as in fairseq). A sentence stops as soon as its N-th pooled score is at least every open
+beam's best reachable score (log-probabilities only fall and lp grows with length, so that bound
+is its log-probability over lp(max_len)): early stopping is exact. Cut hypotheses only fill an
+n-best list short of N finished ones (``_n_best``), which stays sorted and may hold fewer than N.
 """
 
 from __future__ import annotations

@@ -2,10 +2,6 @@
 ``Translator`` for one model, an ensemble of several (``ensemble.Ensemble``), int8 weights
 (``quantize``) or a CTranslate2 export (``ctranslate2``). ``translate``, ``eval``, ``tune-decode``,
 ``serve`` and the study all load through it.
-
-A ``Translator`` holds the model, its tokenizer, the run's config with its ``decode.yaml`` applied
-(``checkpoint.with_tuned_decode``), the checkpoint and step it came from, and says in one log line
-where the decode settings came from (``decode_settings``).
 """
 
 from __future__ import annotations
@@ -199,13 +195,10 @@ def load(
     """Run folders, checkpoint files or exports -> a ``Translator`` on ``device``.
 
     Args:
-        paths: one path (a run folder's best.pt, else last.pt; a checkpoint file; an export
-            folder's model.pt; a CTranslate2 export folder), or several for an ensemble: the
-            first run's config, decode settings, tokenizer and checkpoint, the models averaged
-            at every step in the order given.
+        paths: one path (a run folder's best.pt, else last.pt; a checkpoint or export), or
+            several for an ensemble with the first run's config, settings and tokenizer.
         device: auto | cpu | cuda; None: the first run's ``train.device``.
-        quantize: ``int8`` for int8 weights (``quantize.quantize_model``, on the CPU; a
-            CTranslate2 export computes in int8).
+        quantize: ``int8`` for int8 weights (on the CPU; a CTranslate2 export computes in int8).
         ctranslate2: read a CTranslate2 export; False refuses one (``resolve_checkpoint``).
 
     Raises:

@@ -1,12 +1,9 @@
 """The table of searches: ``decode.method`` names one, and every caller dispatches through it.
 
 Each entry takes (model, src (B, S) ids, src_mask (B, S) bool, DecodeConfig, n_best,
-need_attention): the DecodeConfig is the one argument that holds every search's limits and
-settings. It returns, for each of the B sentences in input order, its list of
-``Hypothesis`` best first. The config fields a search reads besides the shared ones (lengths,
-length penalty, batch size) are its own: ``config.SEARCH_SETTINGS`` lists them.
-
-Adding a search: write its module here in ``decoding/``, add its entry below and its name to
+need_attention), the DecodeConfig holding every limit and setting (a search's own are listed in
+``config.SEARCH_SETTINGS``), and returns for each of the B sentences its ``Hypothesis`` list, best
+first. Adding a search: write its module here in ``decoding/``, add its entry below and its name to
 ``config.SearchMethod`` (a test checks the two agree), its settings to ``DecodeConfig`` and
 ``config.SEARCH_SETTINGS``, and its n-best limit to ``check_n_best`` if it has one.
 """

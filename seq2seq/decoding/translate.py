@@ -1,15 +1,11 @@
 """Sentences -> batches -> search -> detokenised text; shared by ``translate``, ``eval`` and
 validation.
 
-Input policy (stated in docs/data.md, "Data hygiene"):
-- Empty and blank-looking inputs (only whitespace and invisible format characters), and inputs that
-  encode to no tokens, are never sent to the model: they come back as empty outputs in their place,
-  so the output always has one line per input line, in order.
-- A source longer than ``source_limit`` tokens is cut to that length and translated, with a warning
-  naming the line; translation goes on (as in OpenNMT's ``src_seq_length_trunc``).
-- Sources with characters the tokenizer cannot spell, sources that were cut, and translations that
-  stopped at the maximum length without EOS are counted; ``TranslationReport`` turns the counts into
-  one summary line.
+Input policy (docs/data.md, "Data hygiene"): blank inputs, and inputs that encode to no tokens,
+are never sent to the model and come back empty in their place; a source longer than
+``source_limit`` tokens is cut and translated, with a warning naming the line (as OpenNMT's
+``src_seq_length_trunc``); uncovered characters, cut sources and translations that stopped at the
+maximum length are counted into one summary line (``TranslationReport``).
 """
 
 from __future__ import annotations

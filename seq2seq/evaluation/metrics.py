@@ -1,15 +1,11 @@
 """Corpus metrics through sacrebleu (Post 2018), the one home of ``sacrebleu``.
 
-Scores are computed on detokenised, cased text against raw references, exactly as the ``sacrebleu``
-command line does (each line right-stripped, nothing dropped: an empty hypothesis or reference line
-counts as an empty segment), and always reported with their signature.
-
-Scoring tokenizer: BLEU uses sacrebleu's own choice for the target language -- ``zh`` for Chinese,
-``ja-mecab`` for Japanese, ``ko-mecab`` for Korean (these two need ``sacrebleu[ja]`` /
-``sacrebleu[ko]``), ``13a`` otherwise. chrF and TER have no language-specific tokenizer.
-``lowercase`` lowercases BLEU and chrF with Unicode rules (``str.lower``); TER is case-insensitive
-whatever it says, as with sacrebleu's defaults (its signature shows ``case:lc``). The command-line
-equivalent of ``lowercase`` is ``sacrebleu -lc --chrf-lowercase``.
+Scores are computed on detokenised, cased text against raw references, as the ``sacrebleu``
+command line does (each line right-stripped, an empty line an empty segment), with their
+signature. BLEU's tokenizer is sacrebleu's choice for the target language (``zh``, ``ja-mecab``,
+``ko-mecab``: the last two need ``sacrebleu[ja]`` / ``[ko]``; ``13a`` otherwise). ``lowercase``
+lowercases BLEU and chrF (``sacrebleu -lc --chrf-lowercase``); TER is case-insensitive always, as
+sacrebleu's default.
 """
 
 from __future__ import annotations
@@ -77,13 +73,8 @@ def corpus_score(
     tgt_lang: str | None = None,
     lowercase: bool = False,
 ) -> Score:
-    """One corpus-level score.
-
-    Args:
-        name: ``bleu``, ``chrf`` or ``ter``.
-        hyps: one hypothesis per line.  refs: one or more reference streams, each as long as hyps.
-        tgt_lang: target language code; picks sacrebleu's BLEU tokenizer (zh, ja, ko get their own).
-        lowercase: case-insensitive scoring (Unicode lowercasing).
+    """One corpus-level score of ``name`` (``bleu``, ``chrf`` or ``ter``): one hypothesis per
+    line against one or more reference streams, each as long as ``hyps``.
 
     Raises:
         ValueError: no hypothesis (a score over zero segments is refused, never 0 or an

@@ -2,14 +2,10 @@
 significance tests (``sacrebleu.significance.PairedTest``, what ``sacrebleu --paired-bs`` and
 ``--paired-ar`` run), over BLEU, chrF and TER.
 
-- ``bs``, paired bootstrap resampling (Koehn 2004): each system's score, its bootstrap mean and
-  95% confidence interval, and the p-value of its difference from the baseline.
-- ``ar``, approximate randomisation (Riezler and Maxwell 2005): the score and the p-value; the
-  intervals come from a separate bootstrap of 1000 resamples (sacrebleu's ``n_ar_confidence``).
-
-Scores are computed as ``metrics.corpus_score`` computes them (each line right-stripped, the same
-metric objects), so a system's score here equals its ``eval`` score. The seed is sacrebleu's:
-``SACREBLEU_SEED``, else 12345, unless one is given.
+``bs`` is paired bootstrap resampling (Koehn 2004), ``ar`` approximate randomisation (Riezler and
+Maxwell 2005; its intervals from a separate bootstrap of ``AR_CONFIDENCE`` resamples). Scores are
+``metrics.corpus_score``'s, so a system's score equals its ``eval`` score. The seed is sacrebleu's
+(``SACREBLEU_SEED``, else 12345) unless one is given.
 """
 
 from __future__ import annotations

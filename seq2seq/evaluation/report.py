@@ -86,13 +86,8 @@ def evaluation_report(
     made_with: dict | None = None,
 ) -> dict:
     """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
-    tokenisation warnings for every file, and (``by_length``) BLEU by source length.
-
-    ``made_with``: how the hypotheses were translated, when they were: ``checkpoint`` (path and
-    step; for an ensemble the first model's, whose settings it decodes with), ``ensemble`` (each
-    model's path and step; null for one model), ``decode`` (the DecodeConfig used) and
-    ``decode_source`` (each setting's origin: "config", "decode.yaml (tune-decode)" or "command
-    line"); all are null for a hypothesis file.
+    the warnings (``text_warnings``), (``by_length``) BLEU by source length, and ``made_with``,
+    how the hypotheses were translated (``runs.Translator.made_with``; null for a file).
 
     Raises:
         ValueError: the hypotheses do not align with the references, or the target language's

@@ -1,8 +1,6 @@
-"""``seq2seq serve``: a local page and JSON API to compare trained runs side by side.
-
-``runs`` loads the runs once at start, ``engine`` turns a request into every model's greedy and
-beam translations with their attention maps, ``study`` reads a ``seq2seq compare`` results file,
-``app`` puts them behind FastAPI routes and runs uvicorn, and ``static/`` holds the page.
+"""``seq2seq serve``: a local page and JSON API to compare trained runs side by side: ``runs``
+loads them once, ``engine`` answers a request, ``study`` reads a ``compare`` results file, ``app``
+serves FastAPI routes with uvicorn, ``static/`` holds the page.
 """
 
 
