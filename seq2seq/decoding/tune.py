@@ -22,7 +22,7 @@ from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.config.lists import parse_list
-from seq2seq.console import console
+from seq2seq.console import console, counted
 from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_bleu
@@ -229,11 +229,11 @@ def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Pat
     source and reference are both non-blank: too few to tell search settings apart."""
     n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
     if n_lines < MIN_TUNE_LINES:
-        lines = f"{n_lines} non-blank line" + ("" if n_lines == 1 else "s")
         raise ValueError(
-            f"--src {src} has {lines}, too few to tune on (at least {MIN_TUNE_LINES}): BLEU on so "
-            f"few cannot tell the search settings apart; give a bigger --src/--ref (at least "
-            f"{MIN_TUNE_LINES} aligned lines, e.g. the whole validation set)"
+            f"--src {src} has {counted(n_lines, 'non-blank line')}, too few to tune on (at least "
+            f"{MIN_TUNE_LINES}): BLEU on so few cannot tell the search settings apart; give a "
+            f"bigger --src/--ref (at least {MIN_TUNE_LINES} aligned lines, e.g. the whole "
+            "validation set)"
         )
 
 

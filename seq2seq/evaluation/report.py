@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.console import counted
 from seq2seq.data.text import read_lines
 from seq2seq.evaluation.metrics import (
     DEFAULT_BUCKETS,
@@ -67,13 +68,9 @@ def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
     for name, other in streams[1:]:
         if len(other) != len(lines):
             raise ValueError(
-                f"{name} has {_lines(len(other))} but {first} has {len(lines)}: "
+                f"{name} has {counted(len(other), 'line')} but {first} has {len(lines)}: "
                 "hypotheses, references and sources must align line for line"
             )
-
-
-def _lines(n: int) -> str:
-    return f"{n} line" + ("" if n == 1 else "s")
 
 
 def evaluation_report(
