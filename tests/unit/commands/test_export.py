@@ -98,10 +98,10 @@ def test_an_output_folder_it_cannot_write_is_refused_before_reading(
 ):
     """Root writes into read-only folders, so the folder's permission is made up here."""
     import seq2seq.commands.outputs as outputs
-    import seq2seq.export.weights as weights
+    import seq2seq.export.folder as export_folder
 
     monkeypatch.setattr(outputs, "_can_write", lambda folder: folder != tmp_path)
-    monkeypatch.setattr(weights, "load_checkpoint", lambda *a: pytest.fail("read the run"))
+    monkeypatch.setattr(export_folder, "load_checkpoint", lambda *a: pytest.fail("read the run"))
     code, err = run_main(monkeypatch, capsys, "export", synth_transformer_run, "-o", tmp_path / "x")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"-o {tmp_path / 'x'}: cannot write there: folder {tmp_path} is not writable" in err
