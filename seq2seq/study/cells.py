@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seq2seq.study.evalsets import EvalSet
+from seq2seq.study.evalsets import EvalSet, lines_of
 from seq2seq.study.stats import (
     SACREBLEU_SEED,
     BleuStats,
@@ -27,16 +27,10 @@ __all__ = [
     "cap_hypotheses",
     "cell_scores",
     "length_caps",
-    "retention",
-    "retention_ci_from_stats",
     "retention_difference_ci",
-    "retention_nobp_difference",
+    "retention_nobp",
     "retention_units",
 ]
-
-
-def _lines_of(evalset: EvalSet, k: int) -> list[int]:
-    return [i for i, x in enumerate(evalset.k) if x == k]
 
 
 def _pct(flags: Sequence[bool]) -> float:
@@ -78,7 +72,7 @@ def cell_scores(
         )
     rows = []
     for k in sorted(set(evalset.k)):
-        idx = _lines_of(evalset, k)
+        idx = lines_of(evalset.k, k)
         hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
         ci = bleu_ci(hk, rk, n_bootstrap, seed, tgt_lang)
         stats = BleuStats(hk, rk, tgt_lang)
@@ -103,20 +97,6 @@ def cell_scores(
     return rows
 
 
-def retention(stats_by_k: dict[int, BleuStats], k_hi: int) -> float:
-    """BLEU of the ``k_hi`` lines over BLEU of the k = 1 lines, as a fraction (nan when the
-    k = 1 BLEU is 0).
-
-    Raises:
-        ValueError: ``stats_by_k`` lacks k = 1 or ``k_hi``.
-    """
-    missing = [k for k in (1, k_hi) if k not in stats_by_k]
-    if missing:
-        raise ValueError(f"retention: no BLEU statistics for k = {missing[0]}")
-    base = stats_by_k[1].score()
-    return stats_by_k[k_hi].score() / base if base else math.nan
-
-
 def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
     """The paired bootstrap's units for retention at ``k_hi``: unit j is the joined ``k_hi``
     line j with the k = 1 lines it was joined from, k_hi·j .. k_hi·j + k_hi - 1 among the k = 1
@@ -131,7 +111,7 @@ def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
     """
     if k_hi < 2:
         raise ValueError(f"k_hi {k_hi}: retention compares joined lines (k >= 2) with k = 1")
-    single, joined = _lines_of(evalset, 1), _lines_of(evalset, k_hi)
+    single, joined = lines_of(evalset.k, 1), lines_of(evalset.k, k_hi)
     if not joined:
         raise ValueError(f"{evalset.name}: no line joined from k = {k_hi} sentences")
     units = np.arange(len(joined) * k_hi, dtype=np.int64).reshape(len(joined), k_hi)
@@ -150,46 +130,6 @@ def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
 
 
 def retention_difference_ci(
-    hyps_a: Sequence[str],
-    hyps_b: Sequence[str],
-    evalset: EvalSet,
-    k_hi: int = 4,
-    tgt_lang: str | None = None,
-    n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
-) -> dict:
-    """Paired bootstrap 95% interval of retention(A) - retention(B) at ``k_hi``
-    (``retention_ci_from_stats`` on the hypotheses' sentence statistics; units from
-    ``retention_units``, so a resample keeps each joined line together with its own single
-    lines, for both systems).
-
-    Retention here is BLEU of the ``k_hi`` lines over BLEU of the k = 1 lines they were joined
-    from; it equals ``retention`` when those cover every k = 1 line.
-
-    Args:
-        hyps_a, hyps_b: one hypothesis per evalset line, of systems A and B.
-        tgt_lang: picks sacreBLEU's tokenizer.  n_bootstrap, seed: as ``paired_difference_ci``.
-
-    Returns:
-        ``{"a", "b", "difference", "low", "high", "mean", "units"}``: the two retentions and
-        their difference as fractions, the interval and the resampled differences' mean, and the
-        number of units.
-
-    Raises:
-        ValueError: hypotheses not one per evalset line, or as ``retention_units`` and
-            ``paired_difference_ci``.
-    """
-    n = len(evalset.src)
-    if len(hyps_a) != n or len(hyps_b) != n:
-        raise ValueError(
-            f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {n} lines of {evalset.name}"
-        )
-    units = retention_units(evalset, k_hi)
-    a, b = (BleuStats(h, evalset.ref, tgt_lang).stats for h in (hyps_a, hyps_b))
-    return retention_ci_from_stats(a, b, evalset.k, units, k_hi, tgt_lang, n_bootstrap, seed)
-
-
-def retention_ci_from_stats(
     stats_a: np.ndarray,
     stats_b: np.ndarray,
     k_of_line: Sequence[int],
@@ -200,24 +140,25 @@ def retention_ci_from_stats(
     seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict:
-    """Paired bootstrap interval of retention(A) - retention(B) at ``k_hi`` from per-line BLEU
-    statistics (``BleuStats.stats`` of every evalset line, kept in a study's per-line file).
+    """Paired bootstrap interval of retention(A) - retention(B) at ``k_hi``, retention being BLEU
+    of the ``k_hi`` lines over BLEU of the k = 1 lines they were joined from; a resample keeps
+    each joined line with its own single lines, for both systems.
 
     Args:
-        stats_a, stats_b: (N, 10) sentence statistics of every evalset line, A's and B's.
+        stats_a, stats_b: (N, 10) sentence statistics (``BleuStats.stats``) of every evalset
+            line, A's and B's, as a study's per-line file keeps them.
         k_of_line: k of each line.  units: (U, K) as ``retention_units`` returns for ``k_hi``.
-        level: the interval's coverage.
+        n_bootstrap, seed, level: as ``stats.paired_difference_ci``.
 
     Returns:
-        As ``retention_difference_ci``, plus ``"level"``.
+        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``: the two
+        retentions and their difference as fractions (nan where the k = 1 BLEU is 0), the
+        interval, the resampled differences' mean, the number of units and the coverage.
 
     Raises:
         ValueError: statistics not one row per line, or as ``paired_difference_ci``.
     """
-    single, joined = (
-        [i for i, x in enumerate(k_of_line) if x == 1],
-        [i for i, x in enumerate(k_of_line) if x == k_hi],
-    )
+    single, joined = lines_of(k_of_line, 1), lines_of(k_of_line, k_hi)
     for name, st in (("A", stats_a), ("B", stats_b)):
         if len(st) != len(k_of_line):
             raise ValueError(f"system {name}: {len(st)} statistics rows for {len(k_of_line)} lines")
@@ -232,16 +173,22 @@ def retention_ci_from_stats(
 
         return ret
 
-    ret_a, ret_b = stat(stats_a), stat(stats_b)
-    everything = np.arange(len(units))
-    d = paired_difference_ci(ret_a, ret_b, len(units), n_bootstrap, seed, level)
-    return {
-        "a": ret_a(everything),
-        "b": ret_b(everything),
-        **d,
-        "units": len(units),
-        "level": level,
-    }
+    d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, seed, level)
+    return {**d, "units": len(units), "level": level}
+
+
+def retention_nobp(
+    stats: np.ndarray, k_of_line: Sequence[int], units: np.ndarray, k_hi: int, tgt_lang=None
+) -> float:
+    """Retention on BLEU without the brevity penalty (``BleuStats.score_nobp``): the ``k_hi``
+    lines' over that of the k = 1 lines they were joined from (``units``, (U, K)), from (N, 10)
+    sentence statistics of every line; a fraction, nan where the denominator is 0. Outputs that
+    are merely shorter do not lower it; wrong or missing n-grams do."""
+    st = np.asarray(stats)
+    s1 = BleuStats.from_stats(st[lines_of(k_of_line, 1)], tgt_lang)
+    hi = BleuStats.from_stats(st[lines_of(k_of_line, k_hi)], tgt_lang)
+    base = s1.score_nobp(units.ravel())
+    return hi.score_nobp() / base if base else math.nan
 
 
 CAP_SLACK = 1.1
@@ -278,45 +225,3 @@ def cap_hypotheses(hyps: Sequence[str], caps: Sequence[int]) -> tuple[list[str],
         cut.append(len(words) > c)
         out.append(" ".join(words[:c]) if len(words) > c else h)
     return out, cut
-
-
-def retention_nobp_difference(
-    hyps_a: Sequence[str],
-    hyps_b: Sequence[str],
-    evalset: EvalSet,
-    k_hi: int,
-    tgt_lang: str | None = None,
-) -> dict:
-    """Retention on BLEU without the brevity penalty (``BleuStats.score_nobp``) of systems A and
-    B and their difference, with no interval: per system, the ``k_hi`` lines' BLEU without BP
-    over that of the k = 1 lines they were joined from (``retention_units``). Outputs that are
-    merely shorter do not lower it; wrong or missing n-grams in what is output do.
-
-    Args:
-        hyps_a, hyps_b: one hypothesis per evalset line, of A (attention) and B (ablation).
-        tgt_lang: picks sacreBLEU's tokenizer.
-
-    Returns:
-        ``{"a", "b", "difference"}``: the two retentions and A's minus B's, as fractions (nan
-        where the k = 1 lines' BLEU without BP is 0).
-
-    Raises:
-        ValueError: hypotheses not one per evalset line, or as ``retention_units``.
-    """
-    n = len(evalset.src)
-    if len(hyps_a) != n or len(hyps_b) != n:
-        raise ValueError(
-            f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {n} lines of {evalset.name}"
-        )
-    units = retention_units(evalset, k_hi)  # (U, K) positions among the k = 1 lines
-    single, joined = _lines_of(evalset, 1), _lines_of(evalset, k_hi)
-    refs1, refs_hi = [evalset.ref[i] for i in single], [evalset.ref[i] for i in joined]
-
-    def ret(hyps: Sequence[str]) -> float:
-        s1 = BleuStats([hyps[i] for i in single], refs1, tgt_lang)
-        hi = BleuStats([hyps[i] for i in joined], refs_hi, tgt_lang)
-        base = s1.score_nobp(units.ravel())
-        return hi.score_nobp() / base if base else math.nan
-
-    a, b = ret(hyps_a), ret(hyps_b)
-    return {"a": a, "b": b, "difference": a - b}

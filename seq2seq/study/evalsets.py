@@ -32,6 +32,11 @@ class EvalSet:
         return hashlib.sha256("\n".join(self.src + ["\0"] + self.ref).encode()).hexdigest()
 
 
+def lines_of(k_of_line: Sequence[int], k: int) -> list[int]:
+    """The indices of the lines joined from ``k`` sentences, in order."""
+    return [i for i, x in enumerate(k_of_line) if x == k]
+
+
 def build_eval_set(
     cfg: Config,
     concat_k: int,
@@ -92,7 +97,7 @@ def beam_label(beam: int) -> str:
 def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_lang: str) -> dict:
     """Scores of one decoding: BLEU / chrF / exact match on the k = 1 lines (the test set),
     BLEU and exact match per source-length bucket and per k over every line."""
-    single = [i for i, k in enumerate(evalset.k) if k == 1]
+    single = lines_of(evalset.k, 1)
     h1, r1 = [hyps[i] for i in single], [evalset.ref[i] for i in single]
     rows = bleu_by_length(evalset.src, hyps, [evalset.ref], edges, tgt_lang)
     labels = [bucket_label(len(s.split()), edges) for s in evalset.src]
@@ -101,7 +106,7 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
         row["exact"] = _exact([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
     by_k = []
     for k in sorted(set(evalset.k)):
-        idx = [i for i, x in enumerate(evalset.k) if x == k]
+        idx = lines_of(evalset.k, k)
         hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
         by_k.append(
             {

@@ -137,9 +137,6 @@ class LineData:
         out[np.asarray(self._decoding(label)[key], dtype=np.int64)] = True
         return out
 
-    def lines_of(self, k: int) -> list[int]:
-        return [i for i, x in enumerate(self.k) if x == k]
-
     def _decoding(self, label: str) -> dict:
         if label not in self.record["decodes"]:
             raise ValueError(f"{self.source}: no {label} decoding")

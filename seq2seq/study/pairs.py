@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from seq2seq.study import verdict, verdict_v1
-from seq2seq.study.cells import retention_ci_from_stats
+from seq2seq.study.cells import retention_difference_ci, retention_nobp
+from seq2seq.study.evalsets import lines_of
 from seq2seq.study.lines import LineData
 from seq2seq.study.rho import rho_ci, rho_difference_ci
 from seq2seq.study.stats import BleuStats
@@ -38,11 +39,11 @@ def model_summary(d: LineData, n_bootstrap: int = 1000) -> dict:
         "shortened"}, ...]}`` (fractions, BLEU points, percent; None where undefined).
     """
     stats, short = d.stats("greedy", capped=True), d.flags("greedy", "capped")
-    single = d.lines_of(1)
+    single = lines_of(d.k, 1)
     s1 = BleuStats.from_stats(stats[single], d.tgt_lang)
     rows = []
     for k in sorted(set(d.k)):
-        idx = d.lines_of(k)
+        idx = lines_of(d.k, k)
         bleu = BleuStats.from_stats(stats[idx], d.tgt_lang).score()
         row = {"k": k, "rho": None, "rho_low": None, "rho_high": None}
         if k == 1:
@@ -65,7 +66,7 @@ def pair_v2(a: LineData, b: LineData, k: int, n_bootstrap: int = 1000) -> dict:
     """Rule v2's statistics of A against B at k: the rho difference's paired 95% and 90%
     intervals and the capped greedy retention difference's 95% interval (fractions)."""
     units = a.captions.units[k]
-    capped = retention_ci_from_stats(
+    capped = retention_difference_ci(
         a.stats("greedy", True), b.stats("greedy", True), a.k, units, k, a.tgt_lang, n_bootstrap
     )
     return {
@@ -81,18 +82,10 @@ def pair_v1(a: LineData, b: LineData, k: int, n_bootstrap: int = 1000) -> dict:
     """Rule v1's statistics of A against B at k, from the same files: the greedy retention
     difference with its paired 95% interval, and the difference without the brevity penalty."""
     units = a.captions.units[k]
-    ret = retention_ci_from_stats(
+    ret = retention_difference_ci(
         a.stats("greedy"), b.stats("greedy"), a.k, units, k, a.tgt_lang, n_bootstrap
     )
-
-    def nobp(d: LineData) -> float:
-        st = d.stats("greedy")
-        s1 = BleuStats.from_stats(st[d.lines_of(1)], d.tgt_lang)
-        hi = BleuStats.from_stats(st[d.lines_of(k)], d.tgt_lang)
-        base = s1.score_nobp(units.ravel())
-        return hi.score_nobp() / base if base else float("nan")
-
-    ra, rb = nobp(a), nobp(b)
+    ra, rb = (retention_nobp(d.stats("greedy"), d.k, units, k, d.tgt_lang) for d in (a, b))
     return {"retention": ret, "retention_nobp": {"a": ra, "b": rb, "difference": ra - rb}}
 
 

@@ -33,9 +33,9 @@ import torch
 from seq2seq.data.text import TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.models import Seq2SeqModel
-from seq2seq.study.cells import _lines_of, retention_units
-from seq2seq.study.evalsets import EvalSet
-from seq2seq.study.nll import Lines, _check_positions, _token_nats
+from seq2seq.study.cells import retention_units
+from seq2seq.study.evalsets import EvalSet, lines_of
+from seq2seq.study.nll import Lines, check_positions, eval_mode, token_nats
 from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
 
 __all__ = ["CaptionNLL", "caption_nlls", "derangement", "rho_ci", "rho_difference_ci"]
@@ -147,7 +147,7 @@ def caption_nlls(
             token, an example longer than the model's ``max_positions`` (counted), or as
             ``retention_units`` (a joined line that is not its captions joined by a space).
     """
-    single = _lines_of(evalset, 1)
+    single = lines_of(evalset.k, 1)
     src = tok.encode_src([evalset.src[i] for i in single])
     tgt = tok.encode_tgt([evalset.ref[i] for i in single])
     empty = sum(not s or not t for s, t in zip(src, tgt, strict=True))
@@ -169,13 +169,9 @@ def caption_nlls(
             pairs.src.append([x for p in row for x in src[p]])
             pairs.tgt.append([x for p in row for x in tgt[p]])
     pairs.line_no = list(range(len(pairs.src)))
-    _check_positions(pairs, model.max_positions)
-    was_training = model.training
-    model.eval()
-    try:
-        nats = _token_nats(model, pairs, batch_tokens, device)
-    finally:
-        model.train(was_training)
+    check_positions(pairs, model.max_positions)
+    with eval_mode(model):
+        nats = token_nats(model, pairs, batch_tokens, device)
     lengths = np.array([len(t) for t in tgt], dtype=np.int64)
     alone = np.array([x[:-1].sum() for x in nats[:n]], dtype=np.float64)
     free = np.array([x[:-1].sum() for x in nats[n : 2 * n]], dtype=np.float64)
@@ -236,4 +232,4 @@ def rho_difference_ci(
     d = paired_difference_ci(
         lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, seed, level
     )
-    return {"a": a.rho(k), "b": b.rho(k), **d, "units": n, "level": level}
+    return {**d, "units": n, "level": level}

@@ -155,37 +155,35 @@ def paired_difference_ci(
     seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict[str, float]:
-    """Paired bootstrap 95% interval of ``stat_a - stat_b``: both statistics are computed on the
-    same resampled units in every resample (Koehn 2004; sacreBLEU's paired bootstrap draws its
-    resamples by the same rule), so what the two systems share cancels out.
-
-    A unit is whatever is resampled: a sentence, or a group of lines that belong together. For
-    example the retention of a model over long inputs, BLEU of the k = 4 lines over BLEU of the
-    k = 1 lines, with unit j = the joined line j and the four lines it was joined from::
-
-        def retention(s4, s1):  # BleuStats of the k = 4 and k = 1 lines of one model
-            return lambda i: s4.score(i) / s1.score((4 * i[:, None] + np.arange(4)).ravel())
-
-        paired_difference_ci(retention(a4, a1), retention(b4, b1), n=len(a4))
+    """Paired bootstrap interval of ``stat_a - stat_b``: both statistics are computed on the same
+    resampled units in every resample (Koehn 2004; sacreBLEU's paired bootstrap draws its
+    resamples by the same rule), so what the two systems share cancels out. A unit is whatever
+    is resampled: a sentence, or a joined line with the lines it was joined from
+    (``cells.retention_difference_ci``).
 
     Args:
         stat_a, stat_b: map an (n,) int array of unit indices (with repeats) to a float.
-        n: the number of units.  n_bootstrap: resamples (at least 2).
-        seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
-        level: the interval's coverage (0.95; 0.90 for an equivalence test's two one-sided
-            tests at 5% each).
+        n, n_bootstrap, seed, level: as ``bootstrap_ci`` (0.90 for an equivalence test's two
+            one-sided tests at 5% each).
 
     Returns:
-        ``{"difference", "low", "high", "mean"}``: ``stat_a - stat_b`` on the units themselves,
-        the 2.5th and 97.5th percentiles of the resampled differences at the default level (the
-        sorted differences at ``n_bootstrap // 40`` and ``n_bootstrap - n_bootstrap // 40 - 1``,
-        sacreBLEU's rule), and their mean.
+        ``{"a", "b", "difference", "low", "high", "mean"}``: both statistics and their
+        difference on the units themselves, the interval (at the default level the 2.5th and
+        97.5th percentiles of the resampled differences), and their mean.
 
     Raises:
-        ValueError: ``n`` < 1, ``n_bootstrap`` < 2 or ``level`` outside (0, 1).
+        ValueError: as ``bootstrap_ci``.
     """
     d = bootstrap_ci(lambda i: stat_a(i) - stat_b(i), n, n_bootstrap, seed, level)
-    return {"difference": d["value"], "low": d["low"], "high": d["high"], "mean": d["mean"]}
+    everything = np.arange(n)
+    return {
+        "a": stat_a(everything),
+        "b": stat_b(everything),
+        "difference": d["value"],
+        "low": d["low"],
+        "high": d["high"],
+        "mean": d["mean"],
+    }
 
 
 def bootstrap_ci(

@@ -1,5 +1,6 @@
 """The study's cells: per-k scores with sacreBLEU's numbers, BLEU without its brevity penalty,
-and retention with its paired interval and without the brevity penalty."""
+and retention with its paired interval and without the brevity penalty, from sentence
+statistics as a per-line file keeps them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import sacrebleu
 
 from seq2seq.study.cells import (
     cell_scores,
-    retention,
     retention_difference_ci,
-    retention_nobp_difference,
+    retention_nobp,
+    retention_units,
 )
 from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.stats import BleuStats
@@ -90,17 +91,30 @@ def k_stats(ev: EvalSet, hyps: list[str]) -> dict[int, BleuStats]:
     }
 
 
+def retention_ci(a: list[str], b: list[str], ev: EvalSet, k_hi: int = 4, n_bootstrap=1000):
+    """``retention_difference_ci`` of two systems' hypotheses, through their statistics."""
+    units = retention_units(ev, k_hi)
+    stats = (BleuStats(h, ev.ref).stats for h in (a, b))
+    return retention_difference_ci(*stats, ev.k, units, k_hi, n_bootstrap=n_bootstrap)
+
+
+def nobp_difference(a: list[str], b: list[str], ev: EvalSet, k_hi: int) -> dict:
+    units = retention_units(ev, k_hi)
+    ra, rb = (retention_nobp(BleuStats(h, ev.ref).stats, ev.k, units, k_hi) for h in (a, b))
+    return {"a": ra, "b": rb, "difference": ra - rb}
+
+
 def test_a_system_against_itself_retains_exactly_as_much():
     ev = joined_evalset(80, 4)
     rng = random.Random(2)
     hyps = [degrade(r, 0.7, rng) for r in ev.ref]
-    d = retention_difference_ci(hyps, list(hyps), ev, n_bootstrap=100)
+    d = retention_ci(hyps, list(hyps), ev, n_bootstrap=100)
     assert (d["difference"], d["low"], d["high"], d["mean"]) == (0.0, 0.0, 0.0, 0.0)
     assert d["units"] == 20
     # the units cover all 80 single lines: the same retention as over the whole k = 1 cell
-    assert d["a"] == d["b"] == pytest.approx(retention(k_stats(ev, hyps), 4))
     s = k_stats(ev, hyps)
-    assert retention(s, 4) == s[4].score() / s[1].score() and 0 < retention(s, 4) < 2
+    assert d["a"] == d["b"] == pytest.approx(s[4].score() / s[1].score())
+    assert 0 < d["a"] < 2
 
 
 def test_retention_kept_on_long_lines_beats_retention_lost():
@@ -109,20 +123,22 @@ def test_retention_kept_on_long_lines_beats_retention_lost():
     base = [degrade(r, 0.7, rng) for r in ev.ref]
     a = [r if k == 4 else h for h, r, k in zip(base, ev.ref, ev.k, strict=True)]
     b = [degrade(r, 0.3, rng) if k == 4 else h for h, r, k in zip(base, ev.ref, ev.k, strict=True)]
-    d = retention_difference_ci(a, b, ev, n_bootstrap=200)
+    d = retention_ci(a, b, ev, n_bootstrap=200)
     bleu1 = sacrebleu.corpus_bleu([base[i] for i in lines(ev, 1)], [ev.ref[:80]]).score
     assert d["a"] == pytest.approx(100 / bleu1)
-    assert d["b"] == pytest.approx(retention(k_stats(ev, b), 4))
+    s = k_stats(ev, b)
+    assert d["b"] == pytest.approx(s[4].score() / s[1].score())
     assert d["difference"] == pytest.approx(d["a"] - d["b"])
     assert 0 < d["low"] < d["difference"] < d["high"]
-    flipped = retention_difference_ci(b, a, ev, n_bootstrap=200)
+    flipped = retention_ci(b, a, ev, n_bootstrap=200)
     assert flipped["high"] < 0
 
 
 def test_retention_without_k1_bleu_is_nan():
     ev = joined_evalset(8, 4)
     hyps = ["zzz" if k == 1 else r for r, k in zip(ev.ref, ev.k, strict=True)]
-    assert math.isnan(retention(k_stats(ev, hyps), 4))
+    assert k_stats(ev, hyps)[1].score() == 0
+    assert math.isnan(retention_ci(hyps, hyps, ev, n_bootstrap=10)["a"])
 
 
 def test_a_joined_line_that_is_not_its_sentences_is_refused():
@@ -130,13 +146,13 @@ def test_a_joined_line_that_is_not_its_sentences_is_refused():
     k4 = lines(ev, 4)
     ev.src[k4[3]], ev.src[k4[4]] = ev.src[k4[4]], ev.src[k4[3]]  # two joined lines swapped
     with pytest.raises(ValueError, match=r"k = 4 line 3 is not k = 1 lines 12...15"):
-        retention_difference_ci(ev.ref, ev.ref, ev, n_bootstrap=10)
+        retention_ci(ev.ref, ev.ref, ev, n_bootstrap=10)
     short = joined_evalset(80, 4)
     short.ref[lines(short, 2)[0]] += " extra"  # only the reference differs: refused too
     with pytest.raises(ValueError, match="k = 2 line 0 is not"):
-        retention_difference_ci(short.ref, short.ref, short, k_hi=2, n_bootstrap=10)
+        retention_ci(short.ref, short.ref, short, k_hi=2, n_bootstrap=10)
     with pytest.raises(ValueError, match="no line joined from k = 5"):
-        retention_difference_ci(ev.ref, ev.ref, ev, k_hi=5)
+        retention_ci(ev.ref, ev.ref, ev, k_hi=5)
 
 
 # ---- retention without the brevity penalty -----------------------------------------------------
@@ -161,23 +177,24 @@ def test_no_bp_retention_ignores_outputs_that_are_only_shorter():
     s4 = BleuStats([cut[i] for i in k4], [ev.ref[i] for i in k4])
     assert s4.score() < 70 and s4.score_nobp() == pytest.approx(100.0)
 
-    d = retention_nobp_difference(full, cut, ev, 4)
+    d = nobp_difference(full, cut, ev, 4)
     nobp1 = BleuStats([base[i] for i in lines(ev, 1)], ev.ref[:80]).score_nobp()
     assert d["a"] == pytest.approx(100 / nobp1) and d["b"] == pytest.approx(d["a"])
     assert d["difference"] == pytest.approx(0.0, abs=1e-12)
-    with_bp = retention_difference_ci(full, cut, ev, 4, n_bootstrap=20)
+    with_bp = retention_ci(full, cut, ev, 4, n_bootstrap=20)
     assert with_bp["difference"] > 0.3  # with BP, the short outputs lose retention
-    worse = retention_nobp_difference(cut, wrong, ev, 4)
+    worse = nobp_difference(cut, wrong, ev, 4)
     assert worse["difference"] == pytest.approx(worse["a"] - worse["b"])
     assert worse["difference"] > 0.1
-    same = retention_nobp_difference(wrong, list(wrong), ev, 2)
+    same = nobp_difference(wrong, list(wrong), ev, 2)
     assert same["difference"] == 0.0 and same["a"] == same["b"]
 
 
-def test_no_bp_retention_refuses_misaligned_inputs():
+def test_retention_refuses_statistics_not_one_row_per_line():
     ev = joined_evalset(16, 4)
     n = len(ev.src)
-    with pytest.raises(ValueError, match=f"{n - 1} and {n} hypotheses for {n} lines"):
-        retention_nobp_difference(ev.ref[:-1], ev.ref, ev, 4)
+    st, units = BleuStats(ev.ref, ev.ref).stats, retention_units(ev, 4)
+    with pytest.raises(ValueError, match=f"system B: {n - 1} statistics rows for {n} lines"):
+        retention_difference_ci(st, st[:-1], ev.k, units, 4, n_bootstrap=10)
     with pytest.raises(ValueError, match="no line joined from k = 5"):
-        retention_nobp_difference(ev.ref, ev.ref, ev, 5)
+        nobp_difference(ev.ref, ev.ref, ev, 5)

@@ -1,6 +1,6 @@
-"""``seq2seq/study/nll.py``: the references' teacher-forced loss -- NLL per k with its rise
-interval, and each caption's NLL in its k-join against alone, by hand and against direct
-forward passes, whatever the batches."""
+"""``seq2seq/study/nll.py``: the references' teacher-forced loss -- NLL per k, and each
+caption's NLL in its k-join against alone, by hand and against direct forward passes, whatever
+the batches."""
 
 from __future__ import annotations
 
@@ -13,14 +13,7 @@ import torch
 from seq2seq.data.batch import Batch
 from seq2seq.data.tokenizer import UNK
 from seq2seq.models import Seq2SeqModel, build_model
-from seq2seq.study.evalsets import EvalSet
-from seq2seq.study.nll import (
-    caption_gap_ci,
-    caption_gap_difference_ci,
-    nll_by_k,
-    nll_lines_by_k,
-    nll_rise_difference_ci,
-)
+from seq2seq.study.nll import caption_gap_ci, nll_lines_by_k, nll_rows
 from seq2seq.study.rho import caption_nlls
 from seq2seq.training.loss import token_loss_sum
 from tests.corpora import joined_evalset, lines
@@ -38,16 +31,6 @@ def direct_nll(model, tok, srcs: list[str], refs: list[str]) -> tuple[float, int
             total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))
         n += len(t) + 1
     return total / n, n
-
-
-def scripted_nll(ev: EvalSet, per_token: dict[int, float]) -> dict:
-    """k -> (nats, tokens) per line: every token of a k line costs ``per_token[k]`` nats, each
-    line holding as many tokens as its reference has words plus EOS."""
-    out = {}
-    for k in sorted(set(ev.k)):
-        tokens = np.array([len(ev.ref[i].split()) + 1 for i in lines(ev, k)], dtype=np.int64)
-        out[k] = (tokens * per_token[k], tokens)
-    return out
 
 
 class LengthOracle(Seq2SeqModel):
@@ -96,9 +79,9 @@ def test_nll_by_k_is_the_mean_token_loss_whatever_the_batches(name, synth_tokeni
     tok = synth_tokenizer
     ev = joined_evalset(12, 3, seed=8)
     model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).train()
-    small = nll_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=50)
+    small = nll_rows(nll_lines_by_k(model, tok, ev, torch.device("cpu"), batch_tokens=50))
     assert model.training  # put back as it was
-    large = nll_by_k(model.eval(), tok, ev, torch.device("cpu"), batch_tokens=5000)
+    large = nll_rows(nll_lines_by_k(model.eval(), tok, ev, torch.device("cpu"), batch_tokens=5000))
     assert not model.training
     assert [r["k"] for r in small] == [1, 2, 3]
     for a, b in zip(small, large, strict=True):
@@ -122,38 +105,6 @@ def test_nll_by_k_is_the_mean_token_loss_whatever_the_batches(name, synth_tokeni
             assert nats[j] == pytest.approx(want * n, rel=1e-5) and tokens[j] == n
 
 
-def test_nll_rise_difference_of_a_scripted_oracle():
-    ev = joined_evalset(80, 4)
-    flat = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})  # no rise at all
-    rising = scripted_nll(ev, {1: 2.0, 2: 2.4, 3: 2.7, 4: 3.0})  # +1 nat per token at k = 4
-    d = nll_rise_difference_ci(flat, rising, ev, n_bootstrap=100)
-    assert d["units"] == 20
-    assert d["a"] == pytest.approx(0.0) and d["b"] == pytest.approx(1.0)
-    # every resample gives the same rises: the interval is the point
-    for key in ("difference", "low", "high", "mean"):
-        assert d[key] == pytest.approx(-1.0)
-    same = nll_rise_difference_ci(rising, rising, ev, n_bootstrap=50)
-    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
-
-
-def test_nll_rise_interval_spans_what_the_units_disagree_on():
-    ev = joined_evalset(80, 4)
-    a = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
-    b = scripted_nll(ev, {1: 2.0, 2: 2.0, 3: 2.0, 4: 2.0})
-    rng = np.random.default_rng(0)
-    b[4] = (b[4][0] + rng.normal(0.5, 2.0, len(b[4][0])) * b[4][1], b[4][1])  # noisy rise
-    d = nll_rise_difference_ci(a, b, ev, n_bootstrap=300)
-    nats, tokens = b[4]
-    assert d["b"] == pytest.approx(nats.sum() / tokens.sum() - 2.0)
-    assert d["difference"] == pytest.approx(-d["b"])
-    assert d["low"] < d["difference"] < d["high"]
-    flipped = nll_rise_difference_ci(b, a, ev, n_bootstrap=300)
-    assert flipped["low"] == pytest.approx(-d["high"])
-    assert flipped["high"] == pytest.approx(-d["low"])
-    with pytest.raises(ValueError, match="model B: NLL of"):
-        nll_rise_difference_ci(a, {1: a[1]}, ev, n_bootstrap=10)
-
-
 def test_nll_by_k_refuses_lines_beyond_max_positions(synth_tokenizer):
     tok = synth_tokenizer
     ev = joined_evalset(12, 3, seed=8)
@@ -169,7 +120,7 @@ def test_nll_by_k_refuses_lines_beyond_max_positions(synth_tokenizer):
             first = (over, len(idx), k)
     assert first is not None and first[0] < first[1]  # some lines fit, some do not
     with pytest.raises(ValueError, match=rf"^{first[0]} of {first[1]} k = {first[2]} lines are"):
-        nll_by_k(model, tok, ev, torch.device("cpu"))
+        nll_lines_by_k(model, tok, ev, torch.device("cpu"))
 
 
 def test_nll_by_k_refuses_a_line_with_nothing_to_score(synth_tokenizer):
@@ -177,7 +128,7 @@ def test_nll_by_k_refuses_a_line_with_nothing_to_score(synth_tokenizer):
     ev.ref[1] = ""
     model = tiny_model("rnn", synth_tokenizer.src_vocab_size, synth_tokenizer.tgt_vocab_size)
     with pytest.raises(ValueError, match="1 of 6 k = 1 lines encode to no token"):
-        nll_by_k(model, synth_tokenizer, ev, torch.device("cpu"))
+        nll_lines_by_k(model, synth_tokenizer, ev, torch.device("cpu"))
 
 
 def test_caption_gaps_of_a_scripted_oracle_by_hand(synth_tokenizer):
@@ -256,19 +207,5 @@ def test_caption_gap_ci_is_a_ratio_of_sums_with_its_bootstrap():
     assert d["low"] < d["gap"] < d["high"]
     with pytest.raises(ValueError, match=r"no caption gaps for k = 3 \(have k = \[4\]\)"):
         caption_gap_ci({4: (gaps, tokens)}, 3)
-
-
-def test_caption_gap_difference_is_paired_over_joined_lines():
-    a = {4: scripted_gaps(40, 0.1, noise=0.5, seed=2)}
-    b = {4: (a[4][0] + 0.4 * a[4][1], a[4][1])}  # B loses 0.4 nats more on every token
-    d = caption_gap_difference_ci(a, b, 4, n_bootstrap=100)
-    assert d["units"] == 40
-    assert d["b"] - d["a"] == pytest.approx(0.4)
-    for key in ("difference", "low", "high", "mean"):  # the noise is shared: it cancels
-        assert d[key] == pytest.approx(-0.4)
-    same = caption_gap_difference_ci(a, a, 4, n_bootstrap=50)
-    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
-    with pytest.raises(ValueError, match="different lines .40 and 39."):
-        caption_gap_difference_ci(a, {4: (b[4][0][:-1], b[4][1][:-1])}, 4)
-    with pytest.raises(ValueError, match="model B: no caption gaps for k = 4"):
-        caption_gap_difference_ci(a, {2: b[4]}, 4)
+    with pytest.raises(ValueError, match="k = 4: 39 gaps but 40 token counts"):
+        caption_gap_ci({4: (gaps[:-1], tokens)}, 4)
