@@ -12,6 +12,7 @@ __all__ = [
     "ci_text",
     "filled_buckets",
     "finite",
+    "interval",
     "ks",
     "main_label",
     "missing",
@@ -64,13 +65,19 @@ def cell_at(cells: Sequence[dict], k: int) -> dict | None:
     return next((c for c in cells if c["k"] == k), None)
 
 
-def ci_text(c: dict | None, digits: int = 1) -> str:
-    """``31.2 [29.9, 32.5]``: a cell's BLEU and its 95% bootstrap interval ("-" without a cell)."""
-    if c is None:
+def interval(value, low, high, fmt=num) -> str:
+    """``value [low, high]``, each written by ``fmt``: "-" without a value, the value alone
+    without both bounds."""
+    if missing(value):
         return "-"
-    if missing(c.get("low")) or missing(c.get("high")):
-        return num(c.get("bleu"), digits)
-    return f"{num(c['bleu'], digits)} [{num(c['low'], digits)}, {num(c['high'], digits)}]"
+    if missing(low) or missing(high):
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+
+
+def ci_text(c: dict | None) -> str:
+    """``31.2 [29.9, 32.5]``: a cell's BLEU and its 95% bootstrap interval ("-" without a cell)."""
+    return "-" if c is None else interval(c.get("bleu"), c.get("low"), c.get("high"))
 
 
 def finite(x: Any) -> Any:

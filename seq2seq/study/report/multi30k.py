@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seq2seq.study import verdict
-from seq2seq.study.report.common import ci_text, ks, missing, num, pct, points, table
+from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct, points, table
 from seq2seq.study.report.confirm import (
     confirmation_section,
     exploratory_section,
@@ -213,14 +213,6 @@ def _kind(r: dict) -> str:
     return r["kind"]
 
 
-def _difference(ret: dict) -> str:
-    if missing(ret.get("difference")):
-        return "-"
-    if missing(ret.get("low")) or missing(ret.get("high")):
-        return points(ret["difference"])
-    return f"{points(ret['difference'])} [{points(ret['low'])}, {points(ret['high'])}]"
-
-
 def seed_line(results: dict) -> str:
     """The headline's greedy retention difference over seeds: mean and 95% t-interval."""
     s = _v1(results).get("seed_interval") or {}
@@ -251,7 +243,7 @@ def verdict_section(results: dict) -> list[str]:
             r["role"],
             f"{r['attention']} vs {r['ablation']}",
             f"{pct(r['retention'].get('a'))} / {pct(r['retention'].get('b'))}",
-            _difference(r["retention"]),
+            interval(*(r["retention"].get(x) for x in ("difference", "low", "high")), points),
             points(r["retention_nobp"].get("difference")),
             _kind(r),
         ]

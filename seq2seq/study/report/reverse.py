@@ -5,7 +5,7 @@ Multi30k report's "Synthetic reversal" section both render it."""
 
 from __future__ import annotations
 
-from seq2seq.study.report.common import filled_buckets, main_label, num, row, series
+from seq2seq.study.report.common import filled_buckets, main_label, num, series, table
 from seq2seq.study.reverse import PLATEAU_POINTS, PLATEAU_SPAN, PLATEAU_TARGET
 
 
@@ -37,15 +37,14 @@ def reverse_table(results: dict) -> list[str]:
     head = ["model", "parameters", "updates (stop)"]
     head += [f"exact % {b['bucket']}" for b in buckets]
     head += ["alignment %", "best head", "commonest offset", "valid exact % @step", "training"]
-    lines = [row(head), row(["---"] * len(head))]
-    exact = series(results, label, "exact")
+    rows, exact = [], series(results, label, "exact")
     for m in results["models"]:
         a, p = m.get("alignment"), m["plateau"]
         cells = [m["name"], f"{m['parameters']:,}", f"{m['steps']} ({m['stopped']})"]
         cells += [num(y) for y in exact[m["name"]]]
         cells += [num(a["accuracy"]) if a else "-", _head(m), _offset(a), _curve(p), p["verdict"]]
-        lines.append(row(cells))
-    return lines
+        rows.append(cells)
+    return table(head, rows)
 
 
 def alignment_by_length_table(results: dict) -> list[str]:
@@ -53,11 +52,11 @@ def alignment_by_length_table(results: dict) -> list[str]:
     ms = [m for m in results["models"] if m.get("alignment")]
     rows = [r for r in ms[0]["alignment"]["by_length"] if r["positions"]] if ms else []
     head = ["model"] + [f"{r['bucket']} (n={r['positions']})" for r in rows]
-    lines = [row(head), row(["---"] * len(head))]
+    body = []
     for m in ms:
         by = {r["bucket"]: r["accuracy"] for r in m["alignment"]["by_length"]}
-        lines.append(row([m["name"]] + [num(by[r["bucket"]]) for r in rows]))
-    return lines
+        body.append([m["name"]] + [num(by[r["bucket"]]) for r in rows])
+    return table(head, body)
 
 
 def per_head_tables(results: dict) -> list[str]:
@@ -68,10 +67,8 @@ def per_head_tables(results: dict) -> list[str]:
         if not a or a["best_head"] is None:
             continue
         head = ["layer"] + [f"head {h}" for h in range(a["heads"])]
-        lines += [f"{m['name']}, per layer and head (test set):", "", row(head)]
-        lines.append(row(["---"] * len(head)))
-        lines += [row([str(i)] + [num(x) for x in r]) for i, r in enumerate(a["per_head"])]
-        lines.append("")
+        body = [[str(i)] + [num(x) for x in r] for i, r in enumerate(a["per_head"])]
+        lines += [f"{m['name']}, per layer and head (test set):", "", *table(head, body), ""]
     return lines
 
 

@@ -6,7 +6,7 @@ the synthetic reversal. None of them decides the verdict; every one is generated
 from __future__ import annotations
 
 from seq2seq.study import verdict
-from seq2seq.study.report.common import cell_at, ci_text, ks, missing, num, table
+from seq2seq.study.report.common import cell_at, ci_text, interval, ks, missing, num, table
 from seq2seq.study.report.reverse import plateau_finding
 from seq2seq.study.report.reverse import reverse_section as reverse_body
 
@@ -85,12 +85,8 @@ def beam_section(results: dict) -> list[str]:
     ]
 
 
-def _gap_text(g: dict | None) -> str:
-    if not g or missing(g.get("gap")):
-        return "-"
-    if missing(g.get("low")) or missing(g.get("high")):
-        return f"{g['gap']:+.3f}"
-    return f"{g['gap']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]"
+def _gap_text(g: dict) -> str:
+    return interval(g.get("gap"), g.get("low"), g.get("high"), lambda x: f"{x:+.3f}")
 
 
 def nll_sections(results: dict) -> list[str]:
@@ -102,7 +98,7 @@ def nll_sections(results: dict) -> list[str]:
         for k in joined:
             if (cg.get(str(k)) or {}).get("units") is not None:
                 units.setdefault(k, cg[str(k)]["units"])
-        gaps.append([m["name"]] + [_gap_text(cg.get(str(k))) for k in joined])
+        gaps.append([m["name"]] + [_gap_text(cg.get(str(k)) or {}) for k in joined])
     gap_heads = [
         f"gap k={k} [95%]" + (f" ({units[k]:,} units)" if k in units else "") for k in joined
     ]

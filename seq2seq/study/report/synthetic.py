@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seq2seq.evaluation.plots import save_by_length_png
-from seq2seq.study.report.common import filled_buckets, main_label, num, row, series
+from seq2seq.study.report.common import filled_buckets, main_label, num, series, table
 from seq2seq.study.report.reverse import reverse_section
 
 MIN_SENTENCES = 10  # buckets with fewer lines are shown but never drive the generated sentence
@@ -141,7 +141,7 @@ def models_table(results: dict) -> list[str]:
         for mt in metrics
         for lab in labels
     ]
-    lines = [row(head), row(["---"] * len(head))]
+    rows = []
     for m in results["models"]:
         cells = [
             m["name"],
@@ -153,18 +153,16 @@ def models_table(results: dict) -> list[str]:
             str(m["steps"]),
         ]
         cells += [num(m["decodes"][lab][mt]) for mt in metrics for lab in labels]
-        lines.append(row(cells))
-    return lines
+        rows.append(cells)
+    return table(head, rows)
 
 
 def by_length_table(results: dict, label: str, metric: str) -> list[str]:
     """Rows: models; columns: filled source-length buckets, headed with their line counts."""
     buckets = filled_buckets(results)
     head = ["model"] + [f"{b['bucket']} (n={b['sentences']})" for b in buckets]
-    lines = [row(head), row(["---"] * len(head))]
-    for name, ys in series(results, label, metric).items():
-        lines.append(row([name] + [num(y) for y in ys]))
-    return lines
+    rows = [[name] + [num(y) for y in ys] for name, ys in series(results, label, metric).items()]
+    return table(head, rows)
 
 
 def by_k_table(results: dict, label: str) -> list[str]:
@@ -173,10 +171,11 @@ def by_k_table(results: dict, label: str) -> list[str]:
     head = ["model"] + [
         f"k={r['k']} (n={r['sentences']}, {r['mean_src_words']:.0f} words)" for r in rows0
     ]
-    lines = [row(head), row(["---"] * len(head))]
-    for m in results["models"]:
-        lines.append(row([m["name"]] + [num(r["bleu"]) for r in m["decodes"][label]["by_k"]]))
-    return lines
+    rows = [
+        [m["name"]] + [num(r["bleu"]) for r in m["decodes"][label]["by_k"]]
+        for m in results["models"]
+    ]
+    return table(head, rows)
 
 
 def plot(results: dict, out: Path, metric: str) -> Path:
