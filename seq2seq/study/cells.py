@@ -76,7 +76,7 @@ def cell_scores(
         hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
         ci = bleu_ci(hk, rk, n_bootstrap, seed, tgt_lang)
         stats = BleuStats(hk, rk, tgt_lang)
-        whole = stats.metric._compute_score_from_stats(stats.stats.sum(0).tolist())
+        whole = stats.bleu()
         ratio = stats.length_ratio()
         early = [len(h.split()) < 0.5 * len(r.split()) for h, r in zip(hk, rk, strict=True)]
         rows.append(

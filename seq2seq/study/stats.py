@@ -6,12 +6,10 @@ Translation Evaluation") as sacreBLEU does it (Post 2018; ``sacrebleu/significan
 resamples are the rows of ``numpy.random.default_rng(seed).choice(n, size=(n_bootstrap, n))``, a
 resample's BLEU is recomputed from the summed per-sentence sufficient statistics, and the 95%
 bounds are the sorted resample scores at positions ``n_bootstrap // 40`` and
-``n_bootstrap - n_bootstrap // 40 - 1``. The default seed is sacreBLEU's (12345, its
-``SACREBLEU_SEED``), so with equal seeds every interval here is drawn from the resamples sacreBLEU
-would draw.
-
-Sentences are scored as ``evaluation.metrics.corpus_score`` scores them: each line right-stripped,
-BLEU with sacreBLEU's tokenizer for the target language.
+``n_bootstrap - n_bootstrap // 40 - 1``. The default seed is sacreBLEU's, so with equal seeds
+every interval here is drawn from the resamples sacreBLEU would draw. Sentences are scored as
+``evaluation.metrics.corpus_score`` scores them: each line right-stripped, BLEU with sacreBLEU's
+tokenizer for the target language.
 """
 
 from __future__ import annotations
@@ -54,17 +52,13 @@ def bleu_ci(
     seed: int | None = SACREBLEU_SEED,
     tgt_lang: str | None = None,
 ) -> dict[str, float]:
-    """Corpus BLEU and sacreBLEU's own 95% bootstrap confidence interval of it.
-
-    sacreBLEU computes it (``BLEU.corpus_score(hyps, [refs], n_bootstrap=N)``, seeded through
-    ``SACREBLEU_SEED``, which is set to ``seed`` for the call and restored): the interval is the
-    one ``sacrebleu --confidence`` prints as ``μ = mean ± ci``, the mean of the N resample scores
-    plus or minus half the distance between their 2.5th and 97.5th percentiles.
+    """Corpus BLEU and sacreBLEU's own 95% bootstrap interval of it
+    (``BLEU.corpus_score(hyps, [refs], n_bootstrap=N)`` with ``SACREBLEU_SEED`` set to ``seed``
+    for the call): the interval ``sacrebleu --confidence`` prints as ``μ = mean ± ci``.
 
     Args:
-        hyps: one hypothesis per sentence.  refs: one reference per sentence.
         n_bootstrap: resamples (at least 2).  seed: the numpy seed; None draws fresh entropy.
-        tgt_lang: target language code; picks sacreBLEU's tokenizer (zh, ja, ko get their own).
+        tgt_lang: picks sacreBLEU's tokenizer (zh, ja, ko get their own).
 
     Returns:
         ``{"score", "low", "high", "mean"}`` in BLEU points (0-100): the corpus score, the
@@ -87,7 +81,8 @@ def bleu_ci(
 class BleuStats:
     """Per-sentence sufficient statistics of corpus BLEU, so that BLEU of any subset or resample
     of the sentences is a sum and a formula (sacreBLEU's ``_extract_corpus_statistics`` and
-    ``_compute_score_from_stats``, as its paired bootstrap uses them).
+    ``_compute_score_from_stats``, as its paired bootstrap uses them). ``idx`` below selects
+    sentences, repeats counted; None: all of them.
 
     Attributes:
         stats: (N, 2 + 2·4) int64: per sentence, the hypothesis and (closest) reference lengths in
@@ -109,8 +104,7 @@ class BleuStats:
 
     @classmethod
     def from_stats(cls, stats, tgt_lang: str | None = None) -> BleuStats:
-        """Statistics kept earlier (``stats``, (N, 10) as the attribute), e.g. read back from a
-        study's per-line file.
+        """Statistics kept earlier ((N, 10) as the attribute), e.g. from a per-line file.
 
         Raises:
             ValueError: not an (N, 10) array of counts.
@@ -125,24 +119,27 @@ class BleuStats:
     def __len__(self) -> int:
         return len(self.stats)
 
+    def _rows(self, idx) -> np.ndarray:
+        return self.stats if idx is None else self.stats[np.asarray(idx)]
+
+    def bleu(self, idx: np.ndarray | Sequence[int] | None = None):
+        """sacreBLEU's ``BLEUScore`` of the sentences ``idx`` (its ``score``, ``bp``, ...)."""
+        return self.metric._compute_score_from_stats(self._rows(idx).sum(0).tolist())
+
     def score(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
-        """Corpus BLEU (0-100) of the sentences ``idx`` (repeats counted; None: all of them,
-        which equals ``corpus_score``'s)."""
-        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
-        return float(self.metric._compute_score_from_stats(rows.sum(0).tolist()).score)
+        """Corpus BLEU (0-100) of the sentences ``idx`` (all: equals ``corpus_score``'s)."""
+        return float(self.bleu(idx).score)
 
     def score_nobp(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
-        """BLEU without its brevity penalty (0-100) of the sentences ``idx``: the geometric mean
-        of the four n-gram precisions, sacreBLEU's score over its ``bp`` (0 when the hypotheses
-        hold no token, where ``bp`` is 0)."""
-        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
-        whole = self.metric._compute_score_from_stats(rows.sum(0).tolist())
+        """BLEU without its brevity penalty (0-100): the geometric mean of the four n-gram
+        precisions, sacreBLEU's score over its ``bp`` (0 when the hypotheses hold no token)."""
+        whole = self.bleu(idx)
         return float(whole.score / whole.bp) if whole.bp > 0 else 0.0
 
     def length_ratio(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Hypothesis over reference length in tokens, as BLEU's brevity penalty sees it (inf
         for an empty reference side)."""
-        rows = self.stats if idx is None else self.stats[np.asarray(idx)]
+        rows = self._rows(idx)
         hyp, ref = int(rows[:, 0].sum()), int(rows[:, 1].sum())
         return hyp / ref if ref else float("inf")
 
@@ -193,11 +190,9 @@ def bootstrap_ci(
     seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict[str, float]:
-    """Bootstrap interval of one statistic of ``n`` units, by the rule of
-    ``paired_difference_ci`` (which is this with ``stat = stat_a - stat_b``): resamples are the
-    rows of ``default_rng(seed).choice(n, size=(n_bootstrap, n))``, the bounds the sorted
-    resampled values at ``c`` and ``n_bootstrap - c - 1`` with ``c = floor(n_bootstrap · (1 -
-    level) / 2)`` (at 0.95 and 1000 resamples: 25, sacreBLEU's ``n_bootstrap // 40``).
+    """Bootstrap interval of one statistic of ``n`` units (module docstring): the bounds are the
+    sorted resampled values at ``c`` and ``n_bootstrap - c - 1``, ``c = floor(n_bootstrap · (1 -
+    level) / 2)`` (at 0.95: sacreBLEU's ``n_bootstrap // 40``).
 
     Args:
         stat: maps an (n,) int array of unit indices (with repeats) to a float.
