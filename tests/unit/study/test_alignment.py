@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2seq.study.alignment import alignment_accuracy, best_head
+from seq2seq.study.reverse import alignment_accuracy, best_head
 
 
 def one_hot_attention(argmaxes: list[list[int]], s: int) -> torch.Tensor:
