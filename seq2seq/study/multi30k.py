@@ -43,8 +43,8 @@ from seq2seq.study.runs import (
     ModelRun,
     checkpoint_stamp,
     decode_with,
+    flags,
     run_result,
-    tokenizer_digest,
     train_or_reuse,
 )
 
@@ -131,14 +131,14 @@ def score_set(
     model, lang = models["joined"], run.cfg.data.tgt_lang
     greedy = run.cfg.decode.with_method("greedy")
     beam = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=alpha)
+    how = {
+        "greedy": (run, model, greedy, "greedy"),
+        "beam": (run, model, beam, f"beam{plan.beam}-a{alpha:g}"),
+        "zero_shot": (single, models["single"], greedy, "greedy"),
+    }
     decodes = {
-        "greedy": decode_with(run, model, tok, evalset, greedy, "greedy", device)[:2],
-        "beam": decode_with(run, model, tok, evalset, beam, f"beam{plan.beam}-a{alpha:g}", device)[
-            :2
-        ],
-        "zero_shot": decode_with(single, models["single"], tok, evalset, greedy, "greedy", device)[
-            :2
-        ],
+        label: decode_with(r, m, tok, evalset, dcfg, name, device)[:2]
+        for label, (r, m, dcfg, name) in how.items()
     }
     batch = run.cfg.train.batch_tokens
     record = line_record(
@@ -162,9 +162,7 @@ def entry_fields(record: dict, evalset: EvalSet, edges, alpha: float, plan) -> d
     lang, out = record["tgt_lang"], {}
     for label in ("greedy", "beam", "zero_shot"):
         d = record["decodes"][label]
-        cut = [False] * len(d["hyp"])
-        for i in d["cut"]:
-            cut[i] = True
+        cut = flags(d["cut"], len(d["hyp"]))
         cells = cell_scores(evalset, d["hyp"], cut, lang, plan.n_bootstrap)
         if label == "zero_shot":
             out["zero_shot"] = {"greedy": {"by_k": cells}}
@@ -260,7 +258,7 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         "recipe": {**plan.recipe.__dict__, "words": plan.recipe.describe()},
         "machine": machine_line(opts.jobs),
         "wall_seconds": round(time.perf_counter() - tick, 1),
-        "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
+        "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tok.digest()},
         "eval_set": {
             "origin": sets[0].origin,
             "sentences_per_k": {str(x): sets[0].k.count(x) for x in sorted(set(sets[0].k))},

@@ -91,21 +91,18 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
     return tok
 
 
-def tokenizer_digest(tok: Tokenizer) -> str:
-    return tok.digest()
-
-
-def _stamp(path: Path) -> list[int] | None:
-    """(size, mtime) of a checkpoint file, or None when it is not there."""
+def _stamp(run_dir: Path, checkpoint: str) -> list:
+    """[file name, [size, mtime] or None when it is not there] of a checkpoint: a cache key."""
+    path = run_dir / checkpoint
     if not path.is_file():
-        return None
+        return [checkpoint, None]
     st = path.stat()
-    return [st.st_size, st.st_mtime_ns]
+    return [checkpoint, [st.st_size, st.st_mtime_ns]]
 
 
 def checkpoint_stamp(run: ModelRun) -> list:
-    """[file name, (size, mtime)] of the checkpoint a run is scored from: a cache key."""
-    return [run.checkpoint, _stamp(run.run_dir / run.checkpoint)]
+    """``_stamp`` of the checkpoint a run is scored from."""
+    return _stamp(run.run_dir, run.checkpoint)
 
 
 def train_or_reuse(
@@ -129,13 +126,13 @@ def train_or_reuse(
     marker = run_dir / "compare.json"
     want = {
         "config": cfg.model_dump(mode="json"),
-        "tokenizer_sha256": tokenizer_digest(tok),
+        "tokenizer_sha256": tok.digest(),
         "data_sha256": data_digest(cfg),
     }
     if marker.is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
         same = all(old.get(k) == v for k, v in want.items())
-        if same and old.get("checkpoint") == [checkpoint, _stamp(run_dir / checkpoint)]:
+        if same and old.get("checkpoint") == _stamp(run_dir, checkpoint):
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
     if not may_train:
@@ -153,7 +150,7 @@ def train_or_reuse(
     summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
     if summary["stopped"] == "interrupted":
         raise KeyboardInterrupt
-    stamp = [checkpoint, _stamp(run_dir / checkpoint)]
+    stamp = _stamp(run_dir, checkpoint)
     atomic_write_text(
         marker, json.dumps({**want, "checkpoint": stamp, "summary": summary}, indent=2)
     )
@@ -201,7 +198,7 @@ def decode_with(
     and ``dcfg`` are the same)."""
     key = {
         "set": evalset.digest(),
-        "checkpoint": [run.checkpoint, _stamp(run.run_dir / run.checkpoint)],
+        "checkpoint": checkpoint_stamp(run),
         "decode": dcfg.model_dump(mode="json"),
     }
     stem = f"{evalset.name}.{label}"
@@ -210,10 +207,7 @@ def decode_with(
         cached = json.loads(meta.read_text(encoding="utf-8"))
         hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
         if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
-            cut = [False] * len(hyps)
-            for i in cached["cut"]:
-                cut[i] = True
-            return hyps, cut, cached["seconds"]
+            return hyps, flags(cached["cut"], len(hyps)), cached["seconds"]
     log.info(
         "compare: decoding %d %s lines with %s (%s)",
         len(evalset.src),
@@ -229,6 +223,12 @@ def decode_with(
     record = {"key": key, "seconds": seconds, "cut": [i for i, c in enumerate(cut) if c]}
     atomic_write_text(meta, json.dumps(record, indent=2))
     return hyps, cut, seconds
+
+
+def flags(indices, n: int) -> list[bool]:
+    """The line indices ``indices`` (a cache or per-line file keeps them) as n flags."""
+    at = set(indices)
+    return [i in at for i in range(n)]
 
 
 def run_result(run: ModelRun) -> dict:

@@ -28,7 +28,7 @@ from seq2seq.study.evalsets import (
 from seq2seq.study.plan import Budget, StudyOptions
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
 from seq2seq.study.reverse import SyntheticChecks
-from seq2seq.study.runs import ModelRun, decode_with, run_result, tokenizer_digest, train_or_reuse
+from seq2seq.study.runs import ModelRun, decode_with, run_result, train_or_reuse
 
 
 def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun:
@@ -52,17 +52,6 @@ def train_all(
         for p, cfg in zip(paths, cfgs, strict=True)
     ]
     return run_pool(_train_job, calls, jobs, "training")
-
-
-def decode_cached(
-    run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, evalset: EvalSet, beam: int, device: str
-) -> tuple[list[str], float]:
-    """Translate ``evalset`` with the run's decode settings and beam ``beam`` (1 = greedy);
-    returns the hypotheses and the decoding seconds (both cached in ``runs/<name>/decode/``)."""
-    method = "greedy" if beam == 1 else "beam"  # compare's --beams: 1 means greedy search
-    dcfg = run.cfg.decode.with_method(method, beam_size=beam)
-    hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, beam_label(beam), device)
-    return hyps, seconds
 
 
 def attention_panel(
@@ -89,10 +78,12 @@ def evaluate_runs(
     for run in runs:
         model = load(run.run_dir, opts.device).model
         run.parameters = model.num_parameters()
-        for beam in opts.beams:
-            hyps, seconds = decode_cached(run, model, tok, evalset, beam, opts.device)
+        for beam in opts.beams:  # 1 means greedy search; decodings cached in runs/<name>/decode/
+            dcfg = run.cfg.decode.with_method("greedy" if beam == 1 else "beam", beam_size=beam)
+            label = beam_label(beam)
+            hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, label, opts.device)
             scores = score_decode(evalset, hyps, opts.edges, run.cfg.data.tgt_lang)
-            run.decodes[beam_label(beam)] = {"seconds": round(seconds, 1), **scores}
+            run.decodes[label] = {"seconds": round(seconds, 1), **scores}
         if run.attention:
             for i in lines:
                 panels[i].append(attention_panel(run, model, tok, evalset.src[i], opts.device))
@@ -124,7 +115,7 @@ def run_synthetic(
     results = {
         "budget": budget.describe(),
         "machine": machine_line(opts.jobs),
-        "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tokenizer_digest(tok)},
+        "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tok.digest()},
         "eval_set": {
             "origin": evalset.origin,
             "sentences": len(evalset.src),
