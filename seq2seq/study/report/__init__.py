@@ -33,15 +33,14 @@ def write_report(results: dict, out: str | Path) -> None:
         text, results["findings"] = multi30k.report_markdown(clean)
         plot_by_k(clean, out)
         clean["findings"] = results["findings"]
-        atomic_write_text(out / "results.json", json.dumps(clean, indent=2))
-        atomic_write_text(out / "report.md", text)
-        return
-    results["findings"] = {"bleu": length_finding(results, "bleu")}
-    if results["exact_match"]:
-        results["findings"]["exact"] = length_finding(results, "exact")
-        plot(results, out, "exact")
-    if results.get("alignment"):
-        results["findings"]["plateau"] = plateau_finding(results)
-    plot(results, out, "bleu")
-    atomic_write_text(out / "results.json", json.dumps(finite(results), indent=2))
-    atomic_write_text(out / "report.md", report_markdown(results))
+    else:
+        results["findings"] = {"bleu": length_finding(results, "bleu")}
+        if results["exact_match"]:
+            results["findings"]["exact"] = length_finding(results, "exact")
+            plot(results, out, "exact")
+        if results.get("alignment"):
+            results["findings"]["plateau"] = plateau_finding(results)
+        plot(results, out, "bleu")
+        clean, text = finite(results), report_markdown(results)
+    atomic_write_text(out / "results.json", json.dumps(clean, indent=2))
+    atomic_write_text(out / "report.md", text)
