@@ -22,16 +22,6 @@ from seq2seq.study.stats import (
     paired_difference_ci,
 )
 
-__all__ = [
-    "CAP_SLACK",
-    "cap_hypotheses",
-    "cell_scores",
-    "length_caps",
-    "retention_difference_ci",
-    "retention_nobp",
-    "retention_units",
-]
-
 
 def _pct(flags: Sequence[bool]) -> float:
     return 100.0 * sum(flags) / len(flags)

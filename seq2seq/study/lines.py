@@ -32,8 +32,6 @@ from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.rho import CaptionNLL
 from seq2seq.study.stats import BleuStats
 
-__all__ = ["FORMAT", "LineData", "line_record", "lines_path", "read_lines", "write_lines"]
-
 FORMAT = "seq2seq-study-lines/1"
 
 

@@ -1,21 +1,11 @@
 """The Multi30k half of the study: RNNsearch against its own fixed-context ablation (Bahdanau et
 al. 2015, Figure 2), with the controls, seeds and other families rated by the same rule.
 
-Every config trains with the two-stage recipe (``plan.Recipe``): single pairs, then single plus
-joined pairs from that checkpoint, the same updates for every model. Each run is scored in its
-worker as soon as it is trained (``pool.run_pool``, one torch thread a worker):
-
-- the single-pair checkpoint, greedy, on the test lines joined k = 1..K (the zero-shot
-  length-generalisation control, reported apart from the verdict), and its validation curve (the
-  plateau the competence gate reads);
-- the fine-tuned checkpoint at the budget step, greedy and with beam search at the length penalty
-  best on validation joined the same way: per cell BLEU with its bootstrap interval, BLEU without
-  its brevity penalty and the length diagnostics (``cells``); teacher-forced NLL by k and the
-  per-caption NLL gap (``nll``).
-
-Then every pair (``pairs``) gets its paired statistics and ``verdict`` rates it: the headline
-pair per seed, the negative control (plain ``rnn`` against the ablation), the null control (the
-ablation's seed 2 against its seed 1) and every other family against the ablation.
+Every config trains with the two-stage recipe (``plan.Recipe``) and is scored in its worker as
+soon as it is trained (``pool.run_pool``): per test set, the fine-tuned checkpoint greedy and with
+the beam's length penalty tuned on validation, the single-pair checkpoint greedy (the zero-shot
+control), teacher-forced NLL and every caption's NLL, into a per-line file (``lines``); then
+``pairs.rate_sets`` rates every pair from those files alone (``verdict``).
 """
 
 from __future__ import annotations

@@ -32,8 +32,6 @@ from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci
 from seq2seq.training.loss import row_loss_sums
 from seq2seq.training.validate import eval_batches
 
-__all__ = ["caption_gap_ci", "nll_lines_by_k", "nll_rows"]
-
 Lines = dict[int, tuple[np.ndarray, np.ndarray]]
 """k -> (per line a float64 quantity in nats, per line its int64 token count)."""
 

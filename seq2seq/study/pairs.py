@@ -23,8 +23,6 @@ from seq2seq.study.lines import LineData
 from seq2seq.study.rho import rho_ci, rho_difference_ci
 from seq2seq.study.stats import BleuStats
 
-__all__ = ["model_summary", "pair_v1", "pair_v2", "rate_sets", "rated_cells", "rule_k"]
-
 Lines = Mapping[tuple[str, str], LineData]
 """(test set name, model name) -> that model's per-line file on that set."""
 

@@ -38,8 +38,6 @@ from seq2seq.study.evalsets import EvalSet, lines_of
 from seq2seq.study.nll import Lines, check_positions, eval_mode, token_nats
 from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
 
-__all__ = ["CaptionNLL", "caption_nlls", "derangement", "rho_ci", "rho_difference_ci"]
-
 
 def derangement(n: int) -> np.ndarray:
     """The wrong source of each caption: caption i gets the source of (i + n // 2) mod n.

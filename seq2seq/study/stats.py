@@ -24,17 +24,6 @@ from seq2seq.evaluation.metrics import bleu_metric, sacrebleu_seed
 SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
 
-__all__ = [
-    "SACREBLEU_SEED",
-    "BleuStats",
-    "bleu_ci",
-    "T_975",
-    "T_975_DF2",
-    "bootstrap_ci",
-    "paired_difference_ci",
-    "seed_interval",
-]
-
 
 def _check(hyps: Sequence[str], refs: Sequence[str], n_bootstrap: int | None = None) -> None:
     if not hyps:

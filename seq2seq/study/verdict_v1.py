@@ -14,8 +14,6 @@ from collections.abc import Sequence
 
 from seq2seq.study.verdict import CONTROLS, ROLES, _model_flags, _name, competence
 
-__all__ = ["overall", "rate_pair"]
-
 
 def _num(x) -> float:
     return math.nan if x is None else float(x)

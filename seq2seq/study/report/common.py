@@ -7,23 +7,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = [
-    "cell_at",
-    "ci_text",
-    "filled_buckets",
-    "finite",
-    "interval",
-    "ks",
-    "main_label",
-    "missing",
-    "num",
-    "pct",
-    "points",
-    "row",
-    "series",
-    "table",
-]
-
 
 def missing(x: Any) -> bool:
     """None or NaN: a number results.json does not hold."""

@@ -8,14 +8,6 @@ from __future__ import annotations
 from seq2seq.study import verdict
 from seq2seq.study.report.common import missing, num, pct, points, table
 
-__all__ = [
-    "confirmation_section",
-    "exploratory_section",
-    "models_section",
-    "rule_section",
-    "verdict_words",
-]
-
 
 def _v(results: dict) -> dict:
     return results.get("verdict") or {}

@@ -17,8 +17,6 @@ from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study import verdict
 from seq2seq.study.report.common import missing
 
-__all__ = ["FIGURE", "plot_by_k", "seed_bands"]
-
 FIGURE = "verdict_by_k.png"
 COLOURS = {
     True: ("tab:blue", "tab:cyan", "tab:purple", "navy"),

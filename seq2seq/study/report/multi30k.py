@@ -31,17 +31,6 @@ from seq2seq.study.report.sections import (
     zero_shot_section,
 )
 
-__all__ = [
-    "LIMIT",
-    "against_paper",
-    "maturity_section",
-    "report_markdown",
-    "rule_paragraph",
-    "seed_line",
-    "setup_section",
-    "verdict_section",
-]
-
 TITLE = "# Bottleneck versus attention on Multi30k (Bahdanau et al. 2015, Figure 2)"
 LIMIT = (
     "Joined captions test how much a fixed vector can hold, not Figure 2's long-range reordering."

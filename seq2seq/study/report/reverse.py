@@ -132,12 +132,3 @@ def reverse_section(results: dict) -> list[str]:
         "",
         *per_head_tables(results),
     ]
-
-
-__all__ = [
-    "alignment_by_length_table",
-    "per_head_tables",
-    "plateau_finding",
-    "reverse_section",
-    "reverse_table",
-]

@@ -10,15 +10,6 @@ from seq2seq.study.report.common import cell_at, ci_text, interval, ks, missing,
 from seq2seq.study.report.reverse import plateau_finding
 from seq2seq.study.report.reverse import reverse_section as reverse_body
 
-__all__ = [
-    "beam_section",
-    "by_k",
-    "diagnostics_section",
-    "nll_sections",
-    "reverse_section",
-    "zero_shot_section",
-]
-
 
 def by_k(m: dict, label: str = "greedy") -> list[dict]:
     """A model entry's cells of decoding ``label`` ("greedy", "beam"), or of the single-pair

@@ -241,15 +241,3 @@ def report_markdown(results: dict) -> str:
         intro += ["## Attention (greedy), the same lines for every attention model", ""]
         intro += [f"![{p}]({p})" for p in results["attention_maps"]] + [""]
     return "\n".join(intro)
-
-
-__all__ = [
-    "MIN_SENTENCES",
-    "WEAK_FRACTION",
-    "by_k_table",
-    "by_length_table",
-    "length_finding",
-    "models_table",
-    "plot",
-    "report_markdown",
-]
