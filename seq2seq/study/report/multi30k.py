@@ -14,20 +14,18 @@ from pathlib import Path
 
 from seq2seq.study import verdict
 from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct, points, table
-from seq2seq.study.report.confirm import (
-    confirmation_section,
-    exploratory_section,
-    models_section,
-    rule_section,
-    verdict_words,
-)
 from seq2seq.study.report.figure import FIGURE
 from seq2seq.study.report.sections import (
     beam_section,
     by_k,
+    confirmation_section,
     diagnostics_section,
+    exploratory_section,
+    models_section,
     nll_sections,
     reverse_section,
+    rule_section,
+    verdict_words,
     zero_shot_section,
 )
 
