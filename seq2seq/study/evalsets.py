@@ -103,7 +103,7 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
     labels = [bucket_label(len(s.split()), edges) for s in evalset.src]
     for row in rows:
         idx = [i for i, lab in enumerate(labels) if lab == row["bucket"]]
-        row["exact"] = _exact([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
+        row["exact"] = exact_match([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
     by_k = []
     for k in sorted(set(evalset.k)):
         idx = lines_of(evalset.k, k)
@@ -113,7 +113,7 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
                 "k": k,
                 "sentences": len(idx),
                 "bleu": corpus_score("bleu", hk, [rk], tgt_lang).score,
-                "exact": _exact(hk, rk),
+                "exact": exact_match(hk, rk),
                 "mean_src_words": sum(len(evalset.src[i].split()) for i in idx) / len(idx),
             }
         )
@@ -121,13 +121,13 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
         "sentences": len(single),
         "bleu": corpus_score("bleu", h1, [r1], tgt_lang).score,
         "chrf": corpus_score("chrf", h1, [r1]).score,
-        "exact": _exact(h1, r1),
+        "exact": exact_match(h1, r1),
         "by_length": rows,
         "by_k": by_k,
     }
 
 
-def _exact(hyps: Sequence[str], refs: Sequence[str]) -> float | None:
+def exact_match(hyps: Sequence[str], refs: Sequence[str]) -> float | None:
     """Percentage of hypotheses equal to their reference (whitespace-normalised); None if none."""
     if not hyps:
         return None

@@ -41,6 +41,7 @@ from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import bucket_label
 from seq2seq.models import Seq2SeqModel
+from seq2seq.study.evalsets import exact_match
 
 log = logging.getLogger("seq2seq")
 
@@ -233,12 +234,6 @@ def alignment_result(
     }
 
 
-def _exact(model: Seq2SeqModel, tok: Tokenizer, src: list[str], ref: list[str], cfg, device):
-    hyps = [t.text for t in translate_sentences(model, tok, src, cfg.with_method("greedy"), device)]
-    same = sum(" ".join(h.split()) == " ".join(r.split()) for h, r in zip(hyps, ref, strict=True))
-    return 100.0 * same / len(ref)
-
-
 def _step_of(path: Path) -> int:
     return int(path.stem.removeprefix("step"))
 
@@ -260,16 +255,17 @@ def plateau_check(
 ) -> dict:
     """Exact match (%) on the short validation lines ``src`` / ``ref`` at each kept
     ``step<N>.pt`` and at ``best.pt``, and the verdict (see the module docstring)."""
-    curve = []
-    for path in sorted(run_dir.glob("step*.pt"), key=_step_of):
+
+    def exact(path: Path) -> float:
         tr = load(path, device)
-        model, cfg = tr.model, tr.cfg
-        curve.append(
-            {"step": _step_of(path), "exact": _exact(model, tok, src, ref, cfg.decode, device)}
+        dcfg = tr.cfg.decode.with_method("greedy")
+        return exact_match(
+            [t.text for t in translate_sentences(tr.model, tok, src, dcfg, device)], ref
         )
-    tr = load(run_dir / "best.pt", device)
-    model, cfg = tr.model, tr.cfg
-    best = _exact(model, tok, src, ref, cfg.decode, device)
+
+    steps = sorted(run_dir.glob("step*.pt"), key=_step_of)
+    curve = [{"step": _step_of(path), "exact": exact(path)} for path in steps]
+    best = exact(run_dir / "best.pt")
     return {
         "sentences": len(src),
         "best_step": best_step,
