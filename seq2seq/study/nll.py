@@ -12,6 +12,11 @@ Two measures:
   what the long input costs the caption. Positive gap = the model scores a caption worse when it
   sits in a long input.
 
+Every line counts (no length filter). Examples are batched by ``batch_tokens`` padded tokens as
+validation batches them (``validate.eval_batches``; a budget below the longest line is raised to
+fit it); padding never counts, so no score depends on its batch. The model runs in eval mode
+without gradients; its training mode is restored afterwards.
+
 Shape notation: B batch, T target length (EOS included), V target vocabulary.
 """
 
@@ -54,12 +59,8 @@ def nll_lines_by_k(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> Lines:
-    """Teacher-forced negative log-likelihood of every reference given its source, line by line.
-
-    Every line counts (no length filter); each k's lines are batched by ``batch_tokens`` padded
-    tokens as validation batches them (a budget below the longest line is raised to fit it);
-    padding never counts, so a line's loss does not depend on its batch. The model runs in eval
-    mode without gradients; its training mode is restored afterwards.
+    """Teacher-forced negative log-likelihood of every reference given its source, line by line,
+    each k's lines batched apart (module docstring).
 
     Returns:
         k -> (nats, tokens): per line of that k, in evalset order, the un-smoothed loss summed over

@@ -130,15 +130,13 @@ def caption_nlls(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> CaptionNLL:
-    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing.
+    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing,
+    batched as ``nll`` batches.
 
     Each caption is encoded on its own (``tok.encode_src`` / ``encode_tgt``); a k-join's example
     concatenates its captions' id lists, source and target alike, with one EOS at the end, as
     training's joined pairs have, so each caption's span in the joined target is exact. Every
-    target token but EOS is scored (log_softmax, the gold id gathered). Examples are batched by
-    ``batch_tokens`` padded tokens as ``validate.eval_batches`` batches them; padding never
-    counts, so the result does not depend on the batches. The model runs in eval mode without
-    gradients; its training mode is restored afterwards.
+    target token but EOS is scored (log_softmax, the gold id gathered).
 
     Raises:
         ValueError: fewer than 2 captions, a caption whose source or reference encodes to no

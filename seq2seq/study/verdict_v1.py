@@ -1,10 +1,10 @@
 """Rule v1, the study's first verdict rule, kept to show it beside rule v2 on the exploratory
-seeds (``report.exploratory``): a pair reproduces Figure 2 when (a) both models are competent
-(``verdict.competence``), (b) the paired bootstrap 95% interval of the greedy retention
-difference (attention minus ablation, ``cells.retention_difference_ci``) lies above 0, and (c)
-the same difference without the brevity penalty is not below 0. It could not tell attention from
-a decoder that runs away (a runaway output's extra tokens cut precision, which (c) cannot see),
-and its controls were sign tests: ``verdict`` holds rule v2, which replaced it.
+seeds (``report.sections.exploratory_section``): a pair reproduces Figure 2 when (a) both models
+are competent (``verdict.competence``), (b) the paired bootstrap 95% interval of the greedy
+retention difference (attention minus ablation, ``cells.retention_difference_ci``) lies above 0,
+and (c) the same difference without the brevity penalty is not below 0. It could not tell
+attention from a decoder that runs away (a runaway output's extra tokens cut precision, which (c)
+cannot see), and its controls were sign tests: ``verdict`` holds rule v2, which replaced it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ def _num(x) -> float:
 
 
 def rate_pair(attention: dict, ablation: dict, pair_stats: dict, role: str) -> dict:
-    """One pair under the rule (module docstring: (a) both competent, (b) greedy retention
-    difference interval above 0, (c) no-BP retention difference at least 0).
+    """One pair under rule v1 (module docstring).
 
     Args:
         attention, ablation: the two models' results entries (A and B).
