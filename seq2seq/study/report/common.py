@@ -18,14 +18,9 @@ def num(x: float | None, digits: int = 1) -> str:
     return "-" if missing(x) else f"{x:.{digits}f}"
 
 
-def row(cells: Sequence[str]) -> str:
-    """One markdown table row."""
-    return "| " + " | ".join(cells) + " |"
-
-
 def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A markdown table: the head, its rule, then the rows."""
-    return [row(head), row(["---"] * len(head)), *(row(r) for r in rows)]
+    return ["| " + " | ".join(r) + " |" for r in (head, ["---"] * len(head), *rows)]
 
 
 def pct(x: float | None, digits: int = 1) -> str:
