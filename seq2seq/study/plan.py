@@ -123,10 +123,8 @@ class Recipe:
             raise ValueError(f"--concat-k {self.concat_k}: the joined stage needs k >= 2")
 
     def single(self, cfg: Config) -> Config:
-        """The single-pair stage of ``cfg``: run ``<name>-single``, k = 1 only, the config's
-        peak learning rate after its warmup along a cosine to ``SINGLE_MIN_LR`` of it at
-        ``PLATEAU_FROM`` of ``single_steps``, held there to the end, validated on the whole
-        validation set every ``single_steps / single_validations`` updates."""
+        """The single-pair stage of ``cfg`` (module docstring): run ``<name>-single``, validated
+        on the whole validation set ``single_validations`` times."""
         raw = cfg.model_dump(mode="json")
         raw["name"] = f"{cfg.name}-single"
         raw["data"].update(concat_k=1, valid_concat_k=1, max_valid_pairs=None)
@@ -151,10 +149,8 @@ class Recipe:
         return max(1, math.ceil(PLATEAU_FROM * self.single_steps))
 
     def joined(self, cfg: Config, init_from: Path) -> Config:
-        """The fine-tuning stage: from ``init_from`` (the single stage's last.pt), on single
-        plus joined pairs k = 2..K, from ``JOINED_LR`` of the config's peak learning rate along
-        a cosine to 0 over ``joined_steps``; validated once at the end, on lines joined the same
-        way."""
+        """The fine-tuning stage from ``init_from`` (the single stage's last.pt; module
+        docstring), validated once at the end on lines joined the same way."""
         raw = cfg.model_dump(mode="json")
         raw["data"].update(concat_k=self.concat_k, valid_concat_k=self.concat_k)
         raw["train"].update(
@@ -196,7 +192,7 @@ class Multi30kPlan:
     tests: tuple[str, ...] = ()  # test-set prefixes to score (); () = the configs' data.test
     score_only: bool = False  # never train: score finished runs only
     reverse: dict | None = None  # the synthetic half's results, shown in the report
-    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study.zoo.read_zoo)
+    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (commands/study.py)
 
 
 def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:

@@ -194,8 +194,7 @@ def decode_with(
 ) -> tuple[list[str], list[bool], float]:
     """Translate ``evalset`` with ``dcfg``; returns the hypotheses, whether each stopped at the
     maximum length without EOS (``Translation.cut``), and the decoding seconds, all cached in
-    ``runs/<name>/decode/<set>.<label>.{txt,json}`` (kept while the set, the scored checkpoint
-    and ``dcfg`` are the same)."""
+    ``runs/<name>/decode/<set>.<label>.{txt,json}`` (module docstring)."""
     key = {
         "set": evalset.digest(),
         "checkpoint": checkpoint_stamp(run),
