@@ -143,15 +143,3 @@ def write_output(path: str | Path, text: str) -> None:
     """Write ``text`` to an output option's path (``-``: standard output), atomically."""
     with open_output(path) as f:
         f.write(text)
-
-
-__all__ = [
-    "atomic_open",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "fsync_folder",
-    "gzip_writer",
-    "is_stdout",
-    "open_output",
-    "write_output",
-]

@@ -24,13 +24,7 @@ import numpy as np
 
 from seq2seq.config import DataConfig
 from seq2seq.data.batch import Batch, cut_runs, length_batches, target_vocab_mask
-from seq2seq.data.corpus import (
-    Drops,
-    clean_rows,
-    encode_rows,
-    table_batch,
-    table_lengths,
-)
+from seq2seq.data.corpus import Drops, clean_rows, encode_rows, table_batch, table_lengths
 from seq2seq.data.text import split_origin
 from seq2seq.data.tokenizer import Tokenizer
 

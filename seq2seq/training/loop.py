@@ -1,30 +1,11 @@
-"""The training loop: setup (``setup.RunSetup``) -> loop of updates, validations and checkpoints
--> cleanup.
+"""The training loop: setup (``setup.RunSetup``) -> updates, validations and checkpoints -> cleanup.
 
-Steps count optimizer updates, a skipped non-finite one included. Nothing in an update waits for
-the device: its loss, gradient norm, tokens and skip flag stay there, and are read once every
-``log_every`` updates, and before every checkpoint (``Updates.flush``), which counts the skipped
-ones.
-Everything a resumed run needs is in ``last.pt``: weights, optimizer, scaler, every RNG state, the
-epoch and the batch within it, the step, the target tokens and training seconds so far (the
-current stretch's included, so a resumed run's time and ``max_time`` count every stretch), best
-score, patience and plateau counters (the learning rate is a pure function of the step and the
-plateau scale, see ``schedules``) and the resolved config. Batches are a pure function of (seed,
-epoch), so ``--resume`` continues exactly where the run stopped, mid-epoch included. When to stop
-is a pure function of that state (``state.stop_reason``).
-
-Target tokens (``train.max_tokens``) are counted on the host, from the batches as they are built,
-so the token budget needs no wait for the device either. A new run with ``train.init_from`` starts
-from another run's weights (``warm_start``).
-
-Under ``torchrun`` every rank runs this loop on its own shard of each epoch's batches inside
-DistributedDataParallel; only rank 0 validates, logs and writes files.
-
-The pieces live beside this module: ``setup`` (everything built before the first update),
-``data.prepare`` (splits, tokenizer, the training corpus and its batches), ``updates`` (updates
-and their results, the clock), ``step`` (one update), ``validate``, ``state`` (bookkeeping, the
-stop rule), ``run_dir`` (resume, checkpoint rotation), ``distributed``, ``prefetch``, ``signals``
-(Ctrl-C / SIGTERM) and ``monitor`` (logs, TensorBoard, the progress bar).
+Steps count optimizer updates, a skipped non-finite one included; an update's results stay on the
+device until ``Updates.flush`` reads them (every ``log_every`` updates and before a checkpoint).
+``last.pt`` holds everything ``--resume`` needs (weights, optimizer, scaler, RNG states, the epoch
+and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch)
+and the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
+``torchrun`` every rank trains its shard inside DDP; only rank 0 validates, logs and writes files.
 """
 
 from __future__ import annotations
@@ -61,8 +42,6 @@ from seq2seq.training.state import (
 from seq2seq.training.updates import Updates
 from seq2seq.training.validate import validate
 
-__all__ = ["Run", "train"]
-
 log = logging.getLogger("seq2seq")
 
 
@@ -75,23 +54,18 @@ def train(
 ) -> dict:
     """Train ``cfg`` into ``run_dir`` (default ``cfg.run_dir`` or ``runs/<name>``).
 
-    ``tokenizer`` (optional) is used instead of training one, so several runs can share it
-    (``seq2seq compare``); a resumed run always keeps its checkpoint's own, and a warm-started one
-    (``train.init_from``) takes its checkpoint's (a given ``tokenizer`` must be that one).
-
-    Rank 0 holds the run folder's lock (``run_lock``: one writer a folder) from before anything
-    is written to the end, and writes the summary to ``train_summary.json`` (rewritten by a
-    resumed run) and the ``seq2seq`` logger's INFO lines of the run to ``train.log`` (appended
-    across resumes). A run that fails before its first checkpoint leaves nothing behind.
+    ``tokenizer``, when given, is used instead of training one (``seq2seq compare`` shares one); a
+    resumed run keeps its checkpoint's, a warm-started one takes its checkpoint's. Rank 0 holds the
+    folder's lock (``run_lock``) throughout, writes ``train_summary.json`` and appends the run's
+    INFO lines to ``train.log``. A run that fails before its first checkpoint leaves nothing.
 
     Returns:
-        A summary: steps, epochs, why it stopped, training seconds and target tokens (both over
-        resumed runs too) and target tokens/s, best metric and step, skipped updates (and, under
-        torchrun, every rank's weight digest).
+        The summary: steps, epochs, why it stopped, training seconds, target tokens and tokens/s
+        (over resumed stretches too), best metric and step, skipped updates (and, under torchrun,
+        every rank's weight digest).
 
     Raises:
-        ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems
-            (``run_lock.RunFolderBusy``, a TrainingError: another training holds the folder).
+        ConfigError, DataError, CheckpointError, TrainingError (``RunFolderBusy`` among them).
     """
     path = Path(run_dir or cfg.run_dir or f"runs/{cfg.name}")
     main = dist.launched_as_main()  # under torchrun rank 0 alone writes, so it alone locks
@@ -100,7 +74,8 @@ def train(
         try:
             _loop(run)
             summary = run.summary()
-            run.write_summary(summary)
+            if run.info.is_main:  # what ``train`` prints, kept with the run
+                atomic_write_text(path / "train_summary.json", json.dumps(summary, indent=2) + "\n")
             return summary
         except NonFiniteStop:
             raise  # last.pt stays the last save before the non-finite run: nothing past it is kept
@@ -114,7 +89,14 @@ def train(
 def _loop(run: Run) -> None:
     """Epochs of this rank's batches, ``update_freq`` at a time, until a stop; then save."""
     t, st, info = run.cfg.train, run.state, run.info
-    run.log_start()
+    log.info(
+        "model %s: %s parameters; %d training pairs; device %s%s",
+        run.cfg.model.name,
+        f"{run.model.num_parameters():,}",
+        len(run.data.train),
+        run.device,
+        f" x {info.world} ranks" if info.enabled else "",
+    )
     run.updates.start_clock()
     run.stopped = run.should_stop(False)
     if run.stopped and info.is_main:  # a resume of a run that had already stopped
@@ -126,12 +108,11 @@ def _loop(run: Run) -> None:
         while not run.stopped:
             batches = epoch_batches(run.data.train, t, st.epoch, info)
             run.batches_in_epoch = len(batches)
-            if not noted_tail:
-                noted_tail = True
-                note_short_update(len(batches), t.update_freq, run.info.is_main)
-                per_epoch = -(-len(batches) // t.update_freq)
-                if (short := unreached_peak(t, run_length(t, per_epoch))) and run.info.is_main:
+            if not noted_tail and info.is_main:
+                note_short_update(len(batches), t.update_freq)
+                if short := unreached_peak(t, run_length(t, -(-len(batches) // t.update_freq))):
                     log.warning(short)
+            noted_tail = True
             groups = range(st.batch_in_epoch, len(batches), t.update_freq)
             groups = [batches[i : i + t.update_freq] for i in groups]
             with Ahead(run.updates.make_batches, groups, run.updates.ahead) as built:
@@ -176,19 +157,8 @@ class Run(RunSetup):
         self.last_valid, self.stopped, self.saved_step = self.state.step, "", self.state.step
         self.batches_in_epoch = 0  # this rank's batches in the epoch under way (known in _loop)
 
-    def log_start(self) -> None:
-        log.info(
-            "model %s: %s parameters; %d training pairs; device %s%s",
-            self.cfg.model.name,
-            f"{self.model.num_parameters():,}",
-            len(self.data.train),
-            self.device,
-            f" x {self.info.world} ranks" if self.info.enabled else "",
-        )
-
     def payload(self) -> dict:
-        """The checkpoint dict: everything ``--resume`` needs, the config to translate, and the
-        target vocabulary (``checkpoint.pack_target_vocab``; a resume computes it afresh)."""
+        """The checkpoint dict: what ``--resume`` needs, the config, the target vocabulary."""
         return {
             "config": self.cfg.model_dump(mode="json"),
             "model": self.model.state_dict(),
@@ -207,9 +177,8 @@ class Run(RunSetup):
         self.saved_step = self.state.step
 
     def save_unsaved(self, error: BaseException) -> None:
-        """After an error, or a second Ctrl-C (``error`` a KeyboardInterrupt): ``last.pt`` for
-        the updates not yet saved, so ``--resume`` can go on. A failure to save (non-finite
-        weights, a full disk) is logged; the first error stands."""
+        """After an error or a second Ctrl-C: ``last.pt`` for the updates not yet saved; a failure
+        to save is logged, the first error stands."""
         if self.state.step == self.saved_step:
             return
         ctrl_c = isinstance(error, KeyboardInterrupt)
@@ -266,14 +235,9 @@ class Run(RunSetup):
             self.save_last()
 
     def should_stop(self, interrupted: bool, at_log: bool = True) -> str:
-        """Rank 0's reason to stop now (``state.stop_reason``; '' = go on), on every rank.
-
-        Steps, epochs and validations are the same on every rank; the clock and signals are not,
-        so under torchrun those two are heeded only ``at_log`` points, where rank 0's reason is
-        broadcast (a message that waits for every rank, kept out of the other steps). The ranks'
-        target tokens are summed there too, so ``max_tokens`` takes effect at a log point; alone,
-        at the first update that reaches it.
-        """
+        """Rank 0's reason to stop now (``state.stop_reason``; '' = go on), on every rank. Under
+        torchrun the clock, signals and summed target tokens (``max_tokens``), which ranks see
+        differently, are heeded only ``at_log`` points, where rank 0's reason is broadcast."""
         if at_log:
             self.updates.sync_target_tokens()
         self.updates.note_time()
@@ -316,9 +280,3 @@ class Run(RunSetup):
                 epoch_batches(self.data.train, self.cfg.train, st.epoch, self.info)
             )
         return round(st.epoch + st.batch_in_epoch / max(self.batches_in_epoch, 1), 2)
-
-    def write_summary(self, summary: dict) -> None:
-        """``train_summary.json`` (rank 0, atomically): what ``train`` prints, kept with the run."""
-        if self.info.is_main:
-            text = json.dumps(summary, indent=2) + "\n"
-            atomic_write_text(self.run_dir / "train_summary.json", text)

@@ -1,18 +1,9 @@
-"""What a run reports while it trains; only rank 0 builds a ``Monitor``.
-
-- ``train_log.jsonl``: one JSON line per applied update (loss, lr, grad norm, tokens, tokens/s,
-  teacher-forcing ratio), written in a burst every ``log_every`` updates (the values are read from
-  the device then, once), and one per validation. A skipped non-finite update has no line.
-- TensorBoard (``tensorboard/``): train loss, perplexity, learning rate, gradient norm, target
-  tokens/s and teacher-forcing ratio every ``log_every`` updates; validation loss, perplexity, BLEU
-  and chrF, sample translations of the first validation sentences, and (attention models) the
-  attention heatmap of the first one, also written to ``attention.png`` in the run directory.
-
-A resumed run first drops whatever a killed run logged past its checkpoint (both files), so each
-step appears once.
-
-``RunLog`` writes ``train.log``: the ``seq2seq`` logger's INFO lines while ``train`` runs (what
-stderr shows), appended across resumes. ``progress_bar`` is what a terminal shows instead.
+"""What a run reports while it trains (rank 0 only): ``train_log.jsonl`` (one JSON line per
+applied update, written every ``log_every`` updates, and one per validation), TensorBoard
+(``tensorboard/``: the train scalars every ``log_every`` updates; validation scores, sample
+translations and the attention heatmap, also ``attention.png``), ``train.log`` (``RunLog``) and
+the terminal's ``progress_bar``. A resumed run first drops what a killed run logged past its
+checkpoint, so each step appears once.
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.config import DecodeConfig
-from seq2seq.console import console
+from seq2seq.console import console, counted
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.plots import figure_rgb, translation_figure
@@ -169,21 +160,13 @@ class RunLog:
 def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> None:
     """Log, once at the start, that an epoch's last update takes fewer than ``update_freq``
     batches: groups of ``update_freq`` batches do not span epochs (see ``TrainConfig``)."""
-    tail = n_batches % update_freq
-    if tail and main:
+    if (tail := n_batches % update_freq) and main:
         log.info(
-            "update_freq %d: an epoch of %d %s ends with an update of %d %s (groups do not span "
-            "epochs)",
+            "update_freq %d: an epoch of %s ends with an update of %s (groups do not span epochs)",
             update_freq,
-            n_batches,
-            _batches(n_batches),
-            tail,
-            _batches(tail),
+            counted(n_batches, "batch", "batches"),
+            counted(tail, "batch", "batches"),
         )
-
-
-def _batches(n: int) -> str:
-    return "batch" if n == 1 else "batches"
 
 
 def progress_bar(show: bool) -> Progress:

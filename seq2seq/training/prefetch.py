@@ -28,11 +28,7 @@ class Ahead(Generic[Group, Built]):
     """
 
     def __init__(
-        self,
-        build: Callable[[Group], Built],
-        groups: Sequence[Group],
-        ahead: bool,
-        depth: int = 2,
+        self, build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
     ):
         self.build, self.groups, self.ahead = build, groups, ahead
         self._queue: queue.Queue = queue.Queue(maxsize=depth)

@@ -74,8 +74,8 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     Raises:
         TrainingError: no last.pt.
         CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one).
-        ConfigError: the config's data, tokenizer or model section differs from the checkpoint's,
-            or a change to the train section cannot be honoured (``check_train_changes``).
+        ConfigError: the data, tokenizer or model section differs from the checkpoint's, or a
+            train change cannot be honoured (``check_train_changes``).
         DataError: a data file changed since the run started (``check_data_unchanged``).
     """
     path = run_dir / "last.pt"
@@ -109,9 +109,8 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     return ckpt
 
 
-# train.* keys a resume may change and stay exact: when to stop, validate, log and keep files
-# (and init_from, which a resume ignores).
-# (max_steps changes the schedule's shape under cosine, whose decay ends at max_steps.)
+# train.* keys a resume may change and stay exact (max_steps not under cosine, whose decay ends
+# there; init_from a resume ignores)
 RESUME_EXACT = (
     "max_steps",
     "max_epochs",
@@ -133,14 +132,12 @@ RESUME_SCHEDULE = ("schedule", "lr", "warmup_steps", "min_lr", "decay_steps")
 
 
 def check_train_changes(old: TrainConfig, new: TrainConfig, state: dict, run_dir: Path) -> None:
-    """What a resume with a changed ``train`` section can honour: the keys of ``RESUME_EXACT``
-    silently (and ``precision: auto``, which keeps the run's recorded precision); a batching key
-    mid-epoch not at all; anything else with one warning naming every change (old -> new) and,
-    when the learning rate curve changes, the rate before and after.
+    """What a resume with a changed ``train`` section can honour: ``RESUME_EXACT`` keys (and
+    ``precision: auto``, which keeps the run's) silently; anything else with one warning naming
+    each change (old -> new) and, when the learning rate curve changes, the rate before and after.
 
     Raises:
-        ConfigError: ``batch_tokens`` or ``seed`` changed while the run stopped mid-epoch (the
-            saved batch position would skip or repeat pairs of that epoch).
+        ConfigError: ``batch_tokens`` or ``seed`` changed while the run stopped mid-epoch.
     """
     changed = {
         k: (getattr(old, k), getattr(new, k))
@@ -199,10 +196,7 @@ def restore(ckpt: dict, model, optimizer, scaler, path: Path) -> TrainState:
 
 
 class RunCheckpoints:
-    """Writes a run's checkpoints; on ranks other than 0 every call does nothing.
-
-    ``payload`` builds the checkpoint dict when it is needed, after the bookkeeping it records.
-    """
+    """Writes a run's checkpoints; on ranks other than 0 every call does nothing."""
 
     def __init__(self, run_dir: Path, keep_last: int, is_main: bool):
         self.run_dir, self.keep_last, self.is_main = run_dir, keep_last, is_main
@@ -224,7 +218,8 @@ class RunCheckpoints:
             ) from None
 
     def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
-        """``last.pt``; with ``keep_last`` k > 1 also ``step<N>.pt`` for the newest k."""
+        """``last.pt`` (``payload()``, built after the bookkeeping it records); with ``keep_last``
+        k > 1 also ``step<N>.pt`` for the newest k."""
         name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
         if not self.is_main:
             return
@@ -250,6 +245,3 @@ class RunCheckpoints:
     def _remove(self, names: list[str]) -> None:
         for old in names:
             (self.run_dir / old).unlink(missing_ok=True)
-
-
-__all__ = ["RunCheckpoints", "check_run_dir", "clear_run", "load_resume", "restore"]

@@ -22,12 +22,7 @@ from seq2seq.data.prepare import check_corpus_files, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.evaluation.metrics import bleu_metric
 from seq2seq.models import build_model
-from seq2seq.runtime import (
-    configure_device,
-    pick_device,
-    resolve_pad_multiple,
-    seed_everything,
-)
+from seq2seq.runtime import configure_device, pick_device, resolve_pad_multiple, seed_everything
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import Monitor, RunLog
 from seq2seq.training.precision import probe_batches, probe_speeds, settle_precision
@@ -44,11 +39,9 @@ class RunSetup:
     """Everything a run's loop touches, built once; ``loop.Run`` adds the loop's operations.
 
     Attributes:
-        cfg: the config with ``train.precision`` resolved (the run records what it used, not
-            "auto").
-        run_dir, info (this rank), device, pad_multiple (resolved ``data.pad_multiple``),
-        data (``TrainData``), model, optimizer, scaler (fp16 loss scaling), state (fresh or
-        resumed), wrapper (the teacher-forced model, inside DDP under torchrun), checkpoints
+        cfg (``train.precision`` resolved, not "auto"), run_dir, info (this rank), device,
+        pad_multiple (resolved), data (``TrainData``), model, optimizer, scaler (fp16), state
+        (fresh or resumed), wrapper (``TeacherForcing``, inside DDP under torchrun), checkpoints
         (``RunCheckpoints``), monitor (rank 0 only, else None).
     """
 
@@ -61,12 +54,8 @@ class RunSetup:
         tokenizer: Tokenizer | None = None,
         run_log: RunLog | None = None,
     ):
-        """``run_log`` (``train`` passes one) is opened on ``run_dir/train.log`` by rank 0 once
-        the run directory is settled (after ``--overwrite`` cleared it).
-
-        Raises:
-            TrainingError, ConfigError, CheckpointError, DataError: as ``loop.train``.
-        """
+        """``run_log`` is opened on ``run_dir/train.log`` by rank 0 once the run directory is
+        settled (after ``--overwrite`` cleared it). Raises as ``loop.train``."""
         check_run_dir(run_dir, resume, overwrite)
         check_before_writing(cfg)
         self.run_dir = run_dir
@@ -126,8 +115,7 @@ class RunSetup:
             self.monitor = Monitor(run_dir, self.state.step, t.log_every)
 
     def _settle_precision(self, ckpt: dict | None):
-        """``train.precision`` resolved (``precision.settle_precision``: ``auto`` may probe the
-        model built here on the run's first batches), and the choice ``auto`` made, or None."""
+        """``precision.settle_precision`` with a probe of this model on the run's batches."""
         resumed = config_of(ckpt, str(self.run_dir / "last.pt")) if ckpt else None
         t, cap = self.cfg.train, self.model.max_positions
 
@@ -139,9 +127,8 @@ class RunSetup:
         return settle_precision(self.cfg, self.device, self.info, resumed, probe, params)
 
     def close(self) -> None:
-        """Close the monitor and, under torchrun, the process group. DistributedDataParallel holds
-        the group (and gloo's worker threads) alive: it is dropped first, so the group is torn
-        down here rather than while the interpreter exits, where gloo can abort the process."""
+        """Close the monitor and, under torchrun, the process group; DDP, which holds the group
+        alive, goes first (gloo torn down while the interpreter exits can abort the process)."""
         if self.monitor is not None:
             self.monitor.close()
         if self.info.enabled:
@@ -151,9 +138,7 @@ class RunSetup:
 
 
 def _device_and_rank(cfg: Config) -> tuple[dist.DistInfo, torch.device]:
-    """CPU threads, and the device (under torchrun this rank's GPU, after joining the process
-    group) configured for speed; ``train.precision`` is settled later, with the model
-    (``RunSetup._settle_precision``)."""
+    """CPU threads, the process group under torchrun, and this rank's device, configured."""
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
     device = pick_device(cfg.train.device, cfg.train.precision)
@@ -172,10 +157,9 @@ def _warm_start(cfg: Config, resume: bool, tokenizer: Tokenizer | None) -> WarmS
 
 
 def check_before_writing(cfg: Config) -> None:
-    """What a run needs that can be checked before it writes anything (before ``--overwrite``
-    clears the folder, before the tokenizer is trained): its local corpus files, and, when it
-    computes validation BLEU, the BLEU tokenizer of its target language (``ja`` and ``ko`` need
-    a sacrebleu extra; the line is the one ``eval --tgt-lang`` prints).
+    """What a run needs that can be checked before it writes anything: its local corpus files,
+    and for validation BLEU the BLEU tokenizer of its target language (``ja`` and ``ko`` need a
+    sacrebleu extra).
 
     Raises:
         DataError: a corpus file is missing.
@@ -209,8 +193,8 @@ def _settle_run_dir(
 
 
 def _keep_fused(optimizer: torch.optim.Optimizer) -> None:
-    """A checkpoint of an unfused optimizer restores its groups' ``fused: False``; the fused step
-    wants that flag back, and its step counts as float32 on the parameters' device."""
+    """Fused again after a checkpoint of an unfused optimizer (``fused: False``), its step counts
+    float32 on the parameters' device."""
     for group in optimizer.param_groups:
         group["fused"] = True
         for p in group["params"]:

@@ -62,17 +62,16 @@ class Updates:
         return self.seconds0 + time.time() - self.clock0
 
     def note_time(self) -> None:
-        """Book the training time (and the busy time and its tokens) so far into the state: every
-        checkpoint records it, so a resumed run (its summary, ``max_time``, tokens/s) counts the
-        stretches before it."""
+        """Book the training time, busy time and its tokens so far into the state (and so into
+        every checkpoint: a resumed run counts the stretches before it)."""
         st = self.state
         st.train_seconds = self.elapsed()
         st.busy_seconds = self.busy_before[0] + self.busy
         st.busy_tokens = self.busy_before[1] + st.tokens_seen - self.tokens0
 
     def make_batches(self, group: list[list[int]]) -> list[Batch]:
-        """``group`` (up to ``update_freq`` batches of pair indices) as Batches on the device;
-        built inline, its time counts as training time (ahead, it overlaps the device's work)."""
+        """``group`` (up to ``update_freq`` batches) as Batches on the device; built inline, its
+        time counts as busy time."""
         r, tick, cap = self.run, time.perf_counter(), self.run.model.max_positions
         out = [make_batch(r.data.train, g, r.device, r.pad_multiple, cap) for g in group]
         if not self.ahead:
@@ -80,9 +79,8 @@ class Updates:
         return out
 
     def update(self, batches: list[Batch]) -> None:
-        """One optimizer update from ``batches`` (``make_batches``); its results stay on the
-        device until ``flush``. A skipped non-finite update takes a step number too (its weights
-        are the previous step's)."""
+        """One optimizer update from ``batches``; its results stay on the device until ``flush``.
+        A skipped non-finite update takes a step number too."""
         st, t = self.state, self.t
         lr = lr_at(st.step + 1, t, st.plateau_scale)
         ratio = teacher_forcing_at(st.step + 1, t.teacher_forcing)
@@ -100,15 +98,10 @@ class Updates:
         self.pending.append((st.step, st.epoch, lr, ratio, self.busy, values))
 
     def heartbeat(self) -> str:
-        """Between log points, when the output goes to a file (no progress bar) and no step line
-        was logged for ``HEARTBEAT_SECONDS``: a step line, so a run with a long ``log_every``
-        shows it is alive at least about once a minute. Alone, the line of a log point (its
-        results read from the device, ``flush``); under torchrun rank 0's step and clock only
-        (the device's results stay for the log points every rank reaches together).
-
-        Returns:
-            ``flush``'s progress line, or '' when nothing was read.
-        """
+        """Between log points, with output to a file and no step line for ``HEARTBEAT_SECONDS``:
+        a step line (alone, ``flush``'s; under torchrun rank 0's step and clock only, as the
+        device's results wait for the log points every rank reaches). Returns ``flush``'s progress
+        line, or ''."""
         if self.run.monitor is None or console.is_terminal:
             return ""
         if time.monotonic() - self.said_at < HEARTBEAT_SECONDS:
@@ -125,15 +118,12 @@ class Updates:
         return ""
 
     def flush(self, say: bool = False) -> str:
-        """Read the pending updates' results from the device (one copy: the only wait for it
-        between log points), count skipped updates and log one line per applied one; when the
-        output goes to a file, also one step line at a log point (or with ``say``).
-
-        Returns:
-            A progress line for the last applied update ('' if none).
+        """Read the pending updates' results from the device (one copy), count skipped updates and
+        log one line per applied one; with output to a file, also a step line at a log point (or
+        with ``say``). Returns a progress line for the last applied update ('' if none).
 
         Raises:
-            TrainingError: ``max_nonfinite`` skipped updates in a row.
+            NonFiniteStop: ``max_nonfinite`` skipped updates in a row.
         """
         if not self.pending:
             return ""
@@ -201,10 +191,8 @@ class Updates:
         )
 
     def sync_target_tokens(self) -> None:
-        """Under torchrun: add every rank's target tokens since the last call to the state (one
-        all-reduce, so every rank calls it at the same points: log points, checkpoints and the
-        end; a save after an error misses the ones since). Alone, ``update`` counts them at
-        once and this does nothing."""
+        """Under torchrun: add every rank's target tokens since the last call to the state (an
+        all-reduce: every rank calls it at log points, checkpoints and the end); alone, nothing."""
         if not self.run.info.enabled:
             return
         mine = torch.tensor(self.unsynced_tokens, dtype=torch.long, device=self.run.device)
@@ -212,8 +200,7 @@ class Updates:
         self.unsynced_tokens = 0
 
     def tokens_per_s(self) -> float:
-        """Target tokens/s of the applied updates over their busy time, every stretch so far
-        (the earlier ones as last.pt booked them)."""
+        """Target tokens/s of the applied updates over their busy time, every stretch so far."""
         seconds0, tokens0 = self.busy_before
         tokens = tokens0 + self.state.tokens_seen - self.tokens0
         return tokens / max(seconds0 + self.busy, 1e-9)

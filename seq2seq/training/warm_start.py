@@ -22,8 +22,6 @@ from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
 
-__all__ = ["WarmStart", "architecture_difference", "load_warm_start"]
-
 
 class WarmStart:
     """A checked ``init_from`` checkpoint: its resolved ``path``, the loaded ``ckpt`` dict and the
