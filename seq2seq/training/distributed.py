@@ -81,35 +81,24 @@ def all_reduce_sum(value: torch.Tensor, info: DistInfo) -> torch.Tensor:
     return value
 
 
-def broadcast_int(value: int, info: DistInfo, device: torch.device) -> int:
-    """Rank 0's ``value`` (e.g. a reason to stop training) on every rank."""
-    if not info.enabled:
-        return value
-    t = torch.tensor([value], dtype=torch.long, device=device)
-    dist.broadcast(t, 0)
-    return int(t.item())
-
-
 def broadcast_choice(value: str, choices: Sequence[str], info: DistInfo, device) -> str:
     """Rank 0's ``value``, one of ``choices`` (e.g. a reason to stop training), on every rank."""
-    return choices[broadcast_int(choices.index(value), info, device)]
+    if not info.enabled:
+        return value
+    t = torch.tensor([choices.index(value)], dtype=torch.long, device=device)
+    dist.broadcast(t, 0)
+    return choices[int(t.item())]
 
 
 def broadcast_fields(obj: Any, names: Sequence[str], info: DistInfo) -> None:
     """Set the attributes ``names`` of ``obj`` to rank 0's values on every rank (e.g. the
     training state that only rank 0's validation updates)."""
-    shared = broadcast_object({n: getattr(obj, n) for n in names}, info)
-    for name, value in shared.items():
-        setattr(obj, name, value)
-
-
-def broadcast_object(obj: Any, info: DistInfo) -> Any:
-    """Rank 0's ``obj`` (picklable) on every rank, e.g. the training state after validation."""
     if not info.enabled:
-        return obj
-    box = [obj]
+        return
+    box = [{n: getattr(obj, n) for n in names}]
     dist.broadcast_object_list(box, 0)
-    return box[0]
+    for name, value in box[0].items():
+        setattr(obj, name, value)
 
 
 def gather_objects(obj: Any, info: DistInfo) -> list[Any]:

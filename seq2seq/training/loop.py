@@ -3,15 +3,23 @@
 Steps count optimizer updates, a skipped non-finite one included; an update's results stay on the
 device until ``Updates.flush`` reads them (every ``log_every`` updates and before a checkpoint).
 ``last.pt`` holds everything ``--resume`` needs (weights, optimizer, scaler, RNG states, the epoch
-and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch)
-and the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
+and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch),
+the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
 ``torchrun`` every rank trains its shard inside DDP; only rank 0 validates, logs and writes files.
+
+Stopping cleanly: in the loop, the first Ctrl-C, SIGTERM or SIGHUP asks it to stop after the
+current step and save ``last.pt``; a second one aborts at once. Before the loop, SIGTERM and SIGHUP
+end the run as Ctrl-C does, through its cleanup (the lock released, a failed start's files
+removed). A signal ignored when training starts stays ignored (``nohup seq2seq train ...``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -25,11 +33,9 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.runtime import rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
-from seq2seq.training.prefetch import Ahead, builds_ahead
 from seq2seq.training.run_lock import RunLock
 from seq2seq.training.schedules import run_length, unreached_peak
 from seq2seq.training.setup import RunSetup
-from seq2seq.training.signals import ended_like_ctrl_c, interruptible
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,
     STOP_REASONS,
@@ -39,10 +45,68 @@ from seq2seq.training.state import (
     nothing_left,
     stop_reason,
 )
-from seq2seq.training.updates import Updates
+from seq2seq.training.updates import Ahead, Updates, builds_ahead
 from seq2seq.training.validate import validate
 
 log = logging.getLogger("seq2seq")
+
+# SIGHUP does not exist on Windows
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _handling(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterator[None]:
+    """``handler`` for each of ``signals`` within the block, the previous handlers back on exit.
+    An ignored signal stays ignored; outside the main thread (where handlers cannot be set)
+    signals keep their usual effect."""
+    previous = {}
+    for sig in signals:
+        try:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[Callable[[], bool]]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP set a flag instead of ending the process;
+    yields a function that says whether one arrived.
+
+    Raises:
+        KeyboardInterrupt: a second signal while the first is being handled.
+    """
+    flag = {"hit": False}
+
+    def handler(signum, frame):
+        if flag["hit"]:
+            raise KeyboardInterrupt
+        flag["hit"] = True
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        again = " (press Ctrl-C again to abort)" if signum == signal.SIGINT else ""
+        log.warning(f"{name}: finishing this step, then saving{again}")
+
+    with _handling(handler, STOP_SIGNALS):
+        yield lambda: flag["hit"]
+
+
+@contextlib.contextmanager
+def ended_like_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, so the
+    block's cleanup runs (``interruptible`` inside it handles them its own way)."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    with _handling(handler, tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)):
+        yield
 
 
 def train(

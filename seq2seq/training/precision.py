@@ -1,15 +1,9 @@
 """``train.precision: auto``, settled once per run: bf16 autocast on CUDA; on the CPU, bf16 only
-where it pays, fp32 otherwise.
-
-On the CPU bf16 autocast pays only with native bf16 arithmetic (``cpu_features.BF16_FLAGS``), and
-not always then (0.86x fp32's speed on a Xeon with AMX, for a small Transformer): there, a short
-probe trains a copy of the run's own model on the run's first batches in both precisions and
-bf16 is chosen only when it measures at least ``BF16_MIN_GAIN`` times fp32's target tokens/s. A
-model too small for bf16 to pay, or a run too short to repay the probe, gets fp32 without one.
-
-The choice goes into the run's config (``config.yaml``, every checkpoint's config) and
-``run_info.json``; a resumed run keeps the precision its ``last.pt`` recorded and probes nothing,
-so it trains on as it started.
+where it pays. CPU bf16 needs native bf16 arithmetic (``cpu_features.BF16_FLAGS``) and even then
+may lose (0.86x fp32's speed on a Xeon with AMX, small Transformer), so a short probe trains a
+copy of the run's model on its first batches in both precisions and picks bf16 only at
+``BF16_MIN_GAIN`` times fp32's target tokens/s; a model too small, or a run too short, gets fp32
+without a probe. The choice goes into the run's config and ``run_info.json``; a resume keeps it.
 """
 
 from __future__ import annotations
@@ -44,13 +38,8 @@ PROBE_MAX_ROUNDS = 6  # rounds of one timed step in each precision, at most
 
 @dataclass(frozen=True)
 class PrecisionChoice:
-    """What ``auto`` became and why.
-
-    Attributes:
-        precision: fp32, bf16 or fp16.
-        line: the log line naming the choice and its reason (with both speeds after a probe).
-        probe: target tokens/s by precision when a probe ran, else None.
-    """
+    """What ``auto`` became (``precision``), the log line saying why, and the probe's target
+    tokens/s by precision when one ran."""
 
     precision: str
     line: str
@@ -104,14 +93,11 @@ def probe_speeds(
     seconds: float = PROBE_SECONDS,
     max_rounds: int = PROBE_MAX_ROUNDS,
 ) -> dict[str, float]:
-    """Target tokens/s of the run's own update (``step.train_step``: forward, loss, backward,
-    clipping, ``t``'s fused optimizer) in fp32 and in bf16 autocast, on a copy of ``model``.
-
-    One warm-up step in each precision, then rounds of one timed step in each (the order
-    alternating by round, so neither always runs on a warmer cache) over ``batches`` in turn,
-    until ``seconds`` of timed steps or ``max_rounds`` rounds. ``model`` and every RNG are left as
-    they were. Takes 2 + 2 x rounds steps: 1.3-1.7 s for a 44k- or a 1.2M-parameter Transformer
-    on one busy Zen 4 thread, most of it the first bf16 step's setup.
+    """Target tokens/s of the run's own update (``step.train_step``) in fp32 and in bf16
+    autocast, on a copy of ``model``: a warm-up step in each, then rounds of one timed step in
+    each (order alternating by round) over ``batches`` in turn, until ``seconds`` of timed steps
+    or ``max_rounds`` rounds. ``model`` and every RNG are left as they were. 1.3-1.7 s for a 44k-
+    or a 1.2M-parameter Transformer on one busy Zen 4 thread.
     """
     saved = rng_states()
     twin = copy.deepcopy(model).train()
@@ -151,12 +137,9 @@ def settle_precision(
     parameters: int,
 ) -> tuple[Config, PrecisionChoice | None]:
     """``cfg`` with ``train.precision`` resolved, and the choice ``auto`` made (None when the
-    config named a precision).
-
-    ``auto``: a resumed run (``resumed``: its ``last.pt``'s config) keeps the precision it
-    recorded; else bf16 on CUDA, and on the CPU ``choose_cpu_precision`` with this CPU's flags,
-    ``parameters`` and ``probe`` (-> target tokens/s by precision). Under torchrun rank 0's choice
-    holds on every rank. Rank 0 logs the choice.
+    config named one): a resumed run (``resumed``, its ``last.pt``'s config) keeps its own; else
+    bf16 on CUDA, and on the CPU ``choose_cpu_precision``. Rank 0's choice holds on every rank,
+    and rank 0 logs it.
     """
     t = cfg.train
     if t.precision != "auto":

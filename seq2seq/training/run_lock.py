@@ -1,22 +1,12 @@
-"""One writer per run folder: ``train.lock``, held by the training that writes the folder.
+"""One writer per run folder: an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken (by rank 0)
+before anything is written there; the file records the holder's PID, host and start time.
 
-The lock is an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken before anything else is
-written there, and the file records who holds it: PID, host and start time. The kernel drops the
-lock when its holder ends, however it ends (a crash or ``kill -9`` included), so a lock file of
-this host whose lock is free is stale: the next training takes it over and logs whose it was. On
-NFS Linux turns ``flock`` into a lock the server keeps, so it holds across hosts; but as some
-shared file systems keep locks per host, a free lock written on another host is not taken over:
-the line says to delete the file if that training no longer runs. A file system without locks
-is noted once and the run goes on unlocked.
-
-A second training into a held folder (a new run, ``--resume`` or ``--overwrite``) is refused with
-one line naming the holder; ``--overwrite`` clears a folder only once it holds the lock, so it
-never deletes a live run's files. Under torchrun only rank 0 writes files, so only rank 0 locks.
-
-A run that fails before it saved a checkpoint (a data path that does not exist, a tokenizer that
-cannot be trained, ...) leaves nothing new behind: the run files it wrote go (``clear_run``'s
-names; files the folder held before, a config.yaml of the user's say, are left alone) and so do
-the folders the lock made, when empty.
+The kernel drops the lock however its holder ends, so a free lock written on this host is stale
+and taken over (logged); one written on another host is not (some shared file systems keep locks
+per host): the line says to delete it. A file system without locks is noted and the run goes on.
+A second training into a held folder is refused naming the holder; ``--overwrite`` clears only
+once it holds the lock. A run that fails before its first checkpoint removes the run files it
+wrote (``clear_run``'s names, not those the folder held before) and the folders the lock made.
 """
 
 from __future__ import annotations

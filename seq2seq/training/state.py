@@ -1,8 +1,5 @@
-"""The training loop's position and bookkeeping, saved in every checkpoint, how one validation
-score is booked into it (best score, patience, plateau, the best-k checkpoints), and when the
-state says training stops (``stop_reason``).
-
-Pure Python: nothing here touches torch, so the bookkeeping is tested on its own.
+"""The training loop's position and bookkeeping (saved in every checkpoint), how a validation
+score is booked into it, and when it says training stops (``stop_reason``). No torch here.
 """
 
 from __future__ import annotations
@@ -25,16 +22,11 @@ class NonFiniteStop(TrainingError):
 class TrainState:
     """The loop's position and bookkeeping; saved in every checkpoint.
 
-    ``best_k`` lists (score, file name) of the kept best checkpoints, best first; scores are
-    "higher is better" (the negated loss when ``best_metric`` is loss). ``last_k`` lists the kept
-    ``step<N>.pt`` names, oldest first.
-
-    ``tokens_seen`` counts the target tokens of the applied updates as read from the device (for
-    tokens/s); ``target_tokens`` those of every update, counted on the host when its batches were
-    built (what ``train.max_tokens`` budgets). A checkpoint from before ``target_tokens`` resumes
-    it from ``tokens_seen``. ``busy_seconds`` is the time spent on updates over every stretch and
-    ``busy_tokens`` the ``tokens_seen`` of those stretches: the summary's tokens/s is their ratio
-    (0 in a checkpoint from before them: a resume counts from there).
+    ``best_k``: (score, file name) of the kept best checkpoints, best first, scores higher-is-better
+    (the negated loss). ``last_k``: the kept ``step<N>.pt`` names, oldest first. ``tokens_seen``:
+    target tokens of the applied updates, read from the device; ``target_tokens``: those of every
+    update, counted on the host (what ``max_tokens`` budgets). The summary's tokens/s is
+    ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints).
     """
 
     step: int = 0
@@ -74,14 +66,9 @@ STOP_REASONS = (
 def stop_reason(
     st: TrainState, t: TrainConfig, interrupted: bool = False, clock: bool = True
 ) -> str:
-    """Why training stops at the state ``st`` (one of ``STOP_REASONS``; '' = go on): a signal
-    (``interrupted``), ``max_steps`` updates, ``max_epochs`` finished epochs, ``max_time`` minutes
-    of training (``st.train_seconds``), ``max_tokens`` target tokens, or ``patience`` validations
-    without a gain, checked in that order.
-
+    """Why training stops at ``st`` (one of ``STOP_REASONS``, checked in their order; '' = go on).
     ``clock`` False leaves out the signal and the time, which ranks under torchrun see differently
-    (``loop.Run.should_stop`` heeds them only where the ranks agree on rank 0's reason).
-    """
+    (``loop.Run.should_stop``)."""
     checks = (
         ("interrupted", clock and interrupted),
         ("max_steps", t.max_steps is not None and st.step >= t.max_steps),

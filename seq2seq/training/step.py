@@ -1,11 +1,7 @@
 """One training update: teacher forcing (or scheduled sampling) under DDP, gradient accumulation,
-clipping, and skipping non-finite updates; and the optimizer that makes it (``build_optimizer``,
-used by the run's setup, the precision probe and ``scripts/bench_train.py``).
-
-Shape notation: B batch, S source length, T target length, V target vocabulary.
-
-Everything here is a function of its arguments (plus torch's RNG for dropout and scheduled
-sampling), so each piece is tested on its own; ``loop`` strings them together.
+clipping, and skipping non-finite updates; and ``build_optimizer`` (the run's setup, the precision
+probe and ``scripts/bench_train.py``). Shapes: B batch, S source length, T target length, V target
+vocabulary.
 """
 
 from __future__ import annotations
@@ -76,16 +72,13 @@ def train_step(
     """One update from ``batches`` (``update_freq`` of them), without waiting for the device.
 
     The summed token loss of every batch is divided by the target tokens of all of them (over all
-    ranks), so accumulating b + b equals one batch of 2b. When the loss or the gradient norm is
-    not finite on any rank, the update is skipped on the device: the optimizer's found-inf flag
-    (as GradScaler uses it) leaves weights, moments and the optimizer's step count unchanged. That
-    needs a fused optimizer (``fused=True``); any other pays one host sync per step to decide.
+    ranks), so accumulating b + b equals one batch of 2b. A loss or gradient norm not finite on any
+    rank skips the update on the device: a fused optimizer's found-inf flag (as GradScaler uses
+    it) leaves weights, moments and step count unchanged; any other optimizer syncs to decide.
 
     Returns:
         0-dim float tensors on ``device``: "loss" (per target token), "grad_norm" (before
-        clipping), "tokens" (target tokens over all ranks) and "skipped" (1.0 when the update was
-        skipped as non-finite, else 0.0). Reading them waits for the device; ``loop`` reads them
-        once per ``log_every`` updates.
+        clipping), "tokens" (target tokens over all ranks), "skipped" (1.0 or 0.0).
     """
     n_tokens = all_reduce_sum(
         torch.full((), float(sum(b.n_tokens for b in batches)), device=device), info

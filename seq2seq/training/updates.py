@@ -2,12 +2,20 @@
 device (``step.train_step``) and its loss, gradient norm, tokens and skip flag left there until
 ``Updates.flush`` reads them all at once (the only wait for the device between log points); the
 target tokens counted on the host as the batches are built; the training clock.
+
+On CUDA a background thread (``Ahead``) pads the next updates' batches into pinned memory while
+the GPU works; on the CPU it would take cores from torch, so batches are built inline. Building a
+batch draws no random number, so either way the run (and ``--resume``) stays exact.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, TypeVar
 
 import torch
 
@@ -21,6 +29,80 @@ from seq2seq.training.state import NonFiniteStop
 from seq2seq.training.step import train_step
 
 log = logging.getLogger("seq2seq")
+
+Group = TypeVar("Group")
+Built = TypeVar("Built")
+
+_DONE = object()
+
+
+class Ahead(Generic[Group, Built]):
+    """``build(group)`` for each of ``groups`` in order, up to ``depth`` ahead of the consumer on a
+    background thread (``ahead``), else inline. Use as a context manager: leaving it stops the
+    thread, whether or not every group was consumed.
+    """
+
+    def __init__(
+        self, build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
+    ):
+        self.build, self.groups, self.ahead = build, groups, ahead
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Ahead[Group, Built]:
+        if self.ahead:
+            self._thread = threading.Thread(target=self._produce, name="batches", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            while self._thread.is_alive():  # free a producer blocked on a full queue
+                try:
+                    self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            self._thread.join()
+
+    def __iter__(self) -> Iterator[Built]:
+        if not self.ahead:
+            yield from map(self.build, self.groups)
+            return
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def _produce(self) -> None:
+        try:
+            for group in self.groups:
+                if self._stop.is_set():
+                    return
+                self._put(self.build(group))
+        except BaseException as e:  # handed to the consumer, raised there
+            self._put(e)
+            return
+        self._put(_DONE)
+
+    def _put(self, item) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+
+def builds_ahead(device: torch.device) -> bool:
+    """Whether a background thread builds batches ahead: on CUDA, where the host is otherwise idle
+    while the GPU works; not on the CPU, where it would take cores from torch."""
+    return device.type == "cuda"
+
 
 # Output to a file (no progress bar) gets a step line at least this often (between log points).
 HEARTBEAT_SECONDS = 30.0
@@ -37,7 +119,7 @@ class Updates:
     """
 
     def __init__(self, run: RunSetup, ahead: bool):
-        """``ahead``: batches are built on a background thread (``prefetch``), so building them
+        """``ahead``: batches are built on a background thread (``Ahead``), so building them
         does not count as busy time."""
         self.run, self.state, self.t, self.ahead = run, run.state, run.cfg.train, ahead
         self.tokens0, self.busy = self.state.tokens_seen, 0.0

@@ -1,12 +1,6 @@
-"""Warm start (``train.init_from``): a new run begins from another run's weights.
-
-Only the weights travel: the optimizer's moments, the learning-rate schedule, the step and every
-counter start afresh. The weights are tied to their vocabulary, so the run trains with the
-checkpoint's own tokenizer. Everything that can refuse is checked before any data is read: the
-run's tokenizer section and model architecture must be the checkpoint's (only the dropout rates
-may differ), and a tokenizer handed to ``train`` (``seq2seq compare``'s shared one) must be the
-checkpoint's, byte for byte (sha256 of the serialised sentencepiece models). ``--resume`` ignores
-``init_from``: a resumed run continues from its own ``last.pt``.
+"""Warm start (``train.init_from``): a new run begins from another run's weights; the optimizer,
+schedule, step and counters start afresh, and the run trains with the checkpoint's tokenizer (the
+weights fit only their vocabulary). ``--resume`` ignores ``init_from``.
 """
 
 from __future__ import annotations
@@ -24,8 +18,7 @@ log = logging.getLogger("seq2seq")
 
 
 class WarmStart:
-    """A checked ``init_from`` checkpoint: its resolved ``path``, the loaded ``ckpt`` dict and the
-    ``tokenizer`` the run trains with (the checkpoint's)."""
+    """A checked ``init_from`` checkpoint: resolved ``path``, loaded ``ckpt``, its ``tokenizer``."""
 
     def __init__(self, path: Path, ckpt: dict, tokenizer: Tokenizer):
         self.path, self.ckpt, self.tokenizer = path, ckpt, tokenizer
@@ -47,18 +40,18 @@ class WarmStart:
 
 
 def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) -> WarmStart:
-    """Load and check the checkpoint ``train.init_from`` names (a file, or a run directory: its
-    ``best.pt``, else ``last.pt``) against the run's ``cfg``.
+    """Load the checkpoint ``train.init_from`` names (a file, or a run directory's ``best.pt``,
+    else ``last.pt``) and check it against ``cfg`` before any data is read.
 
     Args:
-        tokenizer: the tokenizer the caller means the run to use, or None (the run then takes
-            the checkpoint's).
+        tokenizer: the tokenizer the caller means the run to use (``seq2seq compare``'s shared
+            one), which must be the checkpoint's byte for byte; None takes the checkpoint's.
 
     Raises:
         CheckpointError: nothing at ``path``, an unreadable file, a checkpoint without weights or
             tokenizer, or an invalid config in it.
-        ConfigError: the tokenizer section or the model architecture differs from the
-            checkpoint's, or ``tokenizer`` is not the checkpoint's.
+        ConfigError: the tokenizer section or the model architecture (dropout rates aside)
+            differs from the checkpoint's, or ``tokenizer`` is not the checkpoint's.
     """
     p = resolve_checkpoint(path)
     ckpt = load_checkpoint(p)

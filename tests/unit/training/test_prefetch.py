@@ -1,4 +1,4 @@
-"""``seq2seq/training/prefetch.py``: batches built ahead change nothing a run computes."""
+"""``Ahead`` (training/updates.py): batches built ahead change nothing a run computes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``seq2seq/training/signals.py``: in the loop SIGINT, SIGTERM and SIGHUP ask for a clean stop;
-before it SIGTERM and SIGHUP end the run as Ctrl-C does (its cleanup runs); a signal ignored when
-training starts (``nohup``) stays ignored; the previous handlers come back."""
+"""``seq2seq/training/loop.py``'s signal handling: in the loop SIGINT, SIGTERM and SIGHUP ask for
+a clean stop; before it SIGTERM and SIGHUP end the run as Ctrl-C does (its cleanup runs); a signal
+ignored when training starts (``nohup``) stays ignored; the previous handlers come back."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from seq2seq.training.signals import ended_like_ctrl_c, interruptible
+from seq2seq.training.loop import ended_like_ctrl_c, interruptible
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
