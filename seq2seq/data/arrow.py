@@ -29,14 +29,14 @@ from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
     Drops,
     clean_rows,
-    encode_rows,
+    encode_dataset,
     table_batch,
     table_lengths,
     token_features,
 )
 from seq2seq.data.errors import DataError
 from seq2seq.data.hf import open_hf
-from seq2seq.data.text import resolve_corpus_file, sha256_file, split_origin
+from seq2seq.data.text import sha256_file, split_files, split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -64,9 +64,7 @@ def _text_key(cfg: DataConfig, split: str) -> str:
             cfg.hf.tgt_field,
         ]
     else:
-        prefix = getattr(cfg, split)
-        langs = (cfg.src_lang, cfg.tgt_lang)
-        source = [sha256_file(resolve_corpus_file(prefix, lang)) for lang in langs]
+        source = [sha256_file(f) for f in split_files(cfg, split)]
     parts = [CACHE_VERSION, split, *source, getattr(cfg, f"max_{split}_pairs", None)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 
@@ -172,16 +170,11 @@ class ArrowCorpus:
 
 
 def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -> None:
-    ds = text.map(
-        encode_rows,
-        batched=True,
-        remove_columns=["src", "tgt"],
+    ds = encode_dataset(
+        text,
+        tok,
+        max_len,
         features=token_features(),
-        fn_kwargs={
-            "src_proto": tok.src_proto,
-            "tgt_proto": tok.state_dict()["tgt"],
-            "max_len": max_len,
-        },
         num_proc=num_proc if num_proc > 1 else None,
         cache_file_name=str(folder / "ids.arrow"),
         new_fingerprint=folder.name,

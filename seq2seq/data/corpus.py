@@ -33,13 +33,12 @@ from seq2seq.data.hf import hf_fields, hf_text, open_hf
 from seq2seq.data.text import (
     DROP_EMPTY,
     DROP_NO_TOKENS,
-    DataError,
     clean_line,
     drop_over_max_len,
     iter_lines,
     log_drops,
     misaligned_files,
-    resolve_corpus_file,
+    split_files,
 )
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -67,12 +66,7 @@ def _raw_pairs(cfg: DataConfig, split: str, streaming: bool) -> Iterator[tuple[s
         for i, row in enumerate(open_hf(cfg, split, streaming)):
             yield hf_text(row, src, src_key, i, src_lang), hf_text(row, tgt, tgt_key, i, tgt_lang)
         return
-    prefix = getattr(cfg, split)
-    if prefix is None:
-        raise DataError(f"data.{split} is not set in the config")
-    yield from _zip_files(
-        resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
-    )
+    yield from _zip_files(*split_files(cfg, split))
 
 
 def clean_rows(cfg_json: str, split: str, streaming: bool = True) -> Iterator[dict]:
@@ -107,6 +101,16 @@ def encode_rows(batch: dict, src_proto: bytes, tgt_proto: bytes | None, max_len:
         for s_text, s, t in zip(batch["src"], src_ids, tgt_ids, strict=True)
     ]
     return {"src_ids": src_ids, "tgt_ids": tgt_ids, "drop": drop}
+
+
+def encode_dataset(ds, tok: Tokenizer, max_len: int, **kwargs):
+    """``ds`` (rows {line_no, src, tgt}) mapped by ``encode_rows`` in batches; ``kwargs`` go to
+    ``map``."""
+    protos = {"src_proto": tok.src_proto, "tgt_proto": tok.state_dict()["tgt"]}
+    fn_kwargs = {**protos, "max_len": max_len}
+    return ds.map(
+        encode_rows, batched=True, remove_columns=["src", "tgt"], fn_kwargs=fn_kwargs, **kwargs
+    )
 
 
 def token_features():

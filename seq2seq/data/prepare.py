@@ -36,7 +36,7 @@ from seq2seq.data.text import (
     drop_long_sources,
     join_lines,
     load_split,
-    resolve_corpus_file,
+    split_files,
     split_origin,
     tokenize_pairs,
 )
@@ -111,12 +111,9 @@ def check_corpus_files(cfg: Config) -> None:
     Raises:
         DataError: a file is missing (``resolve_corpus_file``'s line).
     """
-    d = cfg.data
-    if d.hf is not None:
-        return
-    for prefix in (d.train, d.valid):
-        for lang in (d.src_lang, d.tgt_lang) if prefix else ():
-            resolve_corpus_file(prefix, lang)
+    for split in ("train", "valid"):
+        if cfg.data.hf is None and getattr(cfg.data, split):
+            split_files(cfg.data, split)
 
 
 def _alone() -> None:
@@ -327,8 +324,7 @@ def _valid_files(cfg: Config) -> str:
     d = cfg.data
     if d.hf is not None or d.valid is None:
         return split_origin(d, "valid")
-    files = (resolve_corpus_file(d.valid, lang) for lang in (d.src_lang, d.tgt_lang))
-    return " and ".join(str(f) for f in files)
+    return " and ".join(str(f) for f in split_files(d, "valid"))
 
 
 def _truncate(text: ParallelText, n: int) -> None:

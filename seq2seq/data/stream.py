@@ -24,7 +24,7 @@ import numpy as np
 
 from seq2seq.config import DataConfig
 from seq2seq.data.batch import Batch, cut_runs, length_batches, target_vocab_mask
-from seq2seq.data.corpus import Drops, clean_rows, encode_rows, table_batch, table_lengths
+from seq2seq.data.corpus import Drops, clean_rows, encode_dataset, table_batch, table_lengths
 from seq2seq.data.text import split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -68,16 +68,7 @@ class StreamCorpus:
         rows = IterableDataset.from_generator(
             clean_rows, gen_kwargs={"cfg_json": self.cfg.model_dump_json(), "split": self.split}
         )
-        return rows.map(
-            encode_rows,
-            batched=True,
-            remove_columns=["src", "tgt"],
-            fn_kwargs={
-                "src_proto": self.tok.src_proto,
-                "tgt_proto": self.tok.state_dict()["tgt"],
-                "max_len": self.cfg.max_len,
-            },
-        )
+        return encode_dataset(rows, self.tok, self.cfg.max_len)
 
     def _buffers(self, drops: Drops | None = None) -> Iterator:
         """Consecutive buffers of ``shuffle_buffer`` kept pairs, as pyarrow Tables."""

@@ -1,20 +1,8 @@
 """Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> token ids (batched in
-``batch.py``).
-
-Reading policy (stated in docs/data.md, "Data hygiene"):
-- A line ends at ``\\n`` and nowhere else. ``\\r\\n`` and a UTF-8 BOM at the start of a file are
-  read as plain text. Characters that other readers treat as line breaks inside a line (a lone
-  ``\\r``, U+0085, U+2028, U+2029, vertical tab, form feed) become one space, so a file of N lines
-  is always N pairs. A NUL byte is removed, with a warning that names the file and line.
-  ``translate`` reads stdin by the same rules.
-- Invalid UTF-8 stops with the file, the line and the byte offset.
-- A Hugging Face field (``data.hf.src_field``, ``tgt_field``; a dotted path reads a dict column,
-  ``translation.de``) must hold text in every row: a dict, a list or a number stops with the
-  setting, the row and what it holds; a null is an empty side (dropped, counted).
-- Source and target files with different line counts stop before anything is trained.
-- Cleaning strips whitespace; a side that is empty (or holds only whitespace and invisible format
-  characters such as zero-width spaces) drops the pair; pairs over ``max_len`` tokens are dropped
-  after tokenisation. Every drop is counted in the log, with line numbers.
+``batch.py``), by the reading policy of docs/data.md ("Data hygiene"): a line ends at ``\\n`` only
+(other line-break-like characters become a space, NULs are removed with a warning), invalid UTF-8
+or misaligned files stop with the file and line, and every dropped pair (an empty side, no tokens,
+over ``max_len``) is counted in the log with its line numbers.
 """
 
 from __future__ import annotations
@@ -221,14 +209,25 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> Parallel
     return out
 
 
+def _prefix(cfg: DataConfig, split: str) -> str:
+    """``data.<split>``, the file prefix of a local split (DataError when not set)."""
+    prefix = getattr(cfg, split)
+    if prefix is None:
+        raise DataError(f"data.{split} is not set in the config")
+    return prefix
+
+
+def split_files(cfg: DataConfig, split: str) -> tuple[Path, Path]:
+    """The source and target files of a local split (DataError: not set, or a file missing)."""
+    prefix = _prefix(cfg, split)
+    return resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
+
+
 def split_origin(cfg: DataConfig, split: str) -> str:
     """Where a split comes from, as logs name it: the source-side file, or ``path[split]``."""
     if cfg.hf is not None:
         return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
-    prefix = getattr(cfg, split)
-    if prefix is None:
-        raise DataError(f"data.{split} is not set in the config")
-    return str(resolve_corpus_file(prefix, cfg.src_lang))
+    return str(resolve_corpus_file(_prefix(cfg, split), cfg.src_lang))
 
 
 def load_split(cfg: DataConfig, split: str) -> ParallelText:
@@ -241,12 +240,7 @@ def load_split(cfg: DataConfig, split: str) -> ParallelText:
         ds = open_hf(cfg, split)
         src, tgt = (hf_column(ds, *side) for side in hf_fields(cfg))
         return clean_pairs(src, tgt, origin=split_origin(cfg, split))
-    prefix = getattr(cfg, split)
-    if prefix is None:
-        raise DataError(f"data.{split} is not set in the config")
-    return read_parallel_files(
-        resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
-    )
+    return read_parallel_files(*split_files(cfg, split))
 
 
 def log_dropped(text: ParallelText, what: str) -> None:

@@ -1,22 +1,11 @@
 """sentencepiece subword tokenisation (Kudo & Richardson 2018), the one home of ``sentencepiece``.
 
-Ids are fixed for every model: pad 0, unk 1, bos 2, eos 3. The trained models travel inside each
-checkpoint as serialized protos, so a checkpoint alone can translate.
-
-Unknown-character policy: a character never seen in training becomes ``<unk>`` on the source side
-(``translate`` reports the share of such lines); on the output side ``<unk>`` pieces are removed
-before detokenising, so no raw ``⁇`` or ``<unk>`` reaches the user (``keep_unk=True`` keeps them).
-Normalisation (``tokenizer.src_normalization`` / ``tgt_normalization``): the source defaults to
-sentencepiece's ``nmt_nfkc`` rule (NFKC, e.g. full-width letters become ASCII and U+3000 a space;
-some invisible characters become spaces), the target to ``identity``; both collapse runs of
-whitespace to one space and strip the ends. With ``byte_fallback: true`` unseen characters are
-spelt as UTF-8 bytes instead, nothing is lost, and ``decode(encode(x)) == normalize(x)``; on the
-target side with ``identity`` that is ``x`` itself, whitespace aside. A joint vocabulary with two
-rules is one set of pieces carried by two models that differ only in their normalizer (the
-source's is ``nmt_nfkc``), so ``joint`` means "the same pieces", not "the same bytes". A
-checkpoint from before these options holds one model and behaves as it did. A byte sequence that
-is not valid UTF-8 in an
-output decodes to U+FFFD.
+Ids are fixed: pad 0, unk 1, bos 2, eos 3. The models travel inside each checkpoint as serialized
+protos. An unseen character becomes ``<unk>`` (``byte_fallback: true`` spells it as UTF-8 bytes
+instead); ``<unk>`` pieces are removed from outputs (``keep_unk=True`` keeps them), and invalid
+UTF-8 in an output decodes to U+FFFD. Normalisation is per side (``TokenizerConfig``: the source
+``nmt_nfkc``, the target ``identity``); a joint vocabulary with two rules is one set of pieces in
+two models that differ only in their normalizer. A checkpoint from before that holds one model.
 """
 
 from __future__ import annotations
@@ -40,13 +29,10 @@ log = logging.getLogger("seq2seq")
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
-# sentencepiece skips, with a warning we never see, every line over ``max_sentence_length`` bytes
-# (4192 by default); a sentence the tokenizer never saw may hold the corpus's only example of a
-# character. The limit is raised to sentencepiece's own maximum (1 GiB) instead (the models record
-# it), and a line over ``LONG_LINE`` characters is fed to it in pieces cut at spaces
-# (``line_pieces``): sentencepiece's time grows with the square of a line's length (one line of
-# 8,000 words took 4 s, of 200,000 words over 8 minutes, and Ctrl-C waits for it). An over-long pair
-# is dropped later, after tokenisation, by data.max_len, with a count in the log.
+# sentencepiece silently skips lines over ``max_sentence_length`` bytes (4192 by default), which may
+# hold a character's only example: the limit is raised to its maximum (1 GiB), and a line over
+# ``LONG_LINE`` characters is fed in pieces cut at spaces (``line_pieces``), as its time grows with
+# the square of a line's length (200,000 words: over 8 min). data.max_len drops such pairs later.
 LINE_LIMIT = 2**30
 LONG_LINE = 4096
 
@@ -69,10 +55,9 @@ def line_pieces(line: str, size: int = LONG_LINE) -> list[str]:
     return out
 
 
-# ``tokenizer.max_sentences`` below the corpus size: the sample is drawn here, with this seed, not
-# by sentencepiece, whose reservoir sampler is seeded afresh in every process (two runs of one
-# config trained different models). Fixed, not the training seed: runs that differ only in
-# ``train.seed`` share one tokenizer.
+# ``tokenizer.max_sentences`` below the corpus size: sampled here with a fixed seed (not the
+# training seed, so runs differing only in ``train.seed`` share a tokenizer), not by sentencepiece,
+# whose sampler is seeded afresh in every process.
 SAMPLE_SEED = 0
 SAMPLE_CHUNK = 1 << 16
 
@@ -98,11 +83,7 @@ def sample_sentences(sentences: Iterable[str], k: int, seed: int = SAMPLE_SEED) 
 
 
 def _train_proto(
-    sentences: Iterable[str],
-    cfg: TokenizerConfig,
-    vocab_size: int,
-    side: str = "joint",
-    rule: str = "nmt_nfkc",
+    sentences: Iterable[str], cfg: TokenizerConfig, side: str = "joint", rule: str = "nmt_nfkc"
 ) -> bytes:
     """Train one model in memory; log the vocabulary size actually learned, the lines sampled
     (``max_sentences``) and the training characters the model does not cover.
@@ -118,31 +99,29 @@ def _train_proto(
     sample = sample_sentences(reader, cfg.max_sentences)
     reader.reraise()
     try:
-        _run_trainer(iter(sample), cfg, vocab_size, buf, rule)
+        _run_trainer(iter(sample), cfg, buf, rule)
     except RuntimeError as e:
         reader.reraise()
         reason = str(e).strip().splitlines()[-1].split("] ")[-1] if str(e).strip() else repr(e)
         raise ConfigError(
-            f"tokenizer: sentencepiece cannot train with vocab_size {vocab_size}"
+            f"tokenizer: sentencepiece cannot train with vocab_size {cfg.vocab_size}"
             f"{' and byte_fallback' if cfg.byte_fallback else ''}: {reason}"
         ) from None
     reader.reraise()
-    _log_trained(buf.getvalue(), reader, cfg, vocab_size, side)
+    _log_trained(buf.getvalue(), reader, cfg, side)
     return buf.getvalue()
 
 
-def _log_trained(
-    proto: bytes, reader: _Guarded, cfg: TokenizerConfig, vocab_size: int, side: str
-) -> None:
+def _log_trained(proto: bytes, reader: _Guarded, cfg: TokenizerConfig, side: str) -> None:
     """What the trainer made of the input, which sentencepiece itself only prints to stderr."""
     sp = spm.SentencePieceProcessor(model_proto=proto)
     learned = sp.get_piece_size()
-    note = " (the training text gives no more)" if learned < vocab_size else ""
+    note = " (the training text gives no more)" if learned < cfg.vocab_size else ""
     log.info(
         "tokenizer (%s): learned %d pieces, vocab_size %d asked%s; trained on %s of %d lines",
         side,
         learned,
-        vocab_size,
+        cfg.vocab_size,
         note,
         "all" if reader.lines <= cfg.max_sentences else f"a sample of {cfg.max_sentences:,}",
         reader.lines,
@@ -217,14 +196,12 @@ class _Guarded:
             raise self.error
 
 
-def _run_trainer(
-    sentences: Iterable[str], cfg: TokenizerConfig, vocab_size: int, buf, rule: str
-) -> None:
+def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, buf, rule: str) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=sentences,
         model_writer=buf,
         model_type=cfg.type,
-        vocab_size=vocab_size,
+        vocab_size=cfg.vocab_size,
         character_coverage=cfg.character_coverage,
         normalization_rule_name=rule,
         byte_fallback=cfg.byte_fallback,
@@ -302,14 +279,14 @@ class Tokenizer:
         """
         src_rule, tgt_rule = cfg.src_normalization, cfg.tgt_normalization
         if cfg.joint and src_rule == tgt_rule:
-            return cls(_train_proto(itertools.chain(src, tgt), cfg, cfg.vocab_size, rule=src_rule))
+            return cls(_train_proto(itertools.chain(src, tgt), cfg, rule=src_rule))
         if cfg.joint:  # one set of pieces, learnt from each side as its own rule rewrites it
             text = itertools.chain(_apply_rule(src, src_rule), _apply_rule(tgt, tgt_rule))
-            proto = _train_proto(text, cfg, cfg.vocab_size, rule="identity")
+            proto = _train_proto(text, cfg, rule="identity")
             return cls(_with_rule(proto, src_rule), _with_rule(proto, tgt_rule))
         return cls(
-            _train_proto(src, cfg, cfg.vocab_size, "source", src_rule),
-            _train_proto(tgt, cfg, cfg.vocab_size, "target", tgt_rule),
+            _train_proto(src, cfg, "source", src_rule),
+            _train_proto(tgt, cfg, "target", tgt_rule),
         )
 
     @property
