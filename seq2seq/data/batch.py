@@ -1,8 +1,7 @@
-"""Batching: length-bucketed batches of example indices, one rule for every backend, and the
-teacher-forced ``Batch`` (the teacher-forcing shift happens there, once); and
-``target_vocab_mask``, the one rule every backend's ``target_vocab`` follows.
-
-Shape notation: B batch, S source length, T target length (EOS included), V target vocabulary.
+"""Batching: length-bucketed batches of example indices (one rule for every backend), the
+teacher-forced ``Batch`` (where the shift happens, once), and ``target_vocab_mask`` (every
+backend's ``target_vocab``). Shapes: B batch, S source length, T target length (EOS included), V
+target vocabulary.
 """
 
 from __future__ import annotations
@@ -200,17 +199,9 @@ def token_batches(
 
 
 def target_vocab_mask(id_arrays: Iterable[np.ndarray], vocab_size: int) -> torch.Tensor:
-    """The pieces a search may emit, from the target ids of the training pairs: every id seen,
-    and EOS (never in the stored ids: the teacher-forcing shift adds it); PAD and BOS stay False
-    (no search emits them, ``decoding.base``). ``decode.target_vocab_mask`` applies it.
-
-    Args:
-        id_arrays: target ids of the kept training pairs in any number of (N_i,) integer arrays
-            (no BOS/EOS), e.g. one per Arrow chunk.
-        vocab_size: V, the target vocabulary size.
-
-    Returns:
-        (V,) bool, True = seen in the training targets (or EOS).
+    """The pieces a search may emit (``decode.target_vocab_mask``): (V,) bool, True for every id
+    in ``id_arrays`` (target ids of the kept training pairs, no BOS/EOS, in any number of (N_i,)
+    integer arrays) and EOS; PAD and BOS False.
 
     Raises:
         ValueError: an id outside [0, V).

@@ -1,20 +1,7 @@
-"""Training corpora larger than memory: ``data.backend`` ``arrow`` or ``stream``.
-
-The ``memory`` backend (text.py) reads the training split into Python lists. The two backends here
-keep it on disk and hold only an index in memory; validation sets are small and stay in text.py.
-
-- ``arrow`` (arrow.py): read -> clean -> write an Arrow file of (line_no, src, tgt), one line
-  at a time; the tokenizer is trained from that file; ``datasets.Dataset.map(num_proc=...)``
-  tokenises it into memory-mapped Arrow files. Both are cached under ``data.cache_dir`` by content
-  hash and reused by the next run. In memory: each kept pair's row and lengths (16 bytes a pair).
-- ``stream`` (stream.py): for corpora that do not fit on disk twice. A
-  ``datasets.IterableDataset`` reads, cleans and tokenises on the fly; pairs are bucketed by length
-  within buffers of ``data.shuffle_buffer`` pairs. Resume stays exact (see ``StreamEpoch``).
-
-This module holds what both share: text.py's readers applied row by row, the tokenising function
-``Dataset.map`` runs, and the drop counts (logged by ``text.log_drops``, as for the memory backend),
-while batching is ``batch.length_batches``, the one rule for every backend. What training asks of
-every backend (``Corpus``) and where a run's data is prepared: ``prepare.py``.
+"""What the on-disk training backends share, ``data.backend`` ``arrow`` (arrow.py: cached,
+memory-mapped Arrow files) and ``stream`` (stream.py: read and tokenised on the fly): text.py's
+readers applied row by row, the tokenising function ``Dataset.map`` runs, the drop counts (logged
+by ``text.log_drops`` as for ``memory``), and Arrow tables as batches.
 """
 
 from __future__ import annotations

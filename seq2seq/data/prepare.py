@@ -1,15 +1,9 @@
 """A run's data, prepared in one place: both splits read and cleaned, leakage reported, the
 tokenizer trained (or reused), the training split opened as a ``Corpus`` of the configured
-``data.backend``, the validation pairs encoded; then each epoch's batches, a pure function of
-(seed, epoch), and this rank's share of them.
-
-Every backend is a ``Corpus``: ``memory`` the ``TokenizedPairs`` of text.py, ``arrow`` an
-``ArrowCorpus`` (arrow.py), ``stream`` a ``StreamCorpus`` (stream.py). ``prepare_data`` is the one
-place that looks at ``data.backend``; training asks the corpus for batches and never asks which
-backend it has. The validation split is small and stays in memory with every backend.
-
-Ranks: rank 0 reports leakage, trains the tokenizer and builds the caches; the other ranks wait at
-``barrier`` (the process group's, passed in by training: data knows nothing of training).
+``data.backend`` (``memory``: text.py's ``TokenizedPairs``, ``arrow``: ``ArrowCorpus``, ``stream``:
+``StreamCorpus``; this is the one place that asks which), the validation pairs encoded (in memory
+with every backend); then each epoch's batches and this rank's share. Rank 0 reports leakage,
+trains the tokenizer and builds the caches while the others wait at ``barrier`` (training's).
 """
 
 from __future__ import annotations
@@ -80,22 +74,16 @@ class Corpus(Protocol):
         ...
 
     def target_vocab(self, vocab_size: int) -> torch.Tensor | None:
-        """(V,) bool: True for every target id of the kept pairs, and EOS; PAD and BOS False
-        (``batch.target_vocab_mask``). Memory and arrow read their stored ids, stream keeps what
-        its counting pass saw; None would mean "no mask" (searches then allow every piece)."""
+        """(V,) bool: every target id of the kept pairs, and EOS (``batch.target_vocab_mask``);
+        None would mean no mask."""
         ...
 
 
 @dataclass
 class TrainData:
-    """What a run trains and validates on.
-
-    ``target_vocab``: (V,) bool, the pieces seen in the training targets, and EOS
-    (``Corpus.target_vocab``), or None. With a joint vocabulary it leaves out the pieces only the
-    source side uses; a run's checkpoints carry it and ``decode.target_vocab_mask`` keeps the
-    searches to it. With separate vocabularies it is computed all the same (the target model's
-    pieces that no training target encodes to are left out: harmless, the model never learned them).
-    """
+    """What a run trains and validates on. ``target_vocab``: (V,) bool, the pieces seen in the
+    training targets, and EOS (``Corpus.target_vocab``), or None; the run's checkpoints carry it
+    and ``decode.target_vocab_mask`` keeps the searches to it."""
 
     tok: Tokenizer
     train: Corpus
@@ -105,19 +93,15 @@ class TrainData:
 
 
 def check_corpus_files(cfg: Config) -> None:
-    """The local corpus files of the training and validation splits exist (a dataset of
-    ``data.hf`` is checked when it is read): a run checks them before it writes anything.
+    """The local corpus files of the training and validation splits exist (checked before a run
+    writes anything; ``data.hf`` is checked when read).
 
     Raises:
-        DataError: a file is missing (``resolve_corpus_file``'s line).
+        DataError: a file is missing.
     """
     for split in ("train", "valid"):
         if cfg.data.hf is None and getattr(cfg.data, split):
             split_files(cfg.data, split)
-
-
-def _alone() -> None:
-    """The barrier of a single process: nothing to wait for."""
 
 
 def prepare_data(
@@ -125,7 +109,7 @@ def prepare_data(
     run_dir: Path,
     tok: Tokenizer | None,
     ranks: Ranks,
-    barrier: Callable[[], None] = _alone,
+    barrier: Callable[[], None] = lambda: None,
 ) -> TrainData:
     """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
     With ``data.backend`` arrow or stream the training split stays on disk.
@@ -193,8 +177,8 @@ def make_batch(
     pad_multiple: int = 1,
     max_width: int | None = None,
 ) -> Batch:
-    """One element of ``epoch_batches`` as a ``Batch`` on ``device``; with the memory backend its
-    lengths are rounded up to ``pad_multiple`` (at most ``max_width``), in pinned memory on CUDA."""
+    """One element of ``epoch_batches`` as a ``Batch`` on ``device`` (``Corpus.batch``; pinned on
+    CUDA)."""
     pin = torch.device(device).type == "cuda"
     return corpus.batch(item, pad_multiple, max_width, pin).to(device)
 

@@ -1,17 +1,12 @@
-"""``data.backend: stream``: the training split read, cleaned and tokenised on the fly.
+"""``data.backend: stream``: the training split read, cleaned and tokenised on the fly, for corpora
+that do not fit on disk twice.
 
-For corpora that do not fit on disk twice. ``StreamCorpus.dataset()`` is a ``datasets``
-``IterableDataset`` (``clean_rows`` -> ``encode_rows``); kept pairs are gathered into consecutive
-buffers of ``data.shuffle_buffer`` pairs (pyarrow Tables), and each buffer is shuffled, sorted by
-length and cut by ``length_batches`` seeded with (seed, epoch, buffer). Pairs mix within a buffer,
-never across buffers: shuffle a corpus whose order matters (one sorted by domain or length) once
-beforehand. A counting pass at start-up keeps each buffer's histogram of lengths, which is all it
-takes to know how many batches an epoch has, and its distinct target ids (``target_vocab``).
-Every rank reads the whole stream and keeps its share.
-
-Resume is exact: an epoch's batches are a pure function of (seed, epoch), and ``StreamEpoch``
-replays the epoch's stream up to the batch a resumed run starts from (reading and tokenising, not
-training), so a resume costs up to one epoch of tokenisation.
+Kept pairs are gathered into consecutive buffers of ``data.shuffle_buffer`` pairs, each shuffled and
+cut by ``length_batches`` seeded with (seed, epoch, buffer): pairs mix within a buffer, never
+across (shuffle a sorted corpus once beforehand). A counting pass at start-up keeps each buffer's
+length histogram (the epoch's batch count) and distinct target ids (``target_vocab``). Every rank
+reads the whole stream and keeps its share. A resume replays the epoch's stream up to its batch
+(``StreamEpoch``): exact, for up to one epoch of tokenisation.
 """
 
 from __future__ import annotations

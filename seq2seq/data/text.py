@@ -123,21 +123,14 @@ def iter_lines(path: str | Path) -> Iterator[str]:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """``iter_lines`` as a list: the lines unstripped, NULs removed, line-break-like characters
-    replaced by spaces (see the module policy).
-
-    Raises:
-        DataError: as ``iter_lines``.
-    """
+    """``iter_lines`` as a list (unstripped). Raises DataError as ``iter_lines``."""
     return list(iter_lines(path))
 
 
 def decode_line(raw: bytes, where: str, line_no: int) -> str:
-    """One line's bytes (``\\n`` already removed) -> text, by the module's reading policy.
-
-    Shared by files and ``translate``'s stdin, so both read a line the same way: a trailing
-    ``\\r`` is dropped, NUL bytes are removed with a warning naming ``where`` and the line, and
-    line-break-like characters become spaces.
+    """One line's bytes (``\\n`` already removed) -> text, for files and ``translate``'s stdin
+    alike: a trailing ``\\r`` dropped, NULs removed with a warning naming ``where`` and the line,
+    line-break-like characters made spaces.
 
     Raises:
         DataError: not valid UTF-8 (names ``where``, the line and the byte).
@@ -209,17 +202,11 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], origin: str) -> Parallel
     return out
 
 
-def _prefix(cfg: DataConfig, split: str) -> str:
-    """``data.<split>``, the file prefix of a local split (DataError when not set)."""
+def split_files(cfg: DataConfig, split: str) -> tuple[Path, Path]:
+    """The source and target files of a local split (DataError: not set, or a file missing)."""
     prefix = getattr(cfg, split)
     if prefix is None:
         raise DataError(f"data.{split} is not set in the config")
-    return prefix
-
-
-def split_files(cfg: DataConfig, split: str) -> tuple[Path, Path]:
-    """The source and target files of a local split (DataError: not set, or a file missing)."""
-    prefix = _prefix(cfg, split)
     return resolve_corpus_file(prefix, cfg.src_lang), resolve_corpus_file(prefix, cfg.tgt_lang)
 
 
@@ -227,7 +214,7 @@ def split_origin(cfg: DataConfig, split: str) -> str:
     """Where a split comes from, as logs name it: the source-side file, or ``path[split]``."""
     if cfg.hf is not None:
         return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
-    return str(resolve_corpus_file(_prefix(cfg, split), cfg.src_lang))
+    return str(split_files(cfg, split)[0])
 
 
 def load_split(cfg: DataConfig, split: str) -> ParallelText:
