@@ -1,7 +1,5 @@
 """The ``decode`` section: the search methods (``SearchMethod``), the settings each reads
-(``SEARCH_SETTINGS``) and ``DecodeConfig``, used by validation BLEU, ``translate``, ``eval``,
-``tune-decode`` and ``serve``.
-"""
+(``SEARCH_SETTINGS``) and ``DecodeConfig``."""
 
 from __future__ import annotations
 
@@ -28,35 +26,20 @@ they must keep their defaults."""
 
 
 class DecodeConfig(_Section):
-    """Search settings used by validation BLEU, ``translate`` and ``eval``.
+    """Search settings of validation BLEU, ``translate``, ``eval``, ``tune-decode`` and ``serve``.
 
-    ``method`` picks the search: ``greedy``, ``beam`` (``beam_size`` K; K = 1 gives greedy's
-    output) or ``sample`` (ancestral sampling with ``temperature``, ``top_k``, ``top_p`` and
-    ``seed``). A setting of another method than the chosen one is an error, so a config never says
-    more than is used. A config without ``method`` (written before it existed) chooses by
-    ``beam_size``, as it did then: greedy for 1, beam search for more.
-
-    ``length_penalty`` (GNMT's alpha, Wu et al. 2016 eq. 14) defaults to 1.0: on Multi30k
-    validation every family's best alpha was at least 1 (docs/results/best/README.md), and at
-    alpha 0 beam search shortens the output until it scores below greedy search. Greedy search
-    ranks nothing, so alpha changes only beam search.
-
-    ``min_len`` defaults to 1 (as fairseq's and Joey NMT's do): an empty translation of a non-empty
-    sentence is never right, and an undertrained model's beam otherwise often prefers EOS at once.
-    A source longer than ``max_src_len`` tokens (or than a Transformer's ``max_positions`` leaves
-    room for, its output included) is cut to fit, with a warning naming the line.
-
-    ``no_repeat_ngram`` N > 0 (fairseq's ``--no-repeat-ngram-size``) blocks, in every method, a
-    token that would complete an n-gram of N tokens already in the output; 0 (the default) is off.
-
-    ``target_vocab_mask`` (every method) keeps the output to the pieces seen in the training
-    targets, and EOS (the mask a run's checkpoints carry, ``checkpoint.unpack_target_vocab``):
-    with a joint vocabulary nothing else stops a search from writing source-language pieces.
-    It blocks without renormalising, like ``min_len``; a checkpoint without a mask (written
-    before it) decodes unmasked whatever this says. On by default: on Multi30k validation
-    (bahdanau, joint 8k vocabulary, 3,960 pieces ever seen in the targets) greedy and beam 5
-    never chose an outside piece (BLEU 32.98 and 34.16 either way), while sampling drew about
-    860 of 16,100 pieces from outside and gained 2.0-2.6 BLEU with the mask (three seeds).
+    ``method``: ``greedy``, ``beam`` (``beam_size`` K; K = 1 gives greedy's output) or ``sample``
+    (ancestral sampling). Another method's setting is an error; a config without ``method`` (older)
+    chooses by ``beam_size``: greedy for 1, beam for more. ``length_penalty`` is GNMT's alpha (Wu
+    et al. 2016 eq. 14, beam only); its default 1.0 because every family's best alpha on Multi30k
+    validation was at least 1 (docs/results/best/README.md) and at 0 beam scores below greedy.
+    ``min_len`` 1 (as fairseq and Joey NMT): an undertrained beam otherwise often prefers EOS at
+    once. A source over ``max_src_len`` tokens (or a Transformer's ``max_positions``, output
+    included) is cut, with a warning. ``no_repeat_ngram`` N > 0 is fairseq's
+    ``--no-repeat-ngram-size``. ``target_vocab_mask`` keeps every method to the pieces seen in the
+    training targets, and EOS (``checkpoint.unpack_target_vocab``; without renormalising): on
+    Multi30k validation greedy and beam 5 never left them, while sampling drew about 860 of 16,100
+    pieces from outside and gained 2.0-2.6 BLEU with the mask (three seeds).
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))

@@ -1,9 +1,4 @@
-"""``Config``, a whole experiment: the five sections, and the checks that span sections.
-
-The ``model`` section's classes live beside the models, in ``seq2seq/models/configs.py`` (which
-imports only pydantic, so the config needs no torch); the union ``ModelConfig`` is built here from
-that module's ``MODEL_CONFIGS``, so adding a model touches only ``models/``.
-"""
+"""``Config``, a whole experiment: the five sections, and the checks that span sections."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from seq2seq.config.sections import DataConfig, TokenizerConfig, TrainConfig, _S
 from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES, BahdanauConfig
 
 # The model sections live beside the models (seq2seq/models/configs.py, torch-free), so a new model
-# touches only models/: the union A | B | ... is built from their tuple.
+# touches only models/.
 ModelConfig = Annotated[reduce(operator.or_, MODEL_CONFIGS), Field(discriminator="name")]
 
 

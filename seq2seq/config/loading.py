@@ -1,8 +1,7 @@
-"""Loading a run config: ``load_config`` (a YAML file, its ``base:`` chain and ``--set`` overrides,
-read by ``reading.py``), ``validate_config`` (a mapping, e.g. a checkpoint's), ``to_yaml``, and the
-one-line errors both raise: pydantic's report rendered one line per problem, an unknown key with the
-key it may have meant, a number out of bounds with its range, and the file or ``--set`` that said a
-key when it is not the config named.
+"""Loading a run config: ``load_config`` (a file with its ``base:`` chain and ``--set``),
+``validate_config`` (a mapping, e.g. a checkpoint's), ``to_yaml``, and their one-line errors: per
+problem the key, what it may have meant, a number's valid range, and the file or ``--set`` that
+said it when that is not the config named.
 """
 
 from __future__ import annotations
@@ -50,12 +49,10 @@ def _keys_of(model: str | None) -> dict[str, set[str]]:
 
 
 def _did_you_mean(loc: str, model: str | None = None) -> str:
-    """What follows "unknown key" for ``loc``: ``"; did you mean train.valid_every?"`` for a key
-    close to a real one of its section, else another toolkit's name for a key or a key of another
-    section (``aliases.foreign_hint``: ``"; did you mean train.lr? (learning_rate is another
-    toolkit's name for it)"``), else "". Under ``model`` (the name of the model section's model)
-    the keys are that model's: ``" of the transformer model; did you mean model.n_heads?"``, or,
-    for a key of other models, that model's keys and the models that have the key."""
+    """What follows "unknown key" for ``loc``: ``"; did you mean train.valid_every?"`` for a close
+    key of its section, else ``aliases.foreign_hint``'s guess, else "". Under ``model`` (the model
+    section's name) the keys are that model's (``" of the transformer model; did you mean
+    model.n_heads?"``, or its keys and the models that have the key)."""
     import difflib
 
     *parents, last = loc.split(".")
@@ -201,13 +198,7 @@ def load_config(
             for k in set_keys:
                 if k == loc or k.startswith(loc + ".") or loc.startswith(k + "."):
                     return (labels or {}).get(k, "--set")
-            for name, layer in layers:
-                node: Any = layer
-                for part in loc.split("."):
-                    node = node.get(part) if isinstance(node, dict) else None
-                if node is not None or has_key(layer, loc):
-                    return name
-            return source
+            return next((name for name, layer in layers if has_key(layer, loc)), source)
 
         raise ConfigError(_one_line(e, source, origin)) from None
 

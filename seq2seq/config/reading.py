@@ -1,10 +1,6 @@
-"""Reading config YAML: the one loader every YAML input goes through (it refuses a key given twice),
-config files with their ``base:`` chain, and ``--set key=value`` overrides.
-
-PyYAML keeps the last of two equal keys without a word, so ``train.max_steps`` written twice would
-train with the second value; ``load_yaml`` refuses it, naming both lines. ``loading.py`` validates
-what these functions read; the package re-exports ``ConfigError``, ``DuplicateKeyError`` and
-``load_yaml``. This module imports only yaml.
+"""Reading config YAML: ``load_yaml``, the one loader of every YAML input (PyYAML silently keeps
+the last of two equal keys; this refuses them, naming both lines), config files with their
+``base:`` chain, and ``--set key=value`` overrides. Imports only yaml.
 """
 
 from __future__ import annotations

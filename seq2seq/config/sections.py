@@ -37,13 +37,10 @@ class DataConfig(_Section):
     """Where the parallel text comes from and how it is cleaned.
 
     Local corpora are named by a prefix: ``multi30k/train`` with ``src_lang: de`` reads
-    ``multi30k/train.de`` or ``multi30k/train.de.gz``. A relative prefix is looked up in the working
-    directory first, then under the data root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``).
-
-    ``backend`` says how the training split is held (validation sets are small and always read into
-    memory): ``memory`` reads it into Python lists; ``arrow`` tokenises it once into memory-mapped
-    Arrow files cached under ``cache_dir`` by content hash; ``stream`` reads and tokenises it on the
-    fly, for corpora that do not fit on disk twice (see ``seq2seq/corpus.py``).
+    ``multi30k/train.de`` or ``multi30k/train.de.gz``, in the working directory, else under the data
+    root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``). ``backend`` holds the training split in
+    lists (``memory``), cached memory-mapped Arrow files (``arrow``) or a stream (``stream``, for
+    corpora that do not fit on disk twice); validation sets are always in memory.
     """
 
     src_lang: str = "de"
@@ -170,30 +167,16 @@ _Beta = Annotated[float, Field(ge=0, lt=1)]  # Adam's decay rates (torch refuses
 
 
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates, a skipped non-finite one included (it
-    changes no weight, and is counted towards ``max_nonfinite`` when the loop reads the device's
-    results, every ``log_every`` steps and before every checkpoint).
+    """The training loop. Steps count optimizer updates, a skipped non-finite one included.
 
-    ``checkpoint_every`` writes ``last.pt`` (and, with ``keep_last`` > 1, keeps ``step<N>.pt``
-    copies of the newest k); every validation writes ``last.pt``, and ``best.pt`` when
-    ``best_metric`` improved; with
-    ``keep_best`` > 1 keeps ``best-step<N>.pt`` for the k best validations by ``best_metric``.
-    ``seq2seq average`` averages either set. ``patience`` stops training (early stopping) after that
-    many validations without improvement in ``best_metric``, whatever the schedule.
-
-    ``max_tokens`` stops at the first update at which the target tokens trained on (EOS included,
-    padding not; a skipped non-finite update's too, as it takes a step) reach the budget, so
-    models that batch alike see the same data whatever their speed; under torchrun, at the next
-    log point. ``init_from`` starts a new run from another run's weights (a warm start): the run
-    takes that checkpoint's tokenizer, its model section must have the same architecture (only
-    the dropout rates may differ), and the optimizer, schedule and step start afresh.
-
-    ``update_freq`` accumulates that many batches into one update, within an epoch only: an
-    epoch's last update takes the batches left (an epoch of 4 batches under 3 gives updates of
-    3, 1, then 3, 1 again; an epoch of one batch makes ``update_freq`` do nothing). So every
-    update's batches come from one epoch, whose number and batch position ``last.pt`` saves for an
-    exact ``--resume``; groups carried across epochs would change that position's meaning.
-    Training logs one line when the epoch's batch count is not a multiple of ``update_freq``.
+    ``checkpoint_every`` and every validation write ``last.pt`` (``keep_last`` > 1 keeps the newest
+    k as ``step<N>.pt``); a validation that improves ``best_metric`` writes ``best.pt``
+    (``keep_best`` > 1 keeps the k best as ``best-step<N>.pt``); ``seq2seq average`` averages either
+    set. ``max_tokens`` stops at the first update that reaches the budget (under torchrun, at the
+    next log point), so models that batch alike see the same data whatever their speed.
+    ``init_from`` is a warm start (only the dropout rates may differ from its model section).
+    ``update_freq`` groups never span epochs, so ``last.pt``'s epoch and batch position resume
+    exactly; training logs a line when an epoch's batches are not a multiple of it.
     """
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
