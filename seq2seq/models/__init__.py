@@ -1,11 +1,6 @@
-"""The model zoo: ``MODELS`` (name -> model class, in ``registry.py``) and ``build_model``.
-
-``build_model(cfg, src_vocab, tgt_vocab, joint_vocab)`` is the only constructor training and
-inference call; every model speaks the protocol in ``base.Seq2SeqModel``.
-
-This file imports no torch: ``seq2seq.config`` reads the model sections from ``configs.py`` in this
-package and must stay importable without torch. The names below are imported from their modules on
-first use.
+"""The model zoo: ``MODELS`` and ``build_model`` (``registry.py``), the protocol every model speaks
+(``base.Seq2SeqModel``). This file imports no torch (``seq2seq.config`` reads ``configs.py``
+here): the names below are imported from their modules on first use.
 """
 
 from __future__ import annotations

@@ -101,19 +101,10 @@ class Seq2SeqModel(nn.Module):
         raise NotImplementedError
 
     def cross_attention_maps(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor | None:
-        """Teacher-forced cross-attention of every decoder layer and head, for inspection.
-
-        Args:
-            src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
-            tgt_in: (B, T) decoder input ids, BOS first.
-
-        Returns:
-            (B, L, H, T, S) weights, each row summing to 1 over the real source positions, or None
-            for a model without attention. A model with one attention per step (the RNN decoders)
-            returns L = H = 1, its ``forward_attention`` map; a multi-layer, multi-head model
-            returns each layer's heads (the Transformer's ``forward_attention`` map is the mean
-            of its last layer's heads).
-        """
+        """Teacher-forced cross-attention of every decoder layer and head, for inspection (inputs
+        as ``forward``): (B, L, H, T, S) weights, rows summing to 1 over the real source
+        positions, or None without attention. The RNN decoders give L = H = 1, their
+        ``forward_attention`` map (the Transformer's is the mean of its last layer's heads)."""
         _, attn = self.forward_attention(src, src_mask, tgt_in, need_attention=True)
         return None if attn is None else attn[:, None, None]
 
@@ -154,14 +145,10 @@ class Seq2SeqModel(nn.Module):
         return {k: v.index_select(0, index) for k, v in state.items()}
 
     def flop_sides(self) -> dict[str, FlopSide | tuple[FlopSide, ...]]:
-        """Where a training step applies each weight matrix, for the FLOP count (``flops.py``).
-
-        Keys name a module (all its weights) or one parameter; the longest key naming a weight
-        wins. A tuple splits the weight's rows into equal blocks, one side each (a fused
-        [W^Q; W^K; W^V]). Weights under no key count once per target token; vectors (biases,
-        norms) and embedding tables (lookups) are never counted unless their own name is a key
-        (a table that is also the output projection).
-        """
+        """Where a training step applies each weight matrix, for ``flops.py``: keys name a module
+        or a parameter (the longest naming a weight wins); a tuple splits its rows into equal
+        blocks, one side each (a fused [W^Q; W^K; W^V]). Weights under no key count per target
+        token; vectors and embedding tables only when their own name is a key."""
         raise NotImplementedError
 
     def attention_flops(self) -> AttentionFlops:

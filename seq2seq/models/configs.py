@@ -1,14 +1,7 @@
-"""The model sections of the config: one pydantic class per registered model, torch-free.
-
-``seq2seq/config/experiment.py`` builds its ``model:`` union from ``MODEL_CONFIGS`` (discriminated
-by ``name``), so it can validate a config without importing torch; ``registry.MODELS`` maps the
-same names to the model classes. Adding a model adds its config class here and to
-``MODEL_CONFIGS``.
-
-Besides its fields, a config class declares what the rest of the package may ask of the model
-without building it: ``scheduled_sampling`` (whether training may feed the model its own
-predictions), ``position_limit`` (the longest sequence it can embed) and ``family`` (its name in
-words, for reports).
+"""The model sections of the config: one pydantic class per registered model, torch-free
+(``config/experiment.py`` builds its ``model:`` union from ``MODEL_CONFIGS``). Besides its fields a
+class says what may be asked of the model without building it: ``scheduled_sampling``,
+``position_limit`` and ``family`` (its name in words, for reports).
 """
 
 from __future__ import annotations
@@ -20,11 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 class ModelConfigBase(BaseModel):
     """What every model section shares: unknown keys are errors, and the capability defaults.
-
-    Each subclass declares ``name: Literal["<name>"] = "<name>"``, the key of ``registry.MODELS``
-    and the discriminator of the ``model:`` union (declared there, not here, so that the dumped
-    keys keep the order of old configs and checkpoints).
-    """
+    Each subclass declares ``name: Literal["<name>"] = "<name>"`` (the union's discriminator;
+    there, not here, so dumped keys keep the order of old configs and checkpoints)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 

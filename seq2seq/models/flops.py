@@ -1,21 +1,12 @@
 """Model FLOPs of a training step, counted the usual way (Kaplan et al. 2020, §2.1; PaLM, App. B).
 
-Shape notation: B batch, S source length, T target length (EOS included).
-
-A weight matrix used once per token costs 2 FLOPs per weight forward and 4 backward, so a training
-step costs 6 x (weights used per token) per token, on each side:
-
-    6 · (N_src · ΣS + N_tgt · ΣT) + attention
-
-N_src counts the weights applied to every source token (the encoder, and the projections of the
-encoder states that attention reads: keys and values); N_tgt those applied to every target token
-(the decoder, attention queries, the output projection to V, tied or not). Embedding lookups,
-biases, norms and per-sentence bridges are not counted. The attention matmuls (scores and weighted
-sums) cost per sentence a·T·S + b·S² + c·T², with each model's own coefficients.
-
-This module is the generic counting only: each model says where its weights run
-(``Seq2SeqModel.flop_sides``) and what its attention costs (``Seq2SeqModel.attention_flops``), next
-to the equations they count. Padding is not counted: S and T are each sentence's real lengths.
+Shapes: B batch, S source length, T target length (EOS included; real lengths, padding not
+counted). A weight used once per token costs 2 FLOPs forward and 4 backward, so a step costs
+``6 · (N_src · ΣS + N_tgt · ΣT) + attention``: N_src the weights applied per source token (the
+encoder, attention's key and value projections), N_tgt per target token (the decoder, queries, the
+output projection); lookups, biases, norms and per-sentence bridges are not counted; attention
+matmuls cost a·T·S + b·S² + c·T² per sentence. Each model says where its weights run
+(``Seq2SeqModel.flop_sides``) and what its attention costs (``attention_flops``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The model zoo: one explicit name -> model class table.
-
-Every model class is its own builder, with one signature, ``cls(cfg, src_vocab, tgt_vocab,
-joint_vocab)``, and speaks the protocol in ``base.Seq2SeqModel``. The names are those of the config
-classes in ``configs.MODEL_CONFIGS`` (``cfg.name``); a test checks the two tables agree and that
-every model has a toy in ``tests/toys/models.py``.
-
-Adding a model: its config class in ``configs.py`` (and in ``MODEL_CONFIGS``), its module here in
-``models/`` with ``has_attention``, ``flop_sides`` and ``attention_flops``, its entry below, and a
-toy in ``tests/toys/models.py``.
+"""The model zoo: one explicit name -> model class table, the names those of
+``configs.MODEL_CONFIGS``. Adding a model: its config class in ``configs.py``, its module here
+(``base.Seq2SeqModel``'s protocol), its entry below, and a toy in ``tests/toys/models.py``.
 """
 
 from __future__ import annotations
@@ -30,14 +23,6 @@ MODELS: dict[str, type[Seq2SeqModel]] = {
 def build_model(
     cfg: ModelConfigBase, src_vocab: int, tgt_vocab: int, joint_vocab: bool
 ) -> Seq2SeqModel:
-    """Instantiate the model named by ``cfg.name`` for the given vocabulary sizes.
-
-    Args:
-        cfg: a validated model section (one of ``configs.MODEL_CONFIGS``).
-        src_vocab, tgt_vocab: V of each side.  joint_vocab: one shared sentencepiece model (a model
-            may then share its source and target embeddings).
-
-    Raises:
-        KeyError: ``cfg.name`` is not registered (a validated config always is).
-    """
+    """The model ``cfg.name`` names for vocabularies of ``src_vocab`` and ``tgt_vocab`` pieces;
+    ``joint_vocab`` (one set of pieces) lets a model share its embeddings."""
     return MODELS[cfg.name](cfg, src_vocab, tgt_vocab, joint_vocab)

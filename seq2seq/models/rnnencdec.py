@@ -1,13 +1,8 @@
 """``rnnencdec``: RNNsearch's own ablation, the fixed-context baseline of Bahdanau et al. 2015.
 
-Shape notation: B batch, S source length, T target steps, E embedding size, H decoder state size,
-He encoder state size per direction, V vocabulary.
-
-Bahdanau et al. 2015 (§4.2) compare RNNsearch with RNNencdec (Cho et al. 2014a): the same decoder
-and deep maxout output, fed one fixed context. Here that is ``bahdanau`` with c_t replaced by
-c = [→h_S; ←h_1] (the top layer's final forward and backward states, an annotation's size) for
-every t. Every weight keeps the shape it has in ``bahdanau`` except the attention's (W_a, U_a, v_a),
-which do not exist, so a difference in how BLEU falls with source length is attention's alone.
+Shapes: B batch, T target steps, E embedding size, H decoder state size, He encoder state size per
+direction, V vocabulary. Every weight keeps its ``bahdanau`` shape, the attention's (W_a, U_a, v_a)
+aside, so a difference in how BLEU falls with source length is attention's alone.
 """
 
 from __future__ import annotations
@@ -16,7 +11,6 @@ import torch
 from torch import Tensor
 
 from seq2seq.models.base import FlopSide, State
-from seq2seq.models.configs import RNNEncDecConfig
 from seq2seq.models.rnn import BahdanauSeq2Seq
 
 
@@ -33,9 +27,6 @@ class RNNEncDec(BahdanauSeq2Seq):
     """
 
     has_attention = False
-
-    def __init__(self, cfg: RNNEncDecConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(cfg, src_vocab, tgt_vocab, joint_vocab)
 
     def flop_sides(self) -> dict[str, FlopSide]:
         return self._flop_sides("W_s", "W_s_c")

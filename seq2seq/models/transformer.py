@@ -142,11 +142,8 @@ class Sublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, pre_norm: bool):
         super().__init__()
-        self.norm, self.dropout, self.pre_norm = (
-            nn.LayerNorm(d_model),
-            nn.Dropout(dropout),
-            pre_norm,
-        )
+        self.norm, self.dropout = nn.LayerNorm(d_model), nn.Dropout(dropout)
+        self.pre_norm = pre_norm
 
     def forward(self, x: Tensor, f) -> tuple[Tensor, Tensor | None]:
         y, extra = f(self.norm(x) if self.pre_norm else x)
@@ -252,10 +249,7 @@ class Transformer(Seq2SeqModel):
         self.tgt_embed = nn.Embedding(tgt_vocab, d, padding_idx=0)
         share = cfg.share_embeddings and joint_vocab and src_vocab == tgt_vocab
         self.src_embed = self.tgt_embed if share else nn.Embedding(src_vocab, d, padding_idx=0)
-        for emb in {
-            id(self.src_embed): self.src_embed,
-            id(self.tgt_embed): self.tgt_embed,
-        }.values():
+        for emb in dict.fromkeys([self.src_embed, self.tgt_embed]):  # a shared table once
             nn.init.normal_(emb.weight, 0.0, d**-0.5)
             nn.init.zeros_(emb.weight[0])
         if cfg.learned_positions:
