@@ -1,9 +1,6 @@
-"""Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder. A crash
-leaves either the old file or the new one, never half of one.
-
-``open_output`` and ``write_output`` are what every command's output-file option uses: the path
-``-`` means standard output. A text file whose path ends in ``.gz`` is written gzip-compressed (as
-inputs named ``.gz`` are read), still atomically.
+"""Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder, so a
+crash leaves the old file or the new one, never half of one. ``open_output`` and ``write_output``
+serve every command's output option: ``-`` is standard output, a ``.gz`` path is gzip-compressed.
 """
 
 from __future__ import annotations
@@ -21,11 +18,9 @@ from typing import IO
 
 @contextmanager
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
-    """Open a temporary file beside ``path`` (``mode`` "w" or "wb"); on a clean exit it is fsync'ed
-    and renamed over ``path``, and the folder is fsync'ed. An error half-way leaves ``path`` as it
-    was and removes the temporary file. Text ("w") is UTF-8, gzip-compressed when ``path`` ends
-    in ``.gz`` (``gzip_writer``); bytes ("wb": checkpoints, tokenizers, images) are written as
-    given."""
+    """Open a temporary file beside ``path`` (``mode`` "w": UTF-8 text, gzip-compressed for a
+    ``.gz`` path; "wb": bytes as given); on a clean exit it is fsync'ed and renamed over ``path``,
+    the folder fsync'ed; an error half-way leaves ``path`` as it was."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")

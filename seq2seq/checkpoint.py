@@ -1,12 +1,7 @@
-"""Self-describing, atomic checkpoints.
-
-A checkpoint is one ``torch.save`` dict: format tag, resolved config, model weights, tokenizer
-protos, the target vocabulary (``"target_vocab"``: the sorted ids of the pieces seen in the
-training targets, and EOS; absent from checkpoints written before it, which decode unmasked), and
-(for resuming) optimizer, scaler, RNG states and the training position (the learning
-rate is a pure function of the step, see ``schedules``). It is
-written to a temporary file in the same folder, flushed and fsync'ed, then renamed over the target,
-so a crash leaves either the old file or the new one, never half of one.
+"""Self-describing checkpoints, written atomically (``atomic.py``): one ``torch.save`` dict of
+format tag, resolved config, model weights, tokenizer protos, the target vocabulary (sorted ids of
+the pieces seen in the training targets, and EOS; older checkpoints have none and decode
+unmasked) and, for resuming, optimizer, scaler, RNG states and the training position.
 """
 
 from __future__ import annotations
@@ -145,9 +140,9 @@ def config_of(ckpt: dict[str, Any], source: str = "checkpoint") -> Config:
 def model_from_checkpoint(
     ckpt: dict[str, Any], source: str = "checkpoint"
 ) -> tuple[Seq2SeqModel, Tokenizer, Config]:
-    """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint. The model
-    carries the checkpoint's target vocabulary as ``model.target_vocab`` ((V,) bool on the CPU,
-    or None; ``unpack_target_vocab``), a plain attribute: ``to()`` leaves it, the searches move it.
+    """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint; the model
+    carries the target vocabulary as the plain attribute ``model.target_vocab`` ((V,) bool on the
+    CPU, or None; ``to()`` leaves it, the searches move it).
 
     Raises:
         CheckpointError: the weights do not fit the architecture in the checkpoint's config.
@@ -173,8 +168,7 @@ def pack_target_vocab(mask: torch.Tensor | None) -> dict[str, list[int]]:
 
 def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> torch.Tensor | None:
     """A checkpoint's target vocabulary as the (V,) bool mask the searches read from
-    ``model.target_vocab`` (``decoding.base.allowed_tokens``); None without one (a checkpoint
-    from before it): the searches then allow every piece, as they did.
+    ``model.target_vocab``; None without one (the searches then allow every piece).
 
     Raises:
         CheckpointError: an id outside the tokenizer's target vocabulary.

@@ -1,18 +1,7 @@
 """The ``seq2seq`` command line: the typer app, its ``--version`` and ``-h``, and the registration
-of every command; the commands themselves live in ``commands/``.
-
-``train`` and ``average`` are in ``commands/training.py``, ``translate`` in
-``commands/translate.py``, ``eval`` in ``commands/evaluate.py``, ``paired`` in
-``commands/paired.py`` (the search options they share in ``commands/decode_options.py``; they load
-runs through ``decoding/runs.py``), ``tune-decode`` in ``commands/tune.py``, ``compare`` and
-``synth`` in ``commands/study.py``, ``serve`` in ``commands/serve.py``, ``export`` in
-``commands/export.py``, and what they share in
-``commands/common.py`` (and ``commands/outputs.py``: every output path is checked writable before
-the work starts).
-Every user-facing problem (bad config, bad data, bad checkpoint) ends as one line on stderr and exit
-code 2; nothing here prints a traceback unless SEQ2SEQ_DEBUG=1, which prints it (with the errors
-the line was raised from) before the same line. An output path ``-`` means standard
-output.
+of every command (the commands live in ``commands/``). Every user-facing problem (bad config, data
+or checkpoint) ends as one line on stderr and exit code 2; SEQ2SEQ_DEBUG=1 prints the traceback
+(with the errors the line was raised from) before it.
 """
 
 from __future__ import annotations
@@ -192,10 +181,9 @@ def main() -> None:
         fail(f"{e.filename}: {e.strerror}; check the path and try again")
     except Exception as e:
         _click_error(e)  # exits if it is one
-        if _debug_traceback(e):
-            fail(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}", code=1)
-        first = (str(e).strip().splitlines() or [""])[0]
-        fail(f"{type(e).__name__}: {first} (set SEQ2SEQ_DEBUG=1 for the traceback)", code=1)
+        said = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+        hint = "" if _debug_traceback(e) else " (set SEQ2SEQ_DEBUG=1 for the traceback)"
+        fail(said + hint, code=1)
     if code == 130:  # typer's answer to a Ctrl-C it caught
         fail("interrupted", code=130)
     sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(code) from a command, or 0

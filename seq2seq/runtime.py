@@ -14,8 +14,7 @@ import torch
 
 from seq2seq.config import ConfigError
 
-# Where a training run's device comes from: its config's train.device, which --set and --device
-# (an override of it) may have replaced.
+# Where a training run's device comes from (--set and --device override it)
 TRAIN_DEVICE = "train.device (from the config, --set or --device)"
 
 
@@ -51,10 +50,9 @@ def describe_machine() -> str:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` without a probe -> bf16 on CUDA, fp32 on the CPU, where bf16 autocast is often
-    slower (0.86x fp32's speed on a Xeon with AMX, 7-25x slower on a Zen 3); other names are
-    kept. A training run settles ``auto`` with ``training.precision.settle_precision``, which may
-    choose bf16 on a CPU where a probe measures it faster."""
+    """``auto`` without a probe -> bf16 on CUDA, fp32 on the CPU (bf16 autocast is often slower
+    there: 0.86x on a Xeon with AMX, 7-25x slower on a Zen 3; a training run's probe may still
+    choose it, ``training.precision``); other names are kept."""
     if precision != "auto":
         return precision
     return "bf16" if device.type == "cuda" else "fp32"
@@ -69,9 +67,9 @@ def resolve_pad_multiple(pad_multiple: int | str, device: torch.device) -> int:
 
 
 def configure_device(device: torch.device, cudnn_sdp: bool = False) -> None:
-    """CUDA settings for speed: TF32 for fp32 matmuls (cuDNN convolutions use it by default),
-    and cuDNN attention on or off (``train.cudnn_sdp``): its plans are built per shape, so with
-    length-bucketed batches almost every step paid a new plan. Nothing changes on the CPU."""
+    """CUDA settings for speed: TF32 for fp32 matmuls, and cuDNN attention on or off
+    (``train.cudnn_sdp``: its plans are built per shape, which length-bucketed batches change
+    every step). Nothing changes on the CPU."""
     if device.type != "cuda":
         return
     torch.set_float32_matmul_precision("high")
@@ -79,9 +77,8 @@ def configure_device(device: torch.device, cudnn_sdp: bool = False) -> None:
 
 
 def inference_device(name: str, said: str = "--device") -> torch.device:
-    """``auto | cpu | cuda`` for decoding, configured: on CUDA, TF32 matmuls and no cuDNN
-    attention (a search changes shapes every step, and cuDNN builds a plan for each). ``said``
-    names where ``name`` came from, for the error (``pick_device``).
+    """``auto | cpu | cuda`` for decoding, configured (``configure_device``, no cuDNN attention);
+    ``said`` names where ``name`` came from, for the error.
 
     Raises:
         ConfigError: an unknown name, or cuda asked for but absent.
