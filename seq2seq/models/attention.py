@@ -1,8 +1,6 @@
-"""Attention for the RNN decoders: score -> mask -> softmax -> context.
-
-Shape notation: B batch, S source length, T query steps (1 while decoding), A attention size.
-Both classes split the work the same way: ``project_keys`` runs once per sentence on the encoder
-states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` runs once per query.
+"""Attention for the RNN decoders: score -> mask -> softmax -> context. Shapes: B batch, S source
+length, T query steps (1 while decoding), A attention size. ``project_keys`` runs once per sentence
+on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once per query.
 """
 
 from __future__ import annotations

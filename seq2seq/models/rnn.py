@@ -1,11 +1,9 @@
 """RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings.
 
-Shape notation: B batch, S source length, T target steps, L layers, E embedding size,
-H decoder state size, He encoder state size per direction, V vocabulary.
-
-Each model runs its decoder through one method, ``_decode(tgt_in (B, T), state)``, for any T: the
-teacher-forced pass calls it with the whole target, ``decode_step`` with T = 1. Incremental decoding
-is therefore the same computation as training, step for step.
+Shapes: B batch, S source length, T target steps, L layers, E embedding size, H decoder state size,
+He encoder state size per direction, V vocabulary. Each model decodes through one method,
+``_decode(tgt_in (B, T), state)``: training with the whole target, ``decode_step`` with T = 1, so
+incremental decoding is the same computation as training, step for step.
 """
 
 from __future__ import annotations
@@ -112,10 +110,7 @@ class OutputLayer(nn.Module):
 
 class _RNNDecoderModel(Seq2SeqModel):
     """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods.
-
-    Every RNN model is built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)``; ``joint_vocab`` is
-    not used (source and target keep their own embeddings).
-    """
+    ``joint_vocab`` is not used: source and target keep their own embeddings."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, cfg, bidir: bool):
         super().__init__()

@@ -1,13 +1,10 @@
-"""The Transformer (Vaswani et al. 2017), in paper names.
+"""The Transformer (Vaswani et al. 2017), in paper names. Shapes: B batch, S source length, T
+target length, D = d_model, H heads, d_k = D / H, V vocabulary.
 
-Shape notation: B batch, S source length, T target length, D = d_model, H heads, d_k = D / H,
-V vocabulary.
-
-Training runs attention through ``torch.nn.functional.scaled_dot_product_attention``; when the
-weights are asked for (plots, returned alignments) the same formula is computed explicitly, and a
-test proves the two give the same output. Incremental decoding keeps each decoder layer's keys and
-values in the state (``k{i}``, ``v{i}``: (B, H, t, d_k)), so step t costs O(t), and computes the
-cross-attention keys and values of the encoder output once per sentence (``ck{i}``, ``cv{i}``).
+Attention runs through ``F.scaled_dot_product_attention``, or explicitly when the weights are asked
+for (a test proves the two agree). Incremental decoding keeps each decoder layer's keys and values
+(``k{i}``, ``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's
+cross-attention keys and values once per sentence (``ck{i}``, ``cv{i}``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Checkpoint averaging: the element-wise mean of the weights of several checkpoints of one run
-(Vaswani et al. 2017, §6.1 averages the last 5 or 20), saved as a checkpoint that translates.
-
-``--last K`` takes the newest K ``step<N>.pt`` files (kept with ``train.keep_last``); ``--best K``
-takes the K best ``best-step<N>.pt`` files (kept with ``train.keep_best``) in the order last.pt
-ranks them, or best.pt alone for K = 1.
-"""
+(Vaswani et al. 2017, §6.1 averages the last 5 or 20), saved as a checkpoint that translates."""
 
 from __future__ import annotations
 
@@ -24,7 +19,9 @@ def _step_files(run_dir: Path, prefix: str) -> list[Path]:
 
 
 def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) -> list[Path]:
-    """The checkpoint files that ``--last K`` or ``--best K`` names in ``run_dir``.
+    """The checkpoint files that ``--last K`` (the newest K ``step<N>.pt``, kept with
+    ``train.keep_last``) or ``--best K`` (the K best ``best-step<N>.pt`` as last.pt ranks them,
+    kept with ``train.keep_best``; best.pt for K = 1) names in ``run_dir``.
 
     Raises:
         CheckpointError: not a run directory, neither or both of last/best, or fewer than K files.
@@ -62,11 +59,9 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
 
 def average_checkpoints(paths: list[Path]) -> dict:
     """Mean of the floating-point weights of ``paths`` (in float64, cast back); everything else
-    (integer buffers, config, tokenizer) comes from the last one. Weights tied in the last one
-    (names of one tensor, e.g. shared embeddings) stay one tensor. The target vocabulary is the
-    union of the inputs' (a run resumed after an upgrade has older checkpoints without one); the
-    average has none when no input has one. No optimizer or RNG state: the result translates but
-    cannot resume training.
+    comes from the last one, whose tied weights stay one tensor. The target vocabulary is the
+    union of the inputs' (none when none has one). No optimizer or RNG state: the result
+    translates but cannot resume.
 
     Raises:
         CheckpointError: no paths, or checkpoints of different models or tokenizers.

@@ -50,9 +50,8 @@ def _bleu_signature(tgt_lang: str) -> str:
 
 
 def data_file_hashes(cfg: Config) -> dict[str, str]:
-    """sha256 of every data file the run reads, by path: the corpus files of the train, valid and
-    test splits, or the Arrow files of those splits of a local (``save_to_disk``) Hugging Face
-    dataset. A hub dataset is named in ``hf_dataset``, not hashed."""
+    """sha256 of every data file the run reads, by path: the splits' corpus files, or the Arrow
+    files of a local (``save_to_disk``) Hugging Face dataset (a hub dataset is not hashed)."""
     paths: list[Path] = []
     hf = cfg.data.hf
     if hf is None:
@@ -70,10 +69,8 @@ def data_file_hashes(cfg: Config) -> dict[str, str]:
 
 
 def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
-    """``--resume``: every data file ``run_info.json`` recorded when the run started must hash the
-    same now (a file found under another path, the data folder moved, is matched by its name), so
-    a run never goes on with other data and the record of the data it started on is never
-    overwritten.
+    """``--resume``: every data file ``run_info.json`` recorded at the run's start must hash the
+    same now (a moved file is matched by its name), so a run never goes on with other data.
 
     Raises:
         DataError: a recorded file changed (names each, with the old and new sha256 prefix).
@@ -107,8 +104,7 @@ def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
 
 def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
     """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
-    ``runtime``: what ``auto`` settings resolved to on this machine). On a resume the data files
-    are those recorded at the start (``check_data_unchanged`` refused any change)."""
+    ``runtime``: what ``auto`` settings resolved to on this machine)."""
     info = {
         "versions": versions(),
         "git_commit": _git_commit(),

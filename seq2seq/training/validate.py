@@ -30,12 +30,9 @@ def validate(
     cfg: Config,
     device: torch.device,
 ) -> dict:
-    """Validation loss (un-smoothed, per token), perplexity, and (``train.valid_bleu``) greedy
-    BLEU / chrF with the first three (source, hypothesis, reference) triples as samples.
-
-    Args:
-        valid: the tokenized validation pairs (the loss).  valid_text: the cleaned validation
-            sentences (BLEU: every one is translated, the over-long ones too).
+    """Validation loss (un-smoothed, nats per token) and perplexity over ``valid``, and with
+    ``train.valid_bleu`` greedy BLEU / chrF over every sentence of ``valid_text`` (the over-long
+    ones cut, not skipped) with the first three (source, hypothesis, reference) as samples.
 
     Returns:
         {"loss", "ppl"} and, with ``valid_bleu``, {"bleu", "chrf", "samples"}.
@@ -74,7 +71,6 @@ def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device)
 
 
 def _bleu(model: Seq2SeqModel, tok: Tokenizer, text: ParallelText, cfg: Config, device) -> dict:
-    # Sources over decode.max_src_len are cut with a warning, not skipped: BLEU covers the set.
     srcs, refs = text.src, text.tgt
     greedy = cfg.decode.with_method("greedy")
     hyps = [t.text for t in translate_sentences(model, tok, srcs, greedy, device)]
