@@ -1,5 +1,5 @@
-"""``seq2seq/training/run_info.py``: a resume refuses data changed since the run started, as
-run_info.json recorded it."""
+"""The run record (``training/run_dir.py``): a resume refuses data changed since the run started,
+as run_info.json recorded it."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_resume_refuses_a_local_hf_dataset_saved_again_with_other_rows(tmp_path)
 
 def test_a_recorded_file_found_under_another_path_is_matched_by_its_name(tmp_path):
     from seq2seq.data.text import sha256_file
-    from seq2seq.training.run_info import check_data_unchanged
+    from seq2seq.training.run_dir import check_data_unchanged
 
     cfg = copy_run_config(tmp_path)
     train_de = Path(f"{cfg.data.train}.de")
