@@ -4,22 +4,31 @@ Every section is a pydantic model with ``extra="forbid"``: a misspelt key, a num
 a key given twice or a cross-field conflict is one line naming the key, checked before anything is
 built; ``--set key=value`` goes through the same validation. ``base: ../transformer.yaml`` merges
 a base config under a file, key by key. Modules, each importing only those before it: ``reading``
-(YAML, ``base:``, ``--set``, ``ConfigError``), ``sections``, ``decode``, ``experiment``
-(``Config``; the model sections come from ``seq2seq/models/configs.py``), ``aliases`` (other
-toolkits' names) and ``loading`` (``load_config``, ``validate_config`` and their errors). Beyond
-the standard library only pydantic and yaml, never torch; other packages import the names below.
+(YAML, ``base:``, ``--set``, ``ConfigError``), ``sections``, ``aliases`` (other toolkits' names)
+and ``loading`` (``Config``, whose model sections come from ``seq2seq/models/configs.py``,
+``load_config``, ``validate_config`` and their errors). Beyond the standard library only pydantic
+and yaml, never torch; other packages import the names below.
 """
 
 from __future__ import annotations
 
-from seq2seq.config.decode import SEARCH_SETTINGS, DecodeConfig, SearchMethod
-from seq2seq.config.experiment import Config, ModelConfig
-from seq2seq.config.loading import RANGE_ERRORS, load_config, to_yaml, valid_range, validate_config
+from seq2seq.config.loading import (
+    RANGE_ERRORS,
+    Config,
+    ModelConfig,
+    load_config,
+    to_yaml,
+    valid_range,
+    validate_config,
+)
 from seq2seq.config.loading import _one_line as _one_line  # checkpoint.py's config errors
 from seq2seq.config.reading import ConfigError, DuplicateKeyError, load_yaml
 from seq2seq.config.sections import (
+    SEARCH_SETTINGS,
     DataConfig,
+    DecodeConfig,
     HFSource,
+    SearchMethod,
     TeacherForcingConfig,
     TokenizerConfig,
     TrainConfig,

@@ -1,12 +1,10 @@
 """``data.backend: arrow``: the training split as memory-mapped Arrow files, cached by content hash.
 
-Read -> clean -> ``text.arrow`` (line_no, src, tgt), written one chunk of lines at a time; then
-``datasets.Dataset.map(encode_rows, num_proc=data.num_proc)`` -> ``ids*.arrow`` (line_no, src_ids,
-tgt_ids, drop). The folders are named by hashes of what they depend on, under ``data.cache_dir``:
-``train-<sha256 of the data files, or the HF dataset fingerprint; max_train_pairs>/`` and, inside,
-``ids-<tokenizer protos, max_len>/``; a folder appears (renamed from a temporary one) only when
-complete, so a killed build is redone and a finished one reused. In memory: the rows of kept pairs
-and their lengths, read from the ``drop`` column and the list lengths (the Arrow offsets).
+Cleaned text -> ``text.arrow`` (line_no, src, tgt) -> ``Dataset.map(num_proc=data.num_proc)`` ->
+``ids*.arrow`` (line_no, src_ids, tgt_ids, drop), in folders under ``data.cache_dir`` named by
+hashes of what they depend on (``train-<data files or HF fingerprint, max_train_pairs>/``, inside
+it ``ids-<tokenizer protos, max_len>/``) and renamed into place only when complete. In memory: the
+kept pairs' rows and lengths.
 """
 
 from __future__ import annotations

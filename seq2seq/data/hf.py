@@ -1,7 +1,5 @@
-"""Hugging Face ``datasets`` as a data source: opening a split (a hub name or a ``save_to_disk``
-folder) and reading one sentence per row from a field, a column or a dotted path into dict
-columns (``translation.de``), which must hold text in every row.
-"""
+"""Hugging Face ``datasets`` as a data source: a split of a hub name or a ``save_to_disk`` folder,
+one sentence per row from a column or a dotted path into dict columns (``translation.de``)."""
 
 from __future__ import annotations
 
@@ -13,8 +11,8 @@ from seq2seq.data.errors import DataError
 
 
 def open_hf(cfg: DataConfig, split: str, streaming: bool = False):
-    """Split ``split`` (train, valid or test) of the configured Hugging Face dataset (hub name or
-    ``save_to_disk`` folder), as a ``datasets`` Dataset, or an IterableDataset when ``streaming``.
+    """Split ``split`` (train, valid or test) of the configured dataset, as a ``datasets`` Dataset
+    (an IterableDataset when ``streaming``).
 
     Raises:
         DataError: the dataset or the split cannot be found or reached.
@@ -36,8 +34,8 @@ def open_hf(cfg: DataConfig, split: str, streaming: bool = False):
 
 
 def hf_field(fields: Iterable[str], name: str, key: str) -> str:
-    """The column a field names: ``translation.de`` -> ``translation`` (a key into a dict column,
-    as WMT sets have); a plain name -> itself. ``key`` is the setting, as messages name it.
+    """The column a field names: ``translation.de`` -> ``translation``; a plain name -> itself.
+    ``key`` is the setting, as messages name it.
 
     Raises:
         DataError: the dataset has no such column (its columns are listed).
@@ -62,8 +60,7 @@ def _kind(value) -> str:
 
 
 def _use(path: str, value: dict, lang: str) -> str:
-    """What to set instead: ``path.<lang>`` when the dict has the side's language, else the
-    choices."""
+    """What to set instead: ``path.<lang>`` when the dict has it, else the choices."""
     keys = [str(k) for k in value if isinstance(value[k], str | None)] or [str(k) for k in value]
     if lang in keys:
         return f"use {path}.{lang}"
@@ -71,14 +68,9 @@ def _use(path: str, value: dict, lang: str) -> str:
 
 
 def hf_text(row: dict, name: str, key: str, row_no: int, lang: str) -> str:
-    """The sentence at field ``name`` of one Hugging Face row: a column, or a dotted path into
-    dict columns (``translation.de``). A null on the way (a null row, a null key) is '', a side
-    left empty: the pair is dropped and counted, as an empty line of a file is.
-
-    Args:
-        key: the setting, as messages name it (``data.hf.src_field``).
-        row_no: the row's index in the split (0-based, as ``dataset[i]``).
-        lang: the side's language, the key suggested when the field holds a dict.
+    """The sentence at field ``name`` of one row; a null on the way is '' (an empty side, dropped
+    and counted). ``key`` is the setting (``data.hf.src_field``), ``row_no`` the row's 0-based
+    index, ``lang`` the side's language (suggested when the field holds a dict).
 
     Raises:
         DataError: the path meets something that is not a dict, a dict without the key, or ends

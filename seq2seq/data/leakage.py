@@ -1,9 +1,6 @@
-"""Leakage checks at training start: evaluation pairs that also occur in the training split, and
-pairs repeated within it; ``data.dedup`` removes both from the training split.
-
-Pairs are compared exactly after whitespace normalisation (runs of whitespace become one space, the
-ends are stripped), on cleaned text: a test pair seen in training inflates its score, and a pair
-repeated in training weighs more than the others without anyone having chosen so.
+"""Leakage checks at training start: evaluation pairs that also occur in the training split (they
+inflate a score), and pairs repeated within it (they weigh more unchosen); ``data.dedup`` removes
+both. Pairs are compared on cleaned text, whitespace runs collapsed and ends stripped.
 """
 
 from __future__ import annotations

@@ -152,13 +152,9 @@ def _log_trained(proto: bytes, reader: _Guarded, cfg: TokenizerConfig, side: str
 
 
 class _Guarded:
-    """The sentences as sentencepiece reads them: counted (lines, and characters when asked), and
-    keeping the first error the reader raised.
-
-    sentencepiece turns an exception raised while it pulls a sentence (a streamed file's invalid
-    UTF-8, misaligned files: a ``DataError``) into a RuntimeError about training, a wrong diagnosis;
-    here the error stops the input and is raised again once the trainer returns or fails, so every
-    backend reports the same data error for the same bad file."""
+    """The sentences as sentencepiece reads them, counted (lines, and characters when asked). An
+    error while reading (a streamed file's ``DataError``), which sentencepiece would turn into a
+    RuntimeError about training, stops the input and is raised again by ``reraise``."""
 
     def __init__(self, sentences: Iterable[str], count_chars: bool = False):
         self.it, self.error = iter(sentences), None
@@ -272,11 +268,7 @@ class Tokenizer:
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
         """Train on the training split only; ``joint`` shares one set of pieces between both sides
         (one model when both sides normalise alike, else the same model with each side's rule).
-
-        ``src`` and ``tgt`` may be any iterables, read once: a uniform sample of at most
-        ``max_sentences`` of them is kept (``sample_sentences``, seeded: the same input gives the
-        same tokenizer), so a streamed corpus is never held whole.
-        """
+        ``src`` and ``tgt`` are read once; a seeded sample of at most ``max_sentences`` is kept."""
         src_rule, tgt_rule = cfg.src_normalization, cfg.tgt_normalization
         if cfg.joint and src_rule == tgt_rule:
             return cls(_train_proto(itertools.chain(src, tgt), cfg, rule=src_rule))

@@ -1,5 +1,5 @@
-"""``seq2seq/config/decode.py``: the decode section's defaults, the settings of each search method,
-and switching methods."""
+"""The decode section (``seq2seq/config/sections.py``): its defaults, the settings of each search
+method, and switching methods."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``seq2seq/config/experiment.py``: the checks that span sections."""
+"""``Config`` (``seq2seq/config/loading.py``): the checks that span sections."""
 
 from __future__ import annotations
 
