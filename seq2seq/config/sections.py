@@ -33,14 +33,9 @@ class HFSource(_Section):
 
 
 class DataConfig(_Section):
-    """Where the parallel text comes from and how it is cleaned.
-
-    Local corpora are named by a prefix: ``multi30k/train`` with ``src_lang: de`` reads
-    ``multi30k/train.de`` or ``multi30k/train.de.gz``, in the working directory, else under the data
-    root ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``). ``backend`` holds the training split in
-    lists (``memory``), cached memory-mapped Arrow files (``arrow``) or a stream (``stream``, for
-    corpora that do not fit on disk twice); validation sets are always in memory.
-    """
+    """Where the parallel text comes from and how it is cleaned. A local corpus is a prefix:
+    ``multi30k/train`` with ``src_lang: de`` reads ``multi30k/train.de`` or ``.de.gz``, in the
+    working directory, else under ``$SEQ2SEQ_DATA_DIR`` (default ``../shared/data``)."""
 
     src_lang: str = "de"
     tgt_lang: str = "en"

@@ -32,9 +32,6 @@ from seq2seq.data.tokenizer import Tokenizer
 ROWS_PER_CHUNK = 1000  # rows per Arrow record batch written, and per chunk read back
 
 
-# ---- reading and cleaning, one line at a time ------------------------------------------------
-
-
 def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
     src, tgt = iter_lines(src_path), iter_lines(tgt_path)
     n = 0
@@ -71,9 +68,7 @@ def clean_rows(cfg_json: str, split: str, streaming: bool = True) -> Iterator[di
             return
 
 
-# ---- tokenising and dropping -----------------------------------------------------------------
-
-_TOKENIZERS: dict[str, Tokenizer] = {}
+_TOKENIZERS: dict[str, Tokenizer] = {}  # encode_rows's, one per worker process
 
 
 def encode_rows(batch: dict, src_proto: bytes, tgt_proto: bytes | None, max_len: int) -> dict:

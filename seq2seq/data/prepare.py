@@ -183,9 +183,6 @@ def make_batch(
     return corpus.batch(item, pad_multiple, max_width, pin).to(device)
 
 
-# ---- the training split, by backend ----------------------------------------------------------
-
-
 def _memory_train(
     cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
 ) -> tuple[Tokenizer, TokenizedPairs, ParallelText]:
@@ -257,9 +254,6 @@ def _tokenizer(
         Tokenizer.train(*sentences(), cfg.tokenizer).save(run_dir)
     barrier()
     return Tokenizer.load(run_dir)
-
-
-# ---- reading the splits ----------------------------------------------------------------------
 
 
 def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
