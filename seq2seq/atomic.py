@@ -91,15 +91,10 @@ class _Unclosed(io.RawIOBase):
         return self._raw.fileno()
 
 
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 # Read once, at import (before any writer thread starts): os.umask can only be read by setting it,
 # and setting it to 0 while another thread creates a file would make that file world-writable.
-_UMASK = _read_umask()
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

@@ -73,9 +73,8 @@ class Corpus(Protocol):
         its lengths up to ``pad_multiple`` (at most ``max_width``), in pinned memory if ``pin``."""
         ...
 
-    def target_vocab(self, vocab_size: int) -> torch.Tensor | None:
-        """(V,) bool: every target id of the kept pairs, and EOS (``batch.target_vocab_mask``);
-        None would mean no mask."""
+    def target_vocab(self, vocab_size: int) -> torch.Tensor:
+        """(V,) bool: every target id of the kept pairs, and EOS (``batch.target_vocab_mask``)."""
         ...
 
 
@@ -135,23 +134,14 @@ def prepare_data(
             f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
             f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
         )
-    return TrainData(tok, train, valid, valid_text, _target_vocab(train, tok))
-
-
-def _target_vocab(train: Corpus, tok: Tokenizer) -> torch.Tensor | None:
-    """``train.target_vocab``, with one log line saying how much of the vocabulary it keeps."""
-    V = tok.tgt_vocab_size
-    mask = train.target_vocab(V)
-    if mask is None:
-        log.info("target vocabulary: no mask made; searches may output any of the %d pieces", V)
-    else:
-        log.info(
-            "target vocabulary: %d of %d pieces (EOS included) seen in the training targets%s",
-            int(mask.sum()),
-            V,
-            " (joint vocabulary)" if tok.joint else "",
-        )
-    return mask
+    mask = train.target_vocab(tok.tgt_vocab_size)
+    log.info(
+        "target vocabulary: %d of %d pieces (EOS included) seen in the training targets%s",
+        int(mask.sum()),
+        tok.tgt_vocab_size,
+        " (joint vocabulary)" if tok.joint else "",
+    )
+    return TrainData(tok, train, valid, valid_text, mask)
 
 
 def epoch_batches(corpus: Corpus, t: TrainConfig, epoch: int, ranks: Ranks) -> Sequence:

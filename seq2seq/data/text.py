@@ -41,16 +41,11 @@ def drop_over_max_len(max_len: int) -> str:
     return f"over max_len {max_len} tokens"
 
 
-def is_blank(text: str) -> bool:
-    """True when ``text`` has nothing but whitespace and invisible format characters (Cf)."""
-    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
-
-
 def clean_line(text: str) -> str:
-    """Normalise line-break-like characters (``\\n`` too) to spaces, remove NULs and strip;
-    blank-looking lines become ''."""
+    """Normalise line-break-like characters (``\\n`` too) to spaces, remove NULs and strip; a
+    line of only whitespace and invisible format characters (Cf) becomes ''."""
     text = text.translate(_LINE_BREAK_LIKE).translate(_IN_SENTENCE).strip()
-    return "" if is_blank(text) else text
+    return "" if all(c.isspace() or unicodedata.category(c) == "Cf" for c in text) else text
 
 
 def resolve_corpus_file(prefix: str, lang: str) -> Path:

@@ -52,16 +52,6 @@ def init_distributed(device_type: str) -> DistInfo:
     return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
-def rank_device(device: torch.device, info: DistInfo) -> torch.device:
-    """This rank's device: on CUDA the GPU numbered ``LOCAL_RANK`` (made current), else
-    ``device``."""
-    if device.type != "cuda":
-        return device
-    device = torch.device("cuda", info.local_rank)
-    torch.cuda.set_device(device)
-    return device
-
-
 def wrap(module: nn.Module, info: DistInfo, device: torch.device) -> nn.Module:
     """``module`` inside DistributedDataParallel under torchrun (which broadcasts rank 0's
     weights here), else ``module`` itself. Gradients are views into DDP's buckets, which saves

@@ -185,7 +185,11 @@ def _loop(run: Run) -> None:
                     at_log = st.step % t.log_every == 0
                     stats = run.updates.flush() if at_log else run.updates.heartbeat()
                     progress.update(task, completed=st.step, **({"stats": stats} if stats else {}))
-                    run.checkpoint_if_due()
+                    if st.step % t.valid_every == 0:  # a skipped step too: its weights are kept
+                        run.validate_and_save()
+                    elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
+                        run.updates.sync_target_tokens()
+                        run.save_last()
                     run.stopped = run.should_stop(interrupted(), at_log)
                     if run.stopped:
                         break
@@ -287,16 +291,6 @@ class Run(RunSetup):
         first = d.valid_text.src[0]
         draw = partial(attention_heatmap, self.model, d.tok, first, self.device, png, dec)
         self.monitor.side_outputs(st.step, m, draw)
-
-    def checkpoint_if_due(self) -> None:
-        """Validate and save, or only save, when the step says so (a skipped step too: its
-        weights are the last applied update's)."""
-        st, t = self.state, self.cfg.train
-        if st.step % t.valid_every == 0:
-            self.validate_and_save()
-        elif t.checkpoint_every and st.step % t.checkpoint_every == 0:
-            self.updates.sync_target_tokens()
-            self.save_last()
 
     def should_stop(self, interrupted: bool, at_log: bool = True) -> str:
         """Rank 0's reason to stop now (``state.stop_reason``; '' = go on), on every rank. Under

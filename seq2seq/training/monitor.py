@@ -46,25 +46,21 @@ class Monitor:
 
         self.run_dir, self.log_every = run_dir, log_every
         self.log_path = run_dir / "train_log.jsonl"
-        self._trim_log(start_step)
+        if self.log_path.exists():  # drop what a killed run logged past its checkpoint
+            keep = []
+            for line in self.log_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:  # a line cut short by a kill
+                    continue
+                if record.get("step", 0) <= start_step:
+                    keep.append(line + "\n")
+            atomic_write_text(self.log_path, "".join(keep))
         self._log = open(self.log_path, "a", encoding="utf-8")  # closed by close()
         # purge_step hides events a killed run wrote after its checkpoint.
         self.writer = SummaryWriter(
             str(run_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None
         )
-
-    def _trim_log(self, step: int) -> None:
-        if not self.log_path.exists():
-            return
-        keep = []
-        for line in self.log_path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a line cut short by a kill
-                continue
-            if record.get("step", 0) <= step:
-                keep.append(line + "\n")
-        atomic_write_text(self.log_path, "".join(keep))
 
     def _append(self, records: list[dict]) -> None:
         self._log.write("".join(json.dumps(r) + "\n" for r in records))

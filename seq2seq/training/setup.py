@@ -74,7 +74,11 @@ class RunSetup:
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
         # a warm start is read before --overwrite clears the run directory (it may be the source)
-        warm = _warm_start(cfg, resume, tokenizer)
+        warm = None
+        if cfg.train.init_from and resume:
+            log.info("resume: train.init_from ignored (the run continues from its own last.pt)")
+        elif cfg.train.init_from:
+            warm = load_warm_start(cfg.train.init_from, cfg, tokenizer)
         _settle_run_dir(run_dir, resume, overwrite, run_log, self.info)
         seed_everything(t.seed)
         if ckpt:
@@ -152,17 +156,11 @@ def _device_and_rank(cfg: Config) -> tuple[dist.DistInfo, torch.device]:
         torch.set_num_threads(cfg.train.num_threads)
     device = pick_device(cfg.train.device, cfg.train.precision)
     info = dist.init_distributed(device.type)
-    device = dist.rank_device(device, info)
+    if device.type == "cuda":  # this rank's GPU, numbered LOCAL_RANK, made current
+        device = torch.device("cuda", info.local_rank)
+        torch.cuda.set_device(device)
     configure_device(device, cfg.train.cudnn_sdp)
     return info, device
-
-
-def _warm_start(cfg: Config, resume: bool, tokenizer: Tokenizer | None) -> WarmStart | None:
-    """The checked ``train.init_from`` checkpoint of a new run; a resume ignores it."""
-    if cfg.train.init_from and resume:
-        log.info("resume: train.init_from ignored (the run continues from its own last.pt)")
-        return None
-    return load_warm_start(cfg.train.init_from, cfg, tokenizer) if cfg.train.init_from else None
 
 
 def check_before_writing(cfg: Config) -> None:

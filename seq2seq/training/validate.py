@@ -39,9 +39,20 @@ def validate(
     """
     model.eval()
     try:
-        out = _loss(model, valid, cfg.train.batch_tokens, device)
+        total, n = 0.0, 0
+        for _, b in eval_batches(valid, cfg.train.batch_tokens, device):
+            logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
+            total += float(token_loss_sum(logits, b.tgt_out))
+            n += b.n_tokens
+        if n == 0:  # prepare_data refuses such a set; a loss over zero tokens is never reported
+            raise ValueError("validation: no target token to compute a loss over")
+        out = {"loss": total / n, "ppl": math.exp(min(total / n, 50))}
         if cfg.train.valid_bleu:
-            out.update(_bleu(model, tok, valid_text, cfg, device))
+            srcs, refs, greedy = valid_text.src, valid_text.tgt, cfg.decode.with_method("greedy")
+            hyps = [t.text for t in translate_sentences(model, tok, srcs, greedy, device)]
+            out["bleu"] = corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score
+            out["chrf"] = corpus_score("chrf", hyps, [refs]).score
+            out["samples"] = list(zip(srcs[:3], hyps[:3], refs[:3], strict=True))
         return out
     finally:
         model.train()
@@ -58,24 +69,3 @@ def eval_batches(pairs: TokenizedPairs, batch_tokens: int, device) -> Iterator[t
             idx,
             Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device),
         )
-
-
-def _loss(model: Seq2SeqModel, valid: TokenizedPairs, batch_tokens: int, device) -> dict:
-    total, n = 0.0, 0
-    for _, b in eval_batches(valid, batch_tokens, device):
-        total += float(token_loss_sum(model(b.src, b.src_mask, b.tgt_in), b.tgt_out))  # (B, T, V)
-        n += b.n_tokens
-    if n == 0:  # prepare_data refuses such a set; a loss over zero tokens is never reported
-        raise ValueError("validation: no target token to compute a loss over")
-    return {"loss": total / n, "ppl": math.exp(min(total / n, 50))}
-
-
-def _bleu(model: Seq2SeqModel, tok: Tokenizer, text: ParallelText, cfg: Config, device) -> dict:
-    srcs, refs = text.src, text.tgt
-    greedy = cfg.decode.with_method("greedy")
-    hyps = [t.text for t in translate_sentences(model, tok, srcs, greedy, device)]
-    return {
-        "bleu": corpus_score("bleu", hyps, [refs], cfg.data.tgt_lang).score,
-        "chrf": corpus_score("chrf", hyps, [refs]).score,
-        "samples": list(zip(srcs[:3], hyps[:3], refs[:3], strict=True)),
-    }
