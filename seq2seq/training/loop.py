@@ -41,7 +41,6 @@ from seq2seq.training.state import (
     STOP_REASONS,
     NonFiniteStop,
     book_score,
-    metric_value,
     nothing_left,
     stop_reason,
 )
@@ -63,11 +62,9 @@ def _handling(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterato
     signals keep their usual effect."""
     previous = {}
     for sig in signals:
-        try:
+        with contextlib.suppress(ValueError):  # not the main thread
             if signal.getsignal(sig) is not signal.SIG_IGN:
                 previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread
-            pass
     try:
         yield
     finally:
@@ -273,7 +270,8 @@ class Run(RunSetup):
             if not console.is_terminal:  # a sign of life in a log file while it decodes
                 log.info("validating at step %d on %s pairs", st.step, f"{len(d.valid):,}")
             metrics = validate(self.model, d.tok, d.valid, d.valid_text, self.cfg, self.device)
-            improved, kept, dropped = book_score(st, metric_value(metrics, t.best_metric), t)
+            score = -metrics["loss"] if t.best_metric == "loss" else metrics[t.best_metric]
+            improved, kept, dropped = book_score(st, score, t)
             self._log_validation(metrics)
             self.save_last()
             self.checkpoints.keep_validated(improved, kept, dropped)

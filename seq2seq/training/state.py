@@ -112,14 +112,9 @@ def nothing_left(reason: str, st: TrainState, t: TrainConfig) -> str:
     )
 
 
-def metric_value(metrics: dict, name: str) -> float:
-    """The score ``best_metric`` ranks by; higher is better (the loss is negated)."""
-    return -metrics["loss"] if name == "loss" else metrics[name]
-
-
 def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str | None, list[str]]:
-    """Book one validation ``score`` (higher is better) into ``st``: best score and step,
-    patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
+    """Book one validation ``score`` (higher is better: the loss negated) into ``st``: best score
+    and step, patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
 
     Returns:
         (improved, the best-k file this validation should write or None, best-k files to delete).

@@ -10,6 +10,7 @@ batch draws no random number, so either way the run (and ``--resume``) stays exa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -38,9 +39,7 @@ _DONE = object()
 
 class Ahead(Generic[Group, Built]):
     """``build(group)`` for each of ``groups`` in order, up to ``depth`` ahead of the consumer on a
-    background thread (``ahead``), else inline. Use as a context manager: leaving it stops the
-    thread, whether or not every group was consumed.
-    """
+    background thread (``ahead``), else inline; leaving the context stops the thread."""
 
     def __init__(
         self, build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
@@ -60,10 +59,8 @@ class Ahead(Generic[Group, Built]):
         self._stop.set()
         if self._thread is not None:
             while self._thread.is_alive():  # free a producer blocked on a full queue
-                try:
+                with contextlib.suppress(queue.Empty):
                     self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
             self._thread.join()
 
     def __iter__(self) -> Iterator[Built]:
@@ -91,16 +88,13 @@ class Ahead(Generic[Group, Built]):
 
     def _put(self, item) -> None:
         while not self._stop.is_set():
-            try:
+            with contextlib.suppress(queue.Full):
                 self._queue.put(item, timeout=0.05)
                 return
-            except queue.Full:
-                continue
 
 
 def builds_ahead(device: torch.device) -> bool:
-    """Whether a background thread builds batches ahead: on CUDA, where the host is otherwise idle
-    while the GPU works; not on the CPU, where it would take cores from torch."""
+    """Whether ``Ahead`` builds batches on a background thread: on CUDA only."""
     return device.type == "cuda"
 
 
