@@ -14,7 +14,6 @@ import torch
 
 from seq2seq.config import ConfigError
 
-# Where a training run's device comes from (--set and --device override it)
 TRAIN_DEVICE = "train.device (from the config, --set or --device)"
 
 

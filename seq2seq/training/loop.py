@@ -1,7 +1,5 @@
 """The training loop: setup (``setup.RunSetup``) -> updates, validations and checkpoints -> cleanup.
 
-Steps count optimizer updates, a skipped non-finite one included; an update's results stay on the
-device until ``Updates.flush`` reads them (every ``log_every`` updates and before a checkpoint).
 ``last.pt`` holds everything ``--resume`` needs (weights, optimizer, scaler, RNG states, the epoch
 and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch),
 the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under

@@ -1,13 +1,9 @@
-"""A run's setup, one job a function, in the order ``RunSetup`` runs them: the run directory
-(never two runs mixed, ``--overwrite``, ``train.log``), the device and this process's rank under
-torchrun, resume (``last.pt``) or warm start (``train.init_from``), the data
-(``data.prepare``), the model, the precision (``precision``: ``auto`` may probe the model), the
-optimizer (``step.build_optimizer``), DistributedDataParallel, ``run_info.json`` and the monitor;
-and ``close``, what must be torn down.
+"""A run's setup, in the order ``RunSetup`` runs it: the run directory, the device and rank,
+resume or warm start, the data (``data.prepare``), the model, the precision (``precision``), the
+optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down.
 
-A warm start (``train.init_from``) begins from another run's weights: the optimizer, schedule,
-step and counters start afresh, and the run trains with the checkpoint's tokenizer (the weights fit
-only their vocabulary). ``--resume`` ignores ``init_from``.
+A warm start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only
+their vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it.
 """
 
 from __future__ import annotations
