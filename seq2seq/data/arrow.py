@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from seq2seq.config import DataConfig
+from seq2seq.data import DataError
 from seq2seq.data.batch import Batch, length_batches, shard, target_vocab_mask
 from seq2seq.data.corpus import (
     ROWS_PER_CHUNK,
@@ -32,7 +33,6 @@ from seq2seq.data.corpus import (
     table_lengths,
     token_features,
 )
-from seq2seq.data.errors import DataError
 from seq2seq.data.hf import open_hf
 from seq2seq.data.text import sha256_file, split_files, split_origin
 from seq2seq.data.tokenizer import Tokenizer

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from seq2seq.data.errors import DataError
+from seq2seq.data import DataError
 from seq2seq.data.tokenizer import BOS, EOS, PAD
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from seq2seq.config import DataConfig
-from seq2seq.data.errors import DataError
+from seq2seq.data import DataError
 
 
 def open_hf(cfg: DataConfig, split: str, streaming: bool = False):

@@ -111,12 +111,8 @@ def prepare_data(
     barrier: Callable[[], None] = lambda: None,
 ) -> TrainData:
     """Read and clean both splits, train (or reuse) the tokenizer, encode, filter by max_len.
-    With ``data.backend`` arrow or stream the training split stays on disk.
-
-    Args:
-        tok: the tokenizer to use; None trains one on the training split (rank 0 writes it to
-            ``run_dir``; the other ranks wait for it and load it).
-        barrier: waits for every rank (training passes the process group's).
+    ``tok`` None trains one on the training split (rank 0 writes it to ``run_dir``, the others
+    wait at ``barrier`` and load it).
 
     Raises:
         DataError: no usable training pair, no usable validation pair (checked before any slow

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from seq2seq.config import DataConfig, data_root
+from seq2seq.data import DataError as DataError  # re-exported: most callers import it here
 from seq2seq.data.batch import Batch, shard, target_vocab_mask, token_batches
-from seq2seq.data.errors import DataError as DataError  # re-exported: most callers import it here
 from seq2seq.data.hf import hf_column, hf_fields, open_hf
 
 log = logging.getLogger("seq2seq")

@@ -232,9 +232,8 @@ def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) 
     """Load the checkpoint ``train.init_from`` names (a file, or a run directory's ``best.pt``,
     else ``last.pt``) and check it against ``cfg`` before any data is read.
 
-    Args:
-        tokenizer: the tokenizer the caller means the run to use (``seq2seq compare``'s shared
-            one), which must be the checkpoint's byte for byte; None takes the checkpoint's.
+    ``tokenizer`` (``seq2seq compare``'s shared one) must be the checkpoint's byte for byte; None
+    takes the checkpoint's.
 
     Raises:
         CheckpointError: nothing at ``path``, an unreadable file, a checkpoint without weights or
