@@ -87,10 +87,8 @@ MOVED_PAIRED = (
 
 
 def _click_error(e: Exception) -> None:
-    """Exit on click's own errors (typer raises them from the click it bundles, so they are known
-    by class name): plain ``seq2seq`` or ``seq2seq train`` shows the help; a usage error (an
-    unknown option, a value that is not a number, a missing argument) is one line naming the
-    command's -h; returns for any other exception."""
+    """Exit on click's own errors (known by class name: typer bundles click): no arguments show
+    the help, a usage error is one line naming the command's -h; returns for anything else."""
     kinds = {c.__name__ for c in type(e).__mro__}
     if "NoArgsIsHelpError" in kinds:
         e.show()
@@ -134,13 +132,9 @@ def _set_hint(option: str) -> str:
 
 
 def utf8_streams() -> None:
-    """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C`` without
-    Python's UTF-8 mode, a Latin-1 locale): the tool reads and writes UTF-8 text everywhere, as
-    sacrebleu and sentencepiece assume, so ``translate > FILE`` writes the bytes ``-o FILE`` does
-    and ``translate | translate`` reads its own output. A file name the locale could not decode
-    (its bytes kept as surrogates) is written back as its own bytes (``surrogateescape``);
-    standard error escapes anything else it cannot write (``backslashreplace``) rather than fail
-    on a message."""
+    """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
+    so ``translate > FILE`` writes the bytes ``-o FILE`` does; undecodable file names go back as
+    their own bytes (``surrogateescape``), and stderr escapes what it cannot write."""
     streams = (
         (sys.stdin, "surrogateescape"),
         (sys.stdout, "surrogateescape"),

@@ -115,14 +115,7 @@ class LuongAttention(nn.Module):
     def forward(
         self, query: Tensor, proj_keys: Tensor, values: Tensor, mask: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """
-        Args:
-            query: (B, T, query_size) the decoder states s_t.  proj_keys: from ``project_keys``.
-            values: (B, S, Dv) the encoder states.  mask: (B, S) bool, True = real.
-
-        Returns:
-            context (B, T, Dv) and weights (B, T, S).
-        """
+        """As ``BahdanauAttention.forward``, queried with the decoder states s_t."""
         if self.score == "concat":
             energy = self.v_a(torch.tanh(self.W_q(query).unsqueeze(2) + proj_keys.unsqueeze(1)))
             energy = energy.squeeze(-1)
