@@ -33,11 +33,9 @@ class StreamCorpus:
 
     def __init__(self, cfg: DataConfig, tok: Tokenizer, split: str = "train", what: str = "train"):
         self.cfg, self.tok, self.split = cfg, tok, split
-        # The counting pass: per buffer, the distinct (target, source) lengths (K, 2), sorted as
-        # batch.length_batches sorts them, and how many pairs have each (K,); enough to count an
-        # epoch's batches for any budget.
+        # The counting pass: per buffer, the distinct (target, source) lengths (K, 2) and how many
+        # pairs have each (K,), enough to count an epoch's batches for any budget; and its tgt ids
         self.lengths: list[tuple[np.ndarray, np.ndarray]] = []
-        # ... and the distinct target ids of each buffer, for ``target_vocab`` (no pass of its own)
         self.tgt_ids_seen: list[np.ndarray] = []
         drops = Drops(cfg.max_len)
         for buf in self._buffers(drops):

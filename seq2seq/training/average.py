@@ -11,13 +11,6 @@ import torch
 from seq2seq.checkpoint import CheckpointError, config_of, load_checkpoint, save_checkpoint
 
 
-def _step_files(run_dir: Path, prefix: str) -> list[Path]:
-    """``<prefix><N>.pt`` files, oldest step first."""
-    pattern = re.compile(rf"{re.escape(prefix)}(\d+)\.pt")
-    found = [(int(m.group(1)), p) for p in run_dir.iterdir() if (m := pattern.fullmatch(p.name))]
-    return [p for _, p in sorted(found)]
-
-
 def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) -> list[Path]:
     """The checkpoint files that ``--last K`` (the newest K ``step<N>.pt``, kept with
     ``train.keep_last``) or ``--best K`` (the K best ``best-step<N>.pt`` as last.pt ranks them,
@@ -36,7 +29,10 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
             raise CheckpointError(f"{d}: no last.pt; train first")
         return [d / "last.pt"]
     if last is not None:
-        files = _step_files(d, "step")[-last:]
+        found = [
+            (int(m[1]), p) for p in d.iterdir() if (m := re.fullmatch(r"step(\d+)\.pt", p.name))
+        ]
+        files = [p for _, p in sorted(found)][-last:]  # the newest, oldest first
         if len(files) < last:
             raise CheckpointError(
                 f"{d}: {len(files)} step<N>.pt checkpoints, fewer than --last "

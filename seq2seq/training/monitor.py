@@ -111,11 +111,9 @@ class Monitor:
 
 
 class RunLog:
-    """``train.log`` for one ``train`` call, a context manager: from its start the ``seq2seq``
-    logger's records at INFO and above (as far as the logger's level lets them through) are held
-    in memory; ``open`` writes them to the file and appends every later one there; ``discard``
-    (ranks other than 0) drops them. On exit the handlers leave the logger, so nothing of this run
-    goes to another run's file."""
+    """``train.log`` for one ``train`` call, a context manager: the ``seq2seq`` logger's INFO
+    records are held from its start until ``open`` writes them there (and every later one) or
+    ``discard`` (ranks other than 0) drops them; on exit its handlers leave the logger."""
 
     FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
