@@ -157,9 +157,13 @@ def config_key_for(name: str) -> str | None:
 
 
 # pydantic's error types for a number out of its field's bounds, or not finite
-RANGE_ERRORS = set(
-    "finite_number greater_than greater_than_equal less_than less_than_equal".split()
-)
+RANGE_ERRORS = {
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+}
 
 
 def valid_range(title: str, loc: tuple[Any, ...]) -> str | None:

@@ -36,9 +36,15 @@ log = logging.getLogger("seq2seq")
 RESUME_KEYS = ("model", "optimizer", "scaler", "train_state", "rng", "tokenizer")
 # The checkpoints a training writes (``RunCheckpoints``).
 CHECKPOINT_FILES = ("last.pt", "best.pt", "step*.pt", "best-step*.pt")
-RUN_FILES = tuple(
-    "*.pt spm*.model train_log.jsonl train.log train_summary.json config.yaml run_info.json "
-    "attention.png".split()
+RUN_FILES = (
+    "*.pt",
+    "spm*.model",
+    "train_log.jsonl",
+    "train.log",
+    "train_summary.json",
+    "config.yaml",
+    "run_info.json",
+    "attention.png",
 )
 
 
@@ -110,9 +116,19 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
 
 # train.* keys a resume may change and stay exact (max_steps not under cosine, whose decay ends
 # there; init_from a resume ignores)
-RESUME_EXACT = tuple(
-    "max_steps max_epochs max_time max_tokens init_from patience log_every keep_best keep_last "
-    "checkpoint_every max_nonfinite num_threads".split()
+RESUME_EXACT = (
+    "max_steps",
+    "max_epochs",
+    "max_time",
+    "max_tokens",
+    "init_from",
+    "patience",
+    "log_every",
+    "keep_best",
+    "keep_last",
+    "checkpoint_every",
+    "max_nonfinite",
+    "num_threads",
 )
 # Keys that cut an epoch's batches: a saved position mid-epoch means nothing under new values.
 RESUME_BATCHING = ("batch_tokens", "seed")

@@ -52,7 +52,15 @@ class TrainState:
 SHARED_AFTER_VALIDATION = ("plateau_scale", "best_score", "best_step", "bad_validations")
 
 # Why a run stopped ('' = it goes on), as ``train_summary.json`` names it; first match wins.
-STOP_REASONS = ("", *"max_steps max_epochs max_time max_tokens early_stopping interrupted".split())
+STOP_REASONS = (
+    "",
+    "max_steps",
+    "max_epochs",
+    "max_time",
+    "max_tokens",
+    "early_stopping",
+    "interrupted",
+)
 
 
 def stop_reason(
