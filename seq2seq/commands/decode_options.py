@@ -1,10 +1,13 @@
-"""What ``translate``, ``eval`` and ``paired`` share: their search options (see ``DecodeConfig``,
-applied by ``decoding.runs.Translator.decode_settings``; docs/overview.md has the detail), the
-repeated ``-c`` of an ensemble, and ``--quantize`` (also ``serve``'s)."""
+"""The options several commands share, each defined once as an ``Annotated`` type: the search
+options of ``translate``, ``eval`` and ``paired`` (``DecodeConfig`` fields, None = the run's
+setting; applied by ``decoding.runs.Translator.decode_settings``), ``--device``, ``--quantize``
+(also ``serve``'s) and the scoring options of ``eval`` and ``paired``. docs/overview.md has the
+detail."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from pathlib import Path
+from typing import Annotated, Any, get_args
 
 import typer
 
@@ -16,68 +19,109 @@ ENSEMBLE_HELP = (
     "Repeat -c for an ensemble (the models' probabilities averaged at every step; one tokenizer, "
     "the first run's decode settings)."
 )
-QUANTIZE = typer.Option(
-    None,
-    "--quantize",
-    metavar="int8",
-    help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
-    "slightly.",
-)
-CHECKPOINTS = typer.Option(
-    None, "--checkpoint", "-c", metavar="RUN", help="Checkpoint file or run directory."
-)
-DEVICE = typer.Option("auto", "--device", metavar="DEVICE", help="auto | cpu | cuda.")
+Device = Annotated[str, typer.Option("--device", metavar="DEVICE", help="auto | cpu | cuda.")]
+Quantize = Annotated[
+    str | None,
+    typer.Option(
+        "--quantize",
+        metavar="int8",
+        help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
+        "slightly.",
+    ),
+]
 
-# The search options (DecodeConfig fields; --beam is beam_size); None = the run's setting.
-BEAM = typer.Option(
-    None, "--beam", help="Beam size K, 1 to 1000; implies --method beam [default: the run's]."
+
+def run_setting(kind: type, flag: str, help: str, **option: Any) -> Any:
+    """The type of a search option: ``kind``, or None (not given) for the run's own setting."""
+    return Annotated[kind | None, typer.Option(flag, help=help, **option)]
+
+
+# The search options (DecodeConfig fields; --beam is beam_size).
+Beam = run_setting(
+    int, "--beam", "Beam size K, 1 to 1000; implies --method beam [default: the run's]."
 )
-METHOD = typer.Option(
-    None,
+Method = run_setting(
+    str,
     "--method",
-    metavar="METHOD",
-    help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+    f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
     "run's decode.method].",
+    metavar="METHOD",
 )
-TEMPERATURE = typer.Option(
-    None, "--temperature", help="sample: softmax(logits / T), T > 0 [default: the run's, 1]."
+Temperature = run_setting(
+    float, "--temperature", "sample: softmax(logits / T), T > 0 [default: the run's, 1]."
 )
-TOP_K = typer.Option(
-    None, "--top-k", help="sample: only the K most probable tokens [default: the run's, all]."
+TopK = run_setting(
+    int, "--top-k", "sample: only the K most probable tokens [default: the run's, all]."
 )
-TOP_P = typer.Option(
-    None, "--top-p", help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."
+TopP = run_setting(
+    float, "--top-p", "sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."
 )
-SEED = typer.Option(
-    None, "--seed", help="sample: seed of the draws [default: the run's, none = new draws]."
+Seed = run_setting(
+    int, "--seed", "sample: seed of the draws [default: the run's, none = new draws]."
 )
-NO_REPEAT_NGRAM = typer.Option(
-    None,
+NoRepeatNgram = run_setting(
+    int,
     "--no-repeat-ngram",
+    "Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
     metavar="N",
-    help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
 )
-BATCH_SIZE = typer.Option(
-    None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+BatchSize = run_setting(
+    int, "--batch-size", "Sentences per batch [default: the run's decode.batch_size]."
 )
-MAX_LEN_A = typer.Option(
-    None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
+MaxLenA = run_setting(
+    float, "--max-len-a", "Output length limit a*src_len+b: a [default: the run's]."
 )
-MAX_LEN_B = typer.Option(
-    None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
+MaxLenB = run_setting(
+    int, "--max-len-b", "Output length limit a*src_len+b: b [default: the run's]."
 )
-MIN_LEN = typer.Option(
-    None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
+MinLen = run_setting(
+    int, "--min-len", "Tokens required before EOS [default: the run's decode.min_len]."
 )
-LENGTH_PENALTY = typer.Option(
-    None,
+LengthPenalty = run_setting(
+    float,
     "--length-penalty",
-    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob; "
+    "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob; "
     "refused under greedy and sample, which rank nothing [default: the run's].",
 )
-MAX_SRC_LEN = typer.Option(
-    None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
+MaxSrcLen = run_setting(
+    int, "--max-src-len", "Cut longer sources to this many tokens, with a warning."
 )
+
+# The scoring options of eval and paired.
+Src = Annotated[
+    Path | None,
+    typer.Option("--src", metavar="FILE", help="Source file (plain or .gz) to translate."),
+]
+Ref = Annotated[
+    list[Path],
+    typer.Option("--ref", metavar="FILE", help="Reference file; repeat for several."),
+]
+Bleu = Annotated[bool, typer.Option("--bleu", help="Corpus BLEU (sacrebleu; the default metric).")]
+Chrf = Annotated[bool, typer.Option("--chrf", help="chrF (sacrebleu).")]
+Ter = Annotated[bool, typer.Option("--ter", help="TER (sacrebleu).")]
+Lowercase = Annotated[
+    bool,
+    typer.Option(
+        "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (TER always ignores case)."
+    ),
+]
+TgtLang = Annotated[
+    str | None,
+    typer.Option(
+        "--tgt-lang",
+        metavar="LANG",
+        help="Target language; picks sacrebleu's BLEU tokenizer [default: the run's "
+        "data.tgt_lang].",
+    ),
+]
+JsonOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--json",
+        metavar="FILE",
+        help="Also write the report as JSON (- for stdout; the scores then go to stderr).",
+    ),
+]
 
 
 def decode_options(values: dict[str, Any]) -> dict[str, Any]:

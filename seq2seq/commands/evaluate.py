@@ -10,51 +10,16 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, user_errors, warn
 from seq2seq.commands.decode_options import (
-    BATCH_SIZE,
-    BEAM,
-    DEVICE,
     ENSEMBLE_HELP,
-    LENGTH_PENALTY,
-    MAX_LEN_A,
-    MAX_LEN_B,
-    MAX_SRC_LEN,
-    METHOD,
-    MIN_LEN,
-    NO_REPEAT_NGRAM,
-    QUANTIZE,
-    SEED,
-    TEMPERATURE,
-    TOP_K,
-    TOP_P,
     decode_flag,
     decode_options,
     quantized_device,
 )
 from seq2seq.commands.outputs import check_not_input, check_writable
 from seq2seq.console import setup_logging
-
-SRC = typer.Option(None, "--src", metavar="FILE", help="Source file (plain or .gz) to translate.")
-REF = typer.Option(..., "--ref", metavar="FILE", help="Reference file; repeat for several.")
-BLEU = typer.Option(False, "--bleu", help="Corpus BLEU (sacrebleu; the default metric).")
-CHRF = typer.Option(False, "--chrf", help="chrF (sacrebleu).")
-TER = typer.Option(False, "--ter", help="TER (sacrebleu).")
-LOWERCASE = typer.Option(
-    False, "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (TER always ignores case)."
-)
-TGT_LANG = typer.Option(
-    None,
-    "--tgt-lang",
-    metavar="LANG",
-    help="Target language; picks sacrebleu's BLEU tokenizer [default: the run's data.tgt_lang].",
-)
-JSON_OUT = typer.Option(
-    None,
-    "--json",
-    metavar="FILE",
-    help="Also write the report as JSON (- for stdout; the scores then go to stderr).",
-)
 
 
 def evaluate(
@@ -65,15 +30,15 @@ def evaluate(
         metavar="RUN",
         help="Checkpoint file or run directory, to translate --src. " + ENSEMBLE_HELP,
     ),
-    src: Path | None = SRC,
-    ref: list[Path] = REF,
+    src: opt.Src = None,
+    ref: opt.Ref = ...,
     hyp: list[Path] | None = typer.Option(
         None, "--hyp", metavar="FILE", help="Score this hypothesis file instead of translating."
     ),
     paired: str | None = typer.Option(None, "--paired", hidden=True, help="Moved: seq2seq paired."),
-    bleu: bool = BLEU,
-    chrf: bool = CHRF,
-    ter: bool = TER,
+    bleu: opt.Bleu = False,
+    chrf: opt.Chrf = False,
+    ter: opt.Ter = False,
     by_length: bool = typer.Option(
         False, "--by-length", help="Also BLEU per source-length bucket (words of --src)."
     ),
@@ -83,21 +48,21 @@ def evaluate(
         metavar="N,N,...",
         help="Bucket upper bounds in source words [default: 10,20,30,40,60].",
     ),
-    lowercase: bool = LOWERCASE,
-    beam: int | None = BEAM,
-    method: str | None = METHOD,
-    temperature: float | None = TEMPERATURE,
-    top_k: int | None = TOP_K,
-    top_p: float | None = TOP_P,
-    seed: int | None = SEED,
-    no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
-    length_penalty: float | None = LENGTH_PENALTY,
-    min_len: int | None = MIN_LEN,
-    max_len_a: float | None = MAX_LEN_A,
-    max_len_b: int | None = MAX_LEN_B,
-    max_src_len: int | None = MAX_SRC_LEN,
-    batch_size: int | None = BATCH_SIZE,
-    tgt_lang: str | None = TGT_LANG,
+    lowercase: opt.Lowercase = False,
+    beam: opt.Beam = None,
+    method: opt.Method = None,
+    temperature: opt.Temperature = None,
+    top_k: opt.TopK = None,
+    top_p: opt.TopP = None,
+    seed: opt.Seed = None,
+    no_repeat_ngram: opt.NoRepeatNgram = None,
+    length_penalty: opt.LengthPenalty = None,
+    min_len: opt.MinLen = None,
+    max_len_a: opt.MaxLenA = None,
+    max_len_b: opt.MaxLenB = None,
+    max_src_len: opt.MaxSrcLen = None,
+    batch_size: opt.BatchSize = None,
+    tgt_lang: opt.TgtLang = None,
     output: Path | None = typer.Option(
         None,
         "--output",
@@ -105,9 +70,9 @@ def evaluate(
         metavar="FILE",
         help="Also write the hypotheses here (- for stdout); with --checkpoint only.",
     ),
-    json_out: Path | None = JSON_OUT,
-    device: str = DEVICE,
-    quantize: str | None = QUANTIZE,
+    json_out: opt.JsonOut = None,
+    device: opt.Device = "auto",
+    quantize: opt.Quantize = None,
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref (docs/overview.md). Comparing systems: seq2seq paired."""

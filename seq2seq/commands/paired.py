@@ -9,40 +9,10 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
+from seq2seq.commands import evaluate
 from seq2seq.commands.common import UserError, user_errors, warn
-from seq2seq.commands.decode_options import (
-    BATCH_SIZE,
-    BEAM,
-    DEVICE,
-    LENGTH_PENALTY,
-    MAX_LEN_A,
-    MAX_LEN_B,
-    MAX_SRC_LEN,
-    METHOD,
-    MIN_LEN,
-    NO_REPEAT_NGRAM,
-    QUANTIZE,
-    SEED,
-    TEMPERATURE,
-    TOP_K,
-    TOP_P,
-    decode_options,
-    quantized_device,
-)
-from seq2seq.commands.evaluate import (
-    BLEU,
-    CHRF,
-    JSON_OUT,
-    LOWERCASE,
-    REF,
-    SRC,
-    TER,
-    TGT_LANG,
-    check_hyp_options,
-    check_tgt_lang,
-    metric_names,
-    translate_for_eval,
-)
+from seq2seq.commands.decode_options import decode_options, quantized_device
 from seq2seq.commands.outputs import check_not_input, check_writable
 from seq2seq.console import setup_logging
 
@@ -61,8 +31,8 @@ def paired(
         metavar="RUN",
         help="A system that translates --src; repeat, the first is the baseline.",
     ),
-    src: Path | None = SRC,
-    ref: list[Path] = REF,
+    src: opt.Src = None,
+    ref: opt.Ref = ...,
     paired_method: str = typer.Option(
         "bs",
         "--paired-method",
@@ -83,27 +53,27 @@ def paired(
         min=1,
         help="Seed of the resampling [default: $SACREBLEU_SEED or 12345].",
     ),
-    bleu: bool = BLEU,
-    chrf: bool = CHRF,
-    ter: bool = TER,
-    lowercase: bool = LOWERCASE,
-    beam: int | None = BEAM,
-    method: str | None = METHOD,
-    temperature: float | None = TEMPERATURE,
-    top_k: int | None = TOP_K,
-    top_p: float | None = TOP_P,
-    seed: int | None = SEED,
-    no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
-    length_penalty: float | None = LENGTH_PENALTY,
-    min_len: int | None = MIN_LEN,
-    max_len_a: float | None = MAX_LEN_A,
-    max_len_b: int | None = MAX_LEN_B,
-    max_src_len: int | None = MAX_SRC_LEN,
-    batch_size: int | None = BATCH_SIZE,
-    tgt_lang: str | None = TGT_LANG,
-    json_out: Path | None = JSON_OUT,
-    device: str = DEVICE,
-    quantize: str | None = QUANTIZE,
+    bleu: opt.Bleu = False,
+    chrf: opt.Chrf = False,
+    ter: opt.Ter = False,
+    lowercase: opt.Lowercase = False,
+    beam: opt.Beam = None,
+    method: opt.Method = None,
+    temperature: opt.Temperature = None,
+    top_k: opt.TopK = None,
+    top_p: opt.TopP = None,
+    seed: opt.Seed = None,
+    no_repeat_ngram: opt.NoRepeatNgram = None,
+    length_penalty: opt.LengthPenalty = None,
+    min_len: opt.MinLen = None,
+    max_len_a: opt.MaxLenA = None,
+    max_len_b: opt.MaxLenB = None,
+    max_src_len: opt.MaxSrcLen = None,
+    batch_size: opt.BatchSize = None,
+    tgt_lang: opt.TgtLang = None,
+    json_out: opt.JsonOut = None,
+    device: opt.Device = "auto",
+    quantize: opt.Quantize = None,
 ):
     """Compare two or more systems with sacreBLEU's paired significance test against the first
     (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
@@ -118,7 +88,7 @@ def paired(
     from seq2seq.evaluation.report import read_eval_texts
 
     setup_logging()
-    names = metric_names(bleu, chrf, ter)
+    names = evaluate.metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
     options = decode_options(locals())
     if paired_method not in PAIRED_TESTS:
@@ -140,9 +110,9 @@ def paired(
             option = "-c" if checkpoints else "--hyp"
             raise UserError(f"paired: {option} {x} is given twice; give each system once")
         seen.add(str(x))
-    check_hyp_options(hyps, options, quantize)
+    evaluate.check_hyp_options(hyps, options, quantize)
     device = quantized_device(quantize, device)
-    check_tgt_lang(tgt_lang)
+    evaluate.check_tgt_lang(tgt_lang)
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
     check_not_input(json_out, "--json", inputs, checkpoints)
     check_writable(json_out, "--json")
@@ -150,7 +120,9 @@ def paired(
         texts = read_eval_texts(ref, src, None)
         systems = read_systems(hyps, texts) if hyps else []
     for c in checkpoints:
-        lines, run_lang, made_with = translate_for_eval([c], src, texts, options, device, quantize)
+        lines, run_lang, made_with = evaluate.translate_for_eval(
+            [c], src, texts, options, device, quantize
+        )
         systems.append(System(str(c), lines, made_with))
         tgt_lang = tgt_lang or run_lang
     with user_errors():

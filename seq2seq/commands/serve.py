@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError
-from seq2seq.commands.decode_options import QUANTIZE, quantized_device
+from seq2seq.commands.decode_options import quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -36,7 +37,7 @@ def serve(
         metavar="DEVICE",
         help="auto | cpu | cuda [default: each run's train.device; cpu with --quantize].",
     ),
-    quantize: str | None = QUANTIZE,
+    quantize: opt.Quantize = None,
     workers: int = typer.Option(
         4,
         "--workers",

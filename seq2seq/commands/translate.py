@@ -6,26 +6,9 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
-from seq2seq.commands.decode_options import (
-    BATCH_SIZE,
-    BEAM,
-    DEVICE,
-    ENSEMBLE_HELP,
-    LENGTH_PENALTY,
-    MAX_LEN_A,
-    MAX_LEN_B,
-    MAX_SRC_LEN,
-    METHOD,
-    MIN_LEN,
-    NO_REPEAT_NGRAM,
-    QUANTIZE,
-    SEED,
-    TEMPERATURE,
-    TOP_K,
-    TOP_P,
-    decode_options,
-)
+from seq2seq.commands.decode_options import ENSEMBLE_HELP, decode_options
 from seq2seq.commands.outputs import check_not_input, check_writable
 from seq2seq.console import setup_logging
 
@@ -54,13 +37,13 @@ def translate(
         help="Output file, or - for stdout; missing folders on its path are created. Written to "
         "FILE.partial, renamed to FILE when every line is done.",
     ),
-    beam: int | None = BEAM,
-    method: str | None = METHOD,
-    temperature: float | None = TEMPERATURE,
-    top_k: int | None = TOP_K,
-    top_p: float | None = TOP_P,
-    seed: int | None = SEED,
-    no_repeat_ngram: int | None = NO_REPEAT_NGRAM,
+    beam: opt.Beam = None,
+    method: opt.Method = None,
+    temperature: opt.Temperature = None,
+    top_k: opt.TopK = None,
+    top_p: opt.TopP = None,
+    seed: opt.Seed = None,
+    no_repeat_ngram: opt.NoRepeatNgram = None,
     n_best: int = typer.Option(
         1,
         "--n-best",
@@ -84,12 +67,12 @@ def translate(
         help="--format jsonl: align with decoder layer N [default: the search's attention, the "
         "Transformer's last decoder layer averaged over heads].",
     ),
-    batch_size: int | None = BATCH_SIZE,
-    max_len_a: float | None = MAX_LEN_A,
-    max_len_b: int | None = MAX_LEN_B,
-    min_len: int | None = MIN_LEN,
-    length_penalty: float | None = LENGTH_PENALTY,
-    max_src_len: int | None = MAX_SRC_LEN,
+    batch_size: opt.BatchSize = None,
+    max_len_a: opt.MaxLenA = None,
+    max_len_b: opt.MaxLenB = None,
+    min_len: opt.MinLen = None,
+    length_penalty: opt.LengthPenalty = None,
+    max_src_len: opt.MaxSrcLen = None,
     batch_tokens: int | None = typer.Option(
         None, "--batch-tokens", min=1, help="Batch by padded source tokens, not sentences."
     ),
@@ -103,8 +86,8 @@ def translate(
         help="With --attention-dir: plot the first N input lines (blank lines have no plot) "
         "[default: 10].",
     ),
-    device: str = DEVICE,
-    quantize: str | None = QUANTIZE,
+    device: opt.Device = "auto",
+    quantize: opt.Quantize = None,
 ):
     """Translate text line by line, one output line per input line, in order (docs/overview.md).
     Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
-from seq2seq.commands.decode_options import DEVICE
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import setup_logging
 
@@ -67,7 +67,7 @@ def tune_decode(
         metavar="FILE",
         help="Also write the sweep as JSON [default: RUN_DIR/tune_decode.json, unless --no-write].",
     ),
-    device: str = DEVICE,
+    device: opt.Device = "auto",
 ):
     """Choose beam size and length penalty on validation: sweep greedy and beam search, write the
     best into RUN_DIR/decode.yaml; ties go to the cheaper search (docs/overview.md)."""
