@@ -64,10 +64,3 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
 
     if is_stdout(path):
         raise UserError(f"{option} -: {what} cannot go to standard output; give a path")
-
-
-def inference_device(name: str) -> str:
-    """``--device`` for inference (``runtime.inference_device``) as a string."""
-    from seq2seq.runtime import inference_device as pick
-
-    return str(pick(name))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import inference_device, no_stdout, user_errors
+from seq2seq.commands.common import no_stdout, user_errors
 from seq2seq.commands.outputs import check_writable
 from seq2seq.console import counted, setup_logging
 
@@ -33,8 +33,7 @@ def compare(
         "--joined-steps",
         min=1,
         help="Real text: updates of the fine-tuning stage on single plus joined pairs "
-        "(k = 2..--concat-k) from the single stage's last.pt, the learning rate decaying along "
-        "a cosine to 0; the checkpoint at its last update is the one scored.",
+        "(k = 2..--concat-k), from the single stage's last.pt.",
     ),
     budget_minutes: float | None = typer.Option(
         None,
@@ -54,9 +53,8 @@ def compare(
         None,
         "--budget-tokens",
         min=1,
-        help="Synthetic tasks: train every model until it has trained on this many target "
-        "tokens (EOS included, padding not; train.max_tokens) [default: each config's own stop "
-        "rule]. Configs with a cosine schedule need --budget-steps.",
+        help="Synthetic tasks: train every model on this many target tokens (EOS included, "
+        "padding not) [default: each config's own stop rule].",
     ),
     beams: str = typer.Option(
         "1,5",
@@ -93,10 +91,8 @@ def compare(
     alignment: str | None = typer.Option(
         None,
         "--alignment",
-        help="reverse | copy: the corpus is that synthetic task. Adds the alignment accuracy of "
-        "each attention model (teacher forced on the test set; the Transformer per layer and "
-        "head) and a plateau check of each model (exact match on the validation lines of the "
-        "first bucket at every kept step<N>.pt); implies --exact-match.",
+        help="reverse | copy: the corpus is that synthetic task; adds each attention model's "
+        "alignment accuracy and each model's plateau check; implies --exact-match.",
     ),
     alphas: str = typer.Option(
         "0.6,0.8,1.0,1.2,1.4",
@@ -122,9 +118,8 @@ def compare(
     seeds: str | None = typer.Option(
         None,
         "--seeds",
-        help="Real text: train the headline pair again with these train.seed values, e.g. "
-        "1,2,3 (a config's own seed is its main run); the ablation's second seed is the null "
-        "control.",
+        help="Real text: train the headline pair again with these train.seed values, e.g. 1,2,3 "
+        "(a config's own seed is its main run); the ablation's second seed is the null control.",
     ),
     negative_seeds: str | None = typer.Option(
         None,
@@ -137,8 +132,7 @@ def compare(
         "--test",
         metavar="PREFIX",
         help="Real text: a test set to score, PREFIX.<lang> files (repeat for more; the first "
-        "is the report's main set) [default: the configs' data.test]. Not part of a run's "
-        "identity: changing it never retrains.",
+        "is the report's main set; never retrains) [default: the configs' data.test].",
     ),
     score_only: bool = typer.Option(
         False,
@@ -157,9 +151,8 @@ def compare(
         None,
         "--zoo",
         metavar="DIR",
-        help="Real text: make zoo's runs folder (runs/multi30k): the maturity table shows "
-        "DIR/NAME/test_greedy.json's BLEU beside each model whose config file is NAME.yaml "
-        "(20 minutes of plain training; '-' where there is none).",
+        help="Real text: make zoo's runs folder (runs/multi30k), whose DIR/NAME/test_greedy.json "
+        "BLEU the maturity table shows beside the model of config NAME.yaml.",
     ),
     jobs: int = typer.Option(
         1,
@@ -174,19 +167,15 @@ def compare(
         help="auto | cpu | cuda, for training and decoding (overrides train.device).",
     ),
 ):
-    """The bottleneck-versus-attention study. Real text: every config trains with the
-    two-stage recipe (--single-steps on single pairs, then --joined-steps on single plus joined
-    pairs) with one shared tokenizer (finished runs in OUT/runs are reused, interrupted ones
-    resumed); the test set and its lines joined k = 2..--concat-k at a time are decoded greedily
-    and with beam 5 at the length penalty best on validation, and every line's statistics kept
-    in OUT/lines/<set>/<model>.json.gz; rule v2 (study/verdict.py) rates the headline pair per
-    seed and the controls from those files alone; report.md, results.json and verdict_by_k.png go
-    into OUT. Synthetic tasks (--exact-match, --alignment): every config under one --budget-*,
-    the --beams decodings, exact match by length, bleu_by_length.png, attention/ maps."""
+    """The bottleneck-versus-attention study: real text (--single-steps, --joined-steps) or a
+    synthetic task (--exact-match, --alignment); what it trains, decodes and writes into OUT:
+    docs/overview.md."""
     from seq2seq.config.lists import parse_list
     from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
+    from seq2seq.runtime import inference_device
     from seq2seq.study.compare import compare as run_compare
+    from seq2seq.study.external import read_reverse, read_zoo
     from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions, parse_seeds
     from seq2seq.study.reverse import TASKS
 
@@ -199,7 +188,7 @@ def compare(
         edges = parse_buckets(buckets)
         if alignment is not None and alignment not in TASKS:
             raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
-    dev = inference_device(device)
+    dev = str(inference_device(device))
     exact = exact_match or alignment is not None
     opts = StudyOptions(
         beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
@@ -243,57 +232,14 @@ def compare(
                 else (),
                 tests=tuple(tests or ()),
                 score_only=score_only,
-                reverse=_read_reverse(reverse_results),
-                zoo=_read_zoo(zoo),
+                reverse=read_reverse(reverse_results),
+                zoo=read_zoo(zoo),
             )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")
     for key in ("verdict", "bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
-
-
-def _read_zoo(folder: Path | None) -> dict | None:
-    """{NAME: {"bleu", "chrf", "step", "file"}} for each folder/NAME/test_greedy.json (written by
-    scripts/train_zoo.sh), or None when no folder is given or it holds none.
-
-    Raises:
-        ValueError: a test_greedy.json that is not JSON or has no BLEU score.
-    """
-    import json
-
-    if folder is None or not folder.is_dir():
-        return None
-    zoo = {}
-    for path in sorted(folder.glob("*/test_greedy.json")):
-        try:
-            scored = json.loads(path.read_text(encoding="utf-8"))
-            zoo[path.parent.name] = {
-                "bleu": float(scored["bleu"]["score"]),
-                "chrf": float(scored["chrf"]["score"]),
-                "step": (scored.get("checkpoint") or {}).get("step"),
-                "file": str(path),
-            }
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ValueError(
-                f"{path}: not a test_greedy.json of scripts/train_zoo.sh ({e!r}); score the run "
-                "again with make zoo, or leave --zoo out"
-            ) from None
-    return zoo or None
-
-
-def _read_reverse(path: Path | None) -> dict | None:
-    """The synthetic half's results, or None when not given or not there (not run)."""
-    import json
-
-    if path is None or not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(
-            f"{path}: not a results.json of compare ({e}); run make study-quick"
-        ) from None
 
 
 def synth(

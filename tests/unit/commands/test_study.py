@@ -116,18 +116,18 @@ def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
 ):
     import json
 
-    from seq2seq.commands.study import _read_zoo
+    from seq2seq.study.external import read_zoo
 
     zoo = tmp_path / "zoo"
     (zoo / "bahdanau").mkdir(parents=True)
     (zoo / "rnn").mkdir()  # a run stopped before scoring: no test_greedy.json
     scored = {"bleu": {"score": 32.32}, "chrf": {"score": 51.26}, "checkpoint": {"step": 857}}
     (zoo / "bahdanau" / "test_greedy.json").write_text(json.dumps(scored))
-    assert _read_zoo(zoo) == {
+    assert read_zoo(zoo) == {
         "bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857}
         | {"file": str(zoo / "bahdanau" / "test_greedy.json")}
     }
-    assert _read_zoo(tmp_path / "nosuch") is None and _read_zoo(None) is None
+    assert read_zoo(tmp_path / "nosuch") is None and read_zoo(None) is None
     (zoo / "rnn" / "test_greedy.json").write_text("{not json")
     data, tok = slice_data(synth_corpus), {"vocab_size": 300}
     a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
