@@ -1,5 +1,5 @@
 """What every command shares: the one-line user error, its printing, and the mapping of library
-errors, ``-`` paths and ``--device`` to what the commands need."""
+errors and ``-`` paths to what the commands need."""
 
 from __future__ import annotations
 
@@ -17,18 +17,15 @@ class UserError(Exception):
 def fail(msg: str, code: int = 2) -> None:
     """Print one error line on stderr and exit with ``code``. Code 130 is the user's own Ctrl-C
     (or SIGTERM), which is no error: its line is headed "stopped:", in yellow."""
-    from rich.text import Text
-
-    head = ("stopped: ", "bold yellow") if code == 130 else ("error: ", "bold red")
-    console.print(Text.assemble(head, msg), highlight=False, soft_wrap=True)
+    warn(msg, ("stopped: ", "bold yellow") if code == 130 else ("error: ", "bold red"))
     sys.exit(code)
 
 
-def warn(msg: str) -> None:
-    """Print one warning line on stderr."""
+def warn(msg: str, head: tuple[str, str] = ("warning: ", "bold yellow")) -> None:
+    """Print one line on stderr, headed by ``head`` (its text and style)."""
     from rich.text import Text
 
-    console.print(Text.assemble(("warning: ", "bold yellow"), msg), highlight=False, soft_wrap=True)
+    console.print(Text.assemble(head, msg), highlight=False, soft_wrap=True)
 
 
 # Config fields whose option has another name; every other field ``x_y`` is ``--x-y``.

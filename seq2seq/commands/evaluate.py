@@ -103,16 +103,12 @@ def evaluate(
             f"--output {output}: with --hyp nothing is translated, so there are no new "
             "hypotheses to write; drop --output (the scores go to stdout, --json for a file)"
         )
-    check_hyp_options(hyps, options, quantize)
-    device = quantized_device(quantize, device)
-    check_tgt_lang(tgt_lang)
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
-    inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
-    check_not_input(output, "--output", inputs, checkpoints)
-    check_not_input(json_out, "--json", [*inputs, ("--output", output)], checkpoints)
-    check_writable(output, "--output")  # before translating and scoring
-    check_writable(json_out, "--json")
+    outputs = [("--output", output), ("--json", json_out)]
+    device = check_scoring(
+        hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs
+    )
     with user_errors():
         edges = parse_buckets(buckets)
         texts = read_eval_texts(ref, src, (hyps or [None])[0])
@@ -128,11 +124,7 @@ def evaluate(
         report = evaluation_report(
             texts, names, by_length, edges, tgt_lang, lowercase, made_with=made_with
         )
-    for w in report["warnings"]:
-        warn(w)
-    typer.echo(format_report(report), err=is_stdout(output) or is_stdout(json_out))
-    if json_out is not None:
-        write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
+    print_report(report, format_report(report), json_out, is_stdout(output) or is_stdout(json_out))
 
 
 def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
@@ -140,8 +132,11 @@ def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
     return [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
 
 
-def check_hyp_options(hyps: list[Path], options: dict, quantize: str | None) -> None:
-    """With --hyp nothing is translated: decoding options and --quantize are refused."""
+def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs) -> str:
+    """The checks of eval and paired, before anything is read: decoding options and --quantize
+    only when something is translated, --tgt-lang a language code, and each of ``outputs``
+    ((option, path)) neither an input, a run's file nor an output before it, and writable.
+    Returns ``device`` as --quantize sets it (``quantized_device``)."""
     if hyps and (given := [decode_flag(k) for k, v in options.items() if v is not None]):
         raise UserError(
             f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
@@ -149,15 +144,31 @@ def check_hyp_options(hyps: list[Path], options: dict, quantize: str | None) -> 
         )
     if hyps and quantize:
         raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
-
-
-def check_tgt_lang(tgt_lang: str | None) -> None:
-    """--tgt-lang must look like a language code (it picks sacrebleu's tokenizer)."""
+    device = quantized_device(quantize, device)
     if tgt_lang is not None and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", tgt_lang):
         raise UserError(
             f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "
             "sacrebleu's tokenizer)"
         )
+    inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
+    for option, path in outputs:
+        check_not_input(path, option, inputs, checkpoints)
+        inputs.append((option, path))
+    for option, path in outputs:
+        check_writable(path, option)  # before translating and scoring
+    return device
+
+
+def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool) -> None:
+    """Warn the report's warnings, print its ``text`` (on stderr when stdout holds another
+    output) and write it to ``json_out`` as JSON."""
+    from seq2seq.atomic import write_output
+
+    for w in report["warnings"]:
+        warn(w)
+    typer.echo(text, err=to_stderr)
+    if json_out is not None:
+        write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
 
 
 def translate_for_eval(

@@ -1,12 +1,6 @@
-"""Output paths checked before the work: a command that would translate, tune, average or train for
-minutes first makes sure that what it will write can be written, so no finished work is thrown
-away on a path that was never writable.
-
-``check_writable`` is what every output option calls (``-`` is standard output and always
-passes). It creates nothing: a missing folder on the way is fine when the nearest folder that
-exists is writable (the writer makes the rest, as ``atomic.atomic_open`` does). ``check_not_input``
-refuses an output that is one of the command's own inputs, or a file of the run it loads.
-"""
+"""Output paths checked before the work, so that no finished translation, sweep, average or
+training is thrown away on a path that was never writable (``check_writable``), or replaces what
+the command reads (``check_not_input``)."""
 
 from __future__ import annotations
 
@@ -24,19 +18,15 @@ RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json")  # what loading a ru
 def check_writable(
     path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
 ) -> None:
-    """Refuse in one line an output the command could not write.
-
-    Args:
-        path: the option's value; None (not given) and ``-`` (standard output) pass.
-        option: the option as the user typed it, e.g. ``--output``; it starts the message.
-        folder: ``path`` is a folder the command writes into (``--run-dir``, ``--out``), not a
-            file.
-        fix: what to do, the message's end.
+    """Refuse in one line (starting with ``option``, ending with ``fix``) an output the command
+    could not write; None and ``-`` (standard output) pass. It creates nothing: missing folders
+    on the way are the writer's to make (as ``atomic.atomic_open`` does). ``folder``: ``path`` is
+    a folder the command writes into (``--run-dir``, ``--out``), not a file.
 
     Raises:
         UserError: ``path`` is a folder where a file goes (or a file where a folder goes), a file
-            stands where a folder on its way should be, or the folder that would hold it is not
-            writable (its nearest existing folder, when it does not exist yet).
+            stands where a folder on its way should be, or the nearest existing folder that would
+            hold it is not writable.
     """
     if path is None or is_stdout(path):
         return
@@ -63,17 +53,13 @@ def check_not_input(
     inputs: Sequence[tuple[str, str | Path | None]] = (),
     runs: Sequence[str | Path] = (),
 ) -> None:
-    """Refuse in one line an output that would replace what the command reads.
-
-    Args:
-        path: the output option's value; None and ``-`` pass.
-        option: the output option as the user typed it, e.g. ``--output``.
-        inputs: (option, path) of each input file (None and ``-`` are skipped).
-        runs: each checkpoint file or run folder the command loads: the output may not be one of
-            its run's checkpoints (``*.pt``), tokenizers (``spm*.model``) or ``RUN_FILES``.
+    """Refuse in one line an output ``path`` of ``option`` that would replace what the command
+    reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
+    checkpoint file or run folder the command loads.
 
     Raises:
-        UserError: ``path`` is an input file, or such a file of a run.
+        UserError: ``path`` is an input file, or a run's checkpoint (``*.pt``), tokenizer
+            (``spm*.model``) or one of ``RUN_FILES``.
     """
     if path is None or is_stdout(path):
         return

@@ -4,16 +4,14 @@ that translates ``--src`` on its own (as ``eval`` does)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands import evaluate
-from seq2seq.commands.common import UserError, user_errors, warn
-from seq2seq.commands.decode_options import decode_options, quantized_device
-from seq2seq.commands.outputs import check_not_input, check_writable
+from seq2seq.commands.common import UserError, user_errors
+from seq2seq.commands.decode_options import decode_options
 from seq2seq.console import setup_logging
 
 
@@ -77,7 +75,7 @@ def paired(
 ):
     """Compare two or more systems with sacreBLEU's paired significance test against the first
     (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
-    from seq2seq.atomic import is_stdout, write_output
+    from seq2seq.atomic import is_stdout
     from seq2seq.evaluation.paired import (
         PAIRED_TESTS,
         System,
@@ -97,25 +95,20 @@ def paired(
         )
     if hyps and checkpoints:
         raise UserError("give --hyp files or -c runs (with --src) as the systems, not both")
-    systems_given = hyps or checkpoints
+    systems_given, flag = (checkpoints, "-c") if checkpoints else (hyps, "--hyp")
     if len(systems_given) < 2:
-        given = f": {'-c' if checkpoints else '--hyp'} is given once" if systems_given else ""
+        given = f": {flag} is given once" if systems_given else ""
         raise UserError(
             f"paired compares two or more systems{given}; repeat --hyp FILE (or -c RUN with "
             "--src), the first being the baseline"
         )
-    seen: set[str] = set()
-    for x in systems_given:
-        if str(x) in seen:
-            option = "-c" if checkpoints else "--hyp"
-            raise UserError(f"paired: {option} {x} is given twice; give each system once")
-        seen.add(str(x))
-    evaluate.check_hyp_options(hyps, options, quantize)
-    device = quantized_device(quantize, device)
-    evaluate.check_tgt_lang(tgt_lang)
-    inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
-    check_not_input(json_out, "--json", inputs, checkpoints)
-    check_writable(json_out, "--json")
+    for i, x in enumerate(systems_given):
+        if str(x) in map(str, systems_given[:i]):
+            raise UserError(f"paired: {flag} {x} is given twice; give each system once")
+    outputs = [("--json", json_out)]
+    device = evaluate.check_scoring(
+        hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs
+    )
     with user_errors():
         texts = read_eval_texts(ref, src, None)
         systems = read_systems(hyps, texts) if hyps else []
@@ -129,8 +122,4 @@ def paired(
         report = paired_report(
             systems, texts, names, paired_method, paired_n, paired_seed, tgt_lang, lowercase
         )
-    for w in report["warnings"]:
-        warn(w)
-    typer.echo(format_paired(report), err=is_stdout(json_out))
-    if json_out is not None:
-        write_output(json_out, json.dumps(report, indent=2, ensure_ascii=False))
+    evaluate.print_report(report, format_paired(report), json_out, is_stdout(json_out))
