@@ -33,9 +33,9 @@ def evaluate(
     src: opt.Src = None,
     ref: opt.Ref = ...,
     hyp: list[Path] | None = typer.Option(
-        None, "--hyp", metavar="FILE", help="Score this hypothesis file instead of translating."
+        None, metavar="FILE", help="Score this hypothesis file instead of translating."
     ),
-    paired: str | None = typer.Option(None, "--paired", hidden=True, help="Moved: seq2seq paired."),
+    paired: str | None = typer.Option(None, hidden=True, help="Moved: seq2seq paired."),
     bleu: opt.Bleu = False,
     chrf: opt.Chrf = False,
     ter: opt.Ter = False,
@@ -44,7 +44,6 @@ def evaluate(
     ),
     buckets: str | None = typer.Option(
         None,
-        "--buckets",
         metavar="N,N,...",
         help="Bucket upper bounds in source words [default: 10,20,30,40,60].",
     ),

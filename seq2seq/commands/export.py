@@ -25,7 +25,6 @@ def export(
     ),
     dtype: str = typer.Option(
         "fp32",
-        "--dtype",
         metavar="fp32|fp16|bf16",
         help="Weights' type in the export; fp16 and bf16 halve its size (decoding widens them "
         "back to fp32, so output may differ slightly).",
@@ -40,7 +39,6 @@ def export(
     ),
     quantize: str | None = typer.Option(
         None,
-        "--quantize",
         metavar="int8",
         help="--format ctranslate2: store int8 weights (CTranslate2's own quantization).",
     ),

@@ -17,10 +17,7 @@ from seq2seq.console import setup_logging
 
 def paired(
     hyp: list[Path] | None = typer.Option(
-        None,
-        "--hyp",
-        metavar="FILE",
-        help="A system's translations; repeat, the first is the baseline.",
+        None, metavar="FILE", help="A system's translations; repeat, the first is the baseline."
     ),
     checkpoint: list[Path] | None = typer.Option(
         None,
@@ -33,20 +30,17 @@ def paired(
     ref: opt.Ref = ...,
     paired_method: str = typer.Option(
         "bs",
-        "--paired-method",
         metavar="bs|ar",
         help="bs: bootstrap resampling (mean ± 95% CI, p-value); ar: approximate randomisation.",
     ),
     paired_n: int | None = typer.Option(
         None,
-        "--paired-n",
         metavar="N",
         min=1,
         help="Bootstrap resamples (bs) or randomisation trials (ar) [default: 1000 bs, 10000 ar].",
     ),
     paired_seed: int | None = typer.Option(
         None,
-        "--paired-seed",
         metavar="SEED",
         min=1,
         help="Seed of the resampling [default: $SACREBLEU_SEED or 12345].",

@@ -21,39 +21,33 @@ def serve(
     ),
     host: str = typer.Option(
         "127.0.0.1",
-        "--host",
         help="Address to listen on; any other than 127.0.0.1 opens the models to the network.",
     ),
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port; 0 picks a free one."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port; 0 picks a free one."),
     study: Path | None = typer.Option(
         None,
-        "--study",
         metavar="DIR",
         help="A `seq2seq compare --out` folder, shown as a BLEU-by-length plot.",
     ),
     device: str | None = typer.Option(
         None,
-        "--device",
         metavar="DEVICE",
         help="auto | cpu | cuda [default: each run's train.device; cpu with --quantize].",
     ),
     quantize: opt.Quantize = None,
     workers: int = typer.Option(
         4,
-        "--workers",
         min=1,
         help="Translations decoding at once, in threads of their own (each model takes one at "
         "a time).",
     ),
     max_queued: int = typer.Option(
         32,
-        "--max-queued",
         min=0,
         help="Translations waiting for a worker; one more gets 503 with a Retry-After header.",
     ),
     timeout: float = typer.Option(
         60.0,
-        "--timeout",
         min=0.001,
         help="Seconds a translation may take from its arrival, waiting included; then it gets 503.",
     ),

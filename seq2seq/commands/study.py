@@ -17,69 +17,55 @@ def compare(
     ),
     out: Path = typer.Option(
         ...,
-        "--out",
         metavar="DIR",
         help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
     ),
     single_steps: int | None = typer.Option(
         None,
-        "--single-steps",
         min=1,
         help="Real text: updates of the single-pair stage, the same for every model (its "
         "config's own learning rate and schedule).",
     ),
     joined_steps: int | None = typer.Option(
         None,
-        "--joined-steps",
         min=1,
         help="Real text: updates of the fine-tuning stage on single plus joined pairs "
         "(k = 2..--concat-k), from the single stage's last.pt.",
     ),
     budget_minutes: float | None = typer.Option(
         None,
-        "--budget-minutes",
         min=0.01,
         help="Synthetic tasks: train every model for this many minutes [default: each "
         "config's own stop rule]. Configs with a cosine schedule need --budget-steps.",
     ),
     budget_steps: int | None = typer.Option(
         None,
-        "--budget-steps",
         min=1,
         help="Synthetic tasks: train every model for this many updates [default: each "
         "config's own stop rule].",
     ),
     budget_tokens: int | None = typer.Option(
         None,
-        "--budget-tokens",
         min=1,
         help="Synthetic tasks: train every model on this many target tokens (EOS included, "
         "padding not) [default: each config's own stop rule].",
     ),
     beams: str = typer.Option(
         "1,5",
-        "--beams",
         help="Synthetic tasks (--exact-match, --alignment): beam sizes to decode with; 1 = "
         "greedy. Real text is decoded greedily and with beam 5 at the best of --alphas.",
     ),
     concat_k: int = typer.Option(
-        4,
-        "--concat-k",
-        min=1,
-        help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only).",
+        4, min=1, help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only)."
     ),
     concat_n: int | None = typer.Option(
-        None,
-        "--concat-n",
-        min=1,
-        help="Join only the first N test lines for k >= 2 [default: all].",
+        None, min=1, help="Join only the first N test lines for k >= 2 [default: all]."
     ),
     buckets: str = typer.Option(
-        "10,20,30,40,50,60", "--buckets", help="Source-length bucket upper bounds, in words."
+        "10,20,30,40,50,60", help="Source-length bucket upper bounds, in words."
     ),
     attention_n: int = typer.Option(
         3,
-        "--attention-n",
         min=0,
         help="Synthetic tasks: lines whose attention maps are drawn for every attention model.",
     ),
@@ -90,13 +76,11 @@ def compare(
     ),
     alignment: str | None = typer.Option(
         None,
-        "--alignment",
         help="reverse | copy: the corpus is that synthetic task; adds each attention model's "
         "alignment accuracy and each model's plateau check; implies --exact-match.",
     ),
     alphas: str = typer.Option(
         "0.6,0.8,1.0,1.2,1.4",
-        "--alphas",
         help="Real text: length penalties for beam 5 tried on the validation lines (joined like "
         "the test lines); the best decodes the test lines.",
     ),
@@ -105,25 +89,21 @@ def compare(
     ),
     reference: str | None = typer.Option(
         None,
-        "--reference",
         help="Real text: the ablation every other model is rated against [default: the "
         "rnnencdec config, RNNsearch with one fixed context].",
     ),
     headline: str | None = typer.Option(
         None,
-        "--headline",
         help="Real text: the attention config paired with the ablation in the verdict "
         "[default: the bahdanau config, RNNsearch].",
     ),
     seeds: str | None = typer.Option(
         None,
-        "--seeds",
         help="Real text: train the headline pair again with these train.seed values, e.g. 1,2,3 "
         "(a config's own seed is its main run); the ablation's second seed is the null control.",
     ),
     negative_seeds: str | None = typer.Option(
         None,
-        "--negative-seeds",
         help="Real text: also train the negative control (plain rnn) with these train.seed "
         "values, e.g. 4,5,6 (rule v2 tests it at every seed it is trained for).",
     ),
@@ -149,22 +129,18 @@ def compare(
     ),
     zoo: Path | None = typer.Option(
         None,
-        "--zoo",
         metavar="DIR",
         help="Real text: make zoo's runs folder (runs/multi30k), whose DIR/NAME/test_greedy.json "
         "BLEU the maturity table shows beside the model of config NAME.yaml.",
     ),
     jobs: int = typer.Option(
         1,
-        "--jobs",
         min=1,
         help="Train this many configs at a time, each in its own process with one torch thread "
         "(CPU: 2 jobs on 2 cores finish sooner than 1 job with 2 threads).",
     ),
     device: str = typer.Option(
-        "auto",
-        "--device",
-        help="auto | cpu | cuda, for training and decoding (overrides train.device).",
+        "auto", help="auto | cpu | cuda, for training and decoding (overrides train.device)."
     ),
 ):
     """The bottleneck-versus-attention study: real text (--single-steps, --joined-steps) or a
@@ -243,17 +219,13 @@ def compare(
 
 
 def synth(
-    task: str = typer.Option(..., "--task", help="copy | reverse | sort."),
-    n: int = typer.Option(
-        20000, "--n", help="Training pairs (val and test get n/10 each, at least 100)."
-    ),
-    min_len: int = typer.Option(1, "--min-len", help="Shortest sequence, in symbols."),
-    max_len: int = typer.Option(60, "--max-len", help="Longest sequence, in symbols."),
-    vocab: int = typer.Option(20, "--vocab", help="Number of distinct symbols."),
-    out: Path = typer.Option(
-        ..., "--out", metavar="DIR", help="Output folder: {train,val,test}.{src,tgt}."
-    ),
-    seed: int = typer.Option(1, "--seed", min=0, max=2**32 - 1, help="Random seed."),
+    task: str = typer.Option(..., help="copy | reverse | sort."),
+    n: int = typer.Option(20000, help="Training pairs (val and test get n/10 each, at least 100)."),
+    min_len: int = typer.Option(1, help="Shortest sequence, in symbols."),
+    max_len: int = typer.Option(60, help="Longest sequence, in symbols."),
+    vocab: int = typer.Option(20, help="Number of distinct symbols."),
+    out: Path = typer.Option(..., metavar="DIR", help="Output folder: {train,val,test}.{src,tgt}."),
+    seed: int = typer.Option(1, min=0, max=2**32 - 1, help="Random seed."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the corpus files already in --out."
     ),

@@ -17,10 +17,7 @@ from seq2seq.console import counted, setup_logging
 def train(
     config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see configs/)."),
     run_dir: Path | None = typer.Option(
-        None,
-        "--run-dir",
-        metavar="DIR",
-        help="Output folder [default: from the config, else runs/<name>].",
+        None, metavar="DIR", help="Output folder [default: from the config, else runs/<name>]."
     ),
     set_: list[str] = typer.Option(
         [],
@@ -30,7 +27,6 @@ def train(
     ),
     resume: Path | None = typer.Option(
         None,
-        "--resume",
         metavar="RUN",
         help="Continue the run in this folder exactly where its last.pt stopped. CONFIG must "
         "have the run's data, tokenizer and model sections (RUN_DIR/config.yaml does); train "
@@ -42,19 +38,15 @@ def train(
         help="Start afresh in a run directory that already holds a run (never one a live "
         "training holds).",
     ),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many updates."),
-    max_epochs: int | None = typer.Option(
-        None, "--max-epochs", help="Stop after this many epochs."
-    ),
+    max_steps: int | None = typer.Option(None, help="Stop after this many updates."),
+    max_epochs: int | None = typer.Option(None, help="Stop after this many epochs."),
     max_time: float | None = typer.Option(
-        None,
-        "--max-time",
-        help="Stop after this many minutes of wall time, counted over resumed runs too.",
+        None, help="Stop after this many minutes of wall time, counted over resumed runs too."
     ),
     device: str | None = typer.Option(
-        None, "--device", metavar="DEVICE", help="auto | cpu | cuda [default: the config's, auto]."
+        None, metavar="DEVICE", help="auto | cpu | cuda [default: the config's, auto]."
     ),
-    seed: int | None = typer.Option(None, "--seed", help="Random seed [default: the config's]."),
+    seed: int | None = typer.Option(None, help="Random seed [default: the config's]."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ):
     """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs (train.log,
@@ -127,14 +119,10 @@ def average(
         ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
     ),
     last: int | None = typer.Option(
-        None,
-        "--last",
-        help="Average the newest K step<N>.pt (train.keep_last >= K); --last 1 is last.pt.",
+        None, help="Average the newest K step<N>.pt (train.keep_last >= K); --last 1 is last.pt."
     ),
     best: int | None = typer.Option(
-        None,
-        "--best",
-        help="Average the K best best-step<N>.pt (train.keep_best >= K); --best 1 is best.pt.",
+        None, help="Average the K best best-step<N>.pt (train.keep_best >= K); --best 1 is best.pt."
     ),
     output: Path = typer.Option(
         ..., "--output", "-o", metavar="FILE", help="Where to write the averaged checkpoint."

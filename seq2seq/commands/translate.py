@@ -46,7 +46,6 @@ def translate(
     no_repeat_ngram: opt.NoRepeatNgram = None,
     n_best: int = typer.Option(
         1,
-        "--n-best",
         min=1,
         max=1000,
         help="Write the N best per line (TSV: line, score, hypothesis); the score is the "
@@ -62,7 +61,6 @@ def translate(
     ),
     align_layer: int | None = typer.Option(
         None,
-        "--align-layer",
         metavar="N",
         help="--format jsonl: align with decoder layer N [default: the search's attention, the "
         "Transformer's last decoder layer averaged over heads].",
@@ -74,14 +72,13 @@ def translate(
     length_penalty: opt.LengthPenalty = None,
     max_src_len: opt.MaxSrcLen = None,
     batch_tokens: int | None = typer.Option(
-        None, "--batch-tokens", min=1, help="Batch by padded source tokens, not sentences."
+        None, min=1, help="Batch by padded source tokens, not sentences."
     ),
     attention_dir: Path | None = typer.Option(
-        None, "--attention-dir", metavar="DIR", help="Write a cross-attention heatmap PNG per line."
+        None, metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int | None = typer.Option(
         None,
-        "--attention-n",
         min=0,
         help="With --attention-dir: plot the first N input lines (blank lines have no plot) "
         "[default: 10].",

@@ -23,26 +23,22 @@ def tune_decode(
     ),
     src: Path | None = typer.Option(
         None,
-        "--src",
         metavar="FILE",
         help="Tuning source file, at least 50 non-blank lines; not a test set "
         "[default: the run's data.valid].",
     ),
     ref: Path | None = typer.Option(
         None,
-        "--ref",
         metavar="FILE",
         help="Tuning reference file [default: the run's data.valid target side].",
     ),
     beams: str = typer.Option(
         "5,10",
-        "--beams",
         metavar="K,K,...",
         help="Beam sizes K to sweep (>= 2); greedy is always a candidate.",
     ),
     alphas: str = typer.Option(
         "0,0.2,0.4,0.6,0.8,1,1.2,1.5,2",
-        "--alphas",
         metavar="A,A,...",
         help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
     ),
@@ -53,7 +49,7 @@ def tune_decode(
         "sits on it; --no-extend sweeps the grid as given.",
     ),
     batch_size: int | None = typer.Option(
-        None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
+        None, help="Sentences per batch [default: the run's decode.batch_size]."
     ),
     write: bool = typer.Option(
         True,
