@@ -11,9 +11,8 @@ from seq2seq.serve.engine import Limits
 
 
 def test_serve_options_default_to_the_limits_and_are_checked():
-    defaults = {
-        name: p.default.default for name, p in inspect.signature(serve_command).parameters.items()
-    }
+    params = inspect.signature(serve_command).parameters
+    defaults = {name: params[name].default.default for name in ("workers", "max_queued", "timeout")}
     limits = Limits()
     assert (defaults["workers"], defaults["max_queued"], defaults["timeout"]) == (
         limits.workers,
