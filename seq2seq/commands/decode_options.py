@@ -19,22 +19,26 @@ ENSEMBLE_HELP = (
     "Repeat -c for an ensemble (the models' probabilities averaged at every step; one tokenizer, "
     "the first run's decode settings)."
 )
-Device = Annotated[str, typer.Option("--device", metavar="DEVICE", help="auto | cpu | cuda.")]
-Quantize = Annotated[
-    str | None,
-    typer.Option(
-        "--quantize",
-        metavar="int8",
-        help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
-        "slightly.",
-    ),
-]
 
 
-def run_setting(kind: type, flag: str, help: str, **option: Any) -> Any:
+def option(kind: Any, *flags: str, **settings: Any) -> Any:
+    """``Annotated[kind, typer.Option(*flags, **settings)]``: an option's type, shared."""
+    return Annotated[kind, typer.Option(*flags, **settings)]
+
+
+def run_setting(kind: type, flag: str, help: str, **settings: Any) -> Any:
     """The type of a search option: ``kind``, or None (not given) for the run's own setting."""
-    return Annotated[kind | None, typer.Option(flag, help=help, **option)]
+    return option(kind | None, flag, help=help, **settings)
 
+
+Device = option(str, "--device", metavar="DEVICE", help="auto | cpu | cuda.")
+Quantize = option(
+    str | None,
+    "--quantize",
+    metavar="int8",
+    help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
+    "slightly.",
+)
 
 # The search options (DecodeConfig fields; --beam is beam_size).
 Beam = run_setting(
@@ -88,40 +92,26 @@ MaxSrcLen = run_setting(
 )
 
 # The scoring options of eval and paired.
-Src = Annotated[
-    Path | None,
-    typer.Option("--src", metavar="FILE", help="Source file (plain or .gz) to translate."),
-]
-Ref = Annotated[
-    list[Path],
-    typer.Option("--ref", metavar="FILE", help="Reference file; repeat for several."),
-]
-Bleu = Annotated[bool, typer.Option("--bleu", help="Corpus BLEU (sacrebleu; the default metric).")]
-Chrf = Annotated[bool, typer.Option("--chrf", help="chrF (sacrebleu).")]
-Ter = Annotated[bool, typer.Option("--ter", help="TER (sacrebleu).")]
-Lowercase = Annotated[
-    bool,
-    typer.Option(
-        "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (TER always ignores case)."
-    ),
-]
-TgtLang = Annotated[
+Src = option(Path | None, "--src", metavar="FILE", help="Source file (plain or .gz) to translate.")
+Ref = option(list[Path], "--ref", metavar="FILE", help="Reference file; repeat for several.")
+Bleu = option(bool, "--bleu", help="Corpus BLEU (sacrebleu; the default metric).")
+Chrf = option(bool, "--chrf", help="chrF (sacrebleu).")
+Ter = option(bool, "--ter", help="TER (sacrebleu).")
+Lowercase = option(
+    bool, "--lowercase", "-lc", help="Case-insensitive BLEU and chrF (TER always ignores case)."
+)
+TgtLang = option(
     str | None,
-    typer.Option(
-        "--tgt-lang",
-        metavar="LANG",
-        help="Target language; picks sacrebleu's BLEU tokenizer [default: the run's "
-        "data.tgt_lang].",
-    ),
-]
-JsonOut = Annotated[
+    "--tgt-lang",
+    metavar="LANG",
+    help="Target language; picks sacrebleu's BLEU tokenizer [default: the run's data.tgt_lang].",
+)
+JsonOut = option(
     Path | None,
-    typer.Option(
-        "--json",
-        metavar="FILE",
-        help="Also write the report as JSON (- for stdout; the scores then go to stderr).",
-    ),
-]
+    "--json",
+    metavar="FILE",
+    help="Also write the report as JSON (- for stdout; the scores then go to stderr).",
+)
 
 
 def decode_options(values: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
 from seq2seq.commands.decode_options import ENSEMBLE_HELP, decode_options
 from seq2seq.commands.outputs import check_not_input, check_writable
+from seq2seq.config import DecodeConfig
 from seq2seq.console import setup_logging
 
 
@@ -48,9 +49,9 @@ def translate(
         1,
         min=1,
         max=1000,
-        help="Write the N best per line (TSV: line, score, hypothesis); the score is the "
-        "length-penalised one the search ranks by, best first (a beam line may get fewer than "
-        "N rows).",
+        metavar="N",
+        help="Write the N best per line (TSV: line, score, hypothesis), best first by the "
+        "length-penalised score the search ranks by; a beam line may get fewer than N.",
     ),
     output_format: str | None = typer.Option(
         None,
@@ -115,12 +116,24 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
+    settled = method or ("beam" if beam is not None else None)  # --beam K implies beam search
+    if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
+        with user_errors():  # --n-best before loading; the run's own settings are checked after
+            given = {"beam_size": beam} if settled == "beam" else {}
+            check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
         run = load(checkpoint, device, quantize)
         dcfg, _ = run.decode_settings(**decode_options(locals()))
         check_n_best(dcfg, n_best)
         fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
-    plot = _attention_plotter(run.tok, attention_dir)
+    plot = None
+    if attention_dir is not None:  # else matplotlib stays unimported (its cache folder)
+        from seq2seq.evaluation.plots import plot_translations
+
+        def plot(results, first_line_no: int) -> None:
+            with user_errors():  # a model without attention: one line
+                plot_translations(results, run.tok, first_line_no, attention_dir)
+
     source_name = "stdin" if input == "-" else input
     translator = run.line_translator(
         dcfg,
@@ -142,17 +155,3 @@ def translate(
         typer.echo(f"translate: {translator.report.summary()}", err=True)
     if translator.report.lines == 0:  # exit 0, as for any filter, but never without a word
         typer.echo(f"translate: {source_name}: no text to translate (empty input)", err=True)
-
-
-def _attention_plotter(tok, directory: Path | None):
-    """``--attention-dir``: a function that plots translations decoded with attention into
-    ``directory`` (one-line error for a model without attention), or None."""
-    if directory is None:  # no plot asked for: matplotlib stays unimported (its cache folder)
-        return None
-    from seq2seq.evaluation.plots import plot_translations
-
-    def plot(results, first_line_no: int) -> None:
-        with user_errors():
-            plot_translations(results, tok, first_line_no, directory)
-
-    return plot

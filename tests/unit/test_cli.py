@@ -39,7 +39,16 @@ def test_command_summaries_are_whole_in_an_80_column_help():
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
-        ("translate", ["--checkpoint RUN", "--input FILE", "--output FILE", "--attention-dir DIR"]),
+        (
+            "translate",
+            [
+                "--checkpoint RUN",
+                "--input FILE",
+                "--output FILE",
+                "--attention-dir DIR",
+                "--n-best N",
+            ],
+        ),
         ("eval", ["--checkpoint RUN", "--src FILE", "--ref FILE", "--hyp FILE", "--json FILE"]),
         ("tune-decode", ["--checkpoint RUN", "--src FILE", "--ref FILE", "--json FILE"]),
     ],

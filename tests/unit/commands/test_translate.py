@@ -39,3 +39,25 @@ def test_translate_says_ready_after_loading_only_on_a_terminal(synth_run, monkey
         assert err.index("model loaded") < err.index(ready)
     else:
         assert ready not in err
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--method", "greedy"], "--n-best 2: method greedy returns at most 1 hypothesis"),
+        (["--beam", "1"], "--n-best 2: method beam returns at most 1 hypothesis"),
+        (["--method", "beam", "--beam", "1"], "--n-best 2: method beam returns at most 1"),
+    ],
+)
+def test_an_n_best_the_options_method_cannot_return_is_refused_before_loading(
+    tmp_path, monkeypatch, capsys, options, says
+):
+    """The checkpoint does not exist: the --n-best error comes first, as nothing was loaded."""
+    args = ["translate", "-c", tmp_path / "none", "--n-best", "2", *options]
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2 and not out and err.startswith(f"error: {says}"), err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", tmp_path / "none", "--n-best", "2"
+    )
+    assert code == 2 and "no such checkpoint or run directory" in err  # the run's method: loaded
