@@ -67,47 +67,32 @@ def tune_decode(
 ):
     """Choose beam size and length penalty on validation: sweep greedy and beam search, write the
     best into RUN_DIR/decode.yaml; ties go to the cheaper search (docs/overview.md)."""
-    from seq2seq.checkpoint import resolve_checkpoint
-    from seq2seq.data.text import resolve_corpus_file
+    from seq2seq.atomic import write_output
+    from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
+    from seq2seq.decoding import tune
     from seq2seq.decoding.runs import load
-    from seq2seq.decoding.tune import (
-        all_tied,
-        best_row,
-        candidates,
-        check_tuning_set,
-        parse_beams,
-        parse_floats,
-        sweep_result,
-        sweep_run,
-        write_decode_file,
-    )
-    from seq2seq.evaluation.report import read_eval_texts
+    from seq2seq.decoding.tuning_set import tie_reasons, tuning_set
 
     setup_logging()
     no_stdout(json_out, "--json", "the sweep")
     with user_errors():
-        beam_sizes, alpha_values = parse_beams(beams), parse_floats(alphas, "--alphas")
+        beam_sizes, alpha_values = tune.parse_beams(beams), tune.parse_floats(alphas, "--alphas")
         if (src is None) != (ref is None):
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
         ckpt = resolve_checkpoint(checkpoint)
-        _check_outputs(ckpt.parent, json_out, write)  # before the model decodes anything
+        run_dir = ckpt.parent
+        check_writable(json_out, "--json")  # every file the sweep ends in, before it decodes
+        fix = "copy the run to a folder you can write to, or pass --no-write"
+        if write and json_out is None:
+            check_writable(run_dir / "tune_decode.json", "--write", fix=fix)
+        if write:
+            check_writable(run_dir / DECODE_FILE, "--write", fix=fix)
         run = load(ckpt, device)
-        cfg = run.cfg
-        if src is None:
-            if cfg.data.valid is None:
-                raise UserError(f"{ckpt}: the run has no data.valid; give --src and --ref")
-            src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
-            ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
-        _warn_if_test_split(src, cfg)
-        texts = read_eval_texts([ref], src, None)  # as eval reads them: aligned, not blank
-        sources, refs = texts.sources, texts.refs[0]
-        check_tuning_set(sources, refs, src)
-        base = (
-            cfg.decode
-            if batch_size is None
-            else cfg.decode.model_copy(update={"batch_size": batch_size})
-        )
-        n_settings = len(candidates(base, beam_sizes, alpha_values))
+        src, ref, sources, refs = tuning_set(run.cfg, src, ref, ckpt)
+        base = run.cfg.decode
+        if batch_size is not None:
+            base = base.model_copy(update={"batch_size": batch_size})
+        n_settings = len(tune.candidates(base, beam_sizes, alpha_values))
 
     typer.echo(
         f"tuning on {src} ({len(sources)} lines): {n_settings} settings"
@@ -115,69 +100,22 @@ def tune_decode(
         err=True,
     )
     with user_errors():
-        rows, added = sweep_run(
+        rows, added = tune.sweep_run(
             run, sources, refs, base, beam_sizes, alpha_values, extend, str(src)
         )
-    run_dir = ckpt.parent
-    result = sweep_result(ckpt, src, ref, len(sources), rows, added)
-    from seq2seq.atomic import write_output
-
+    sweep = json.dumps(tune.sweep_result(ckpt, src, ref, len(sources), rows, added), indent=2)
     if json_out is not None:  # the sweep the user asked for, whatever it decides
-        write_output(json_out, json.dumps(result, indent=2))
-    if all_tied(rows):
-        same = f"--src {src}: all {len(rows)} settings scored BLEU {rows[0].bleu:.2f}, so " + (
-            "no output matches its reference"
-            if rows[0].bleu == 0
-            else "this tuning set cannot tell them apart"
-        )
-        fix = (
-            "check that --ref translates --src, or train the model longer"
-            if rows[0].bleu == 0
-            else "tune on a bigger or more varied --src/--ref"
-        )
+        write_output(json_out, sweep)
+    if tune.all_tied(rows):
+        same, fix = tie_reasons(rows, src)
         if write:
             raise UserError(f"{same}; nothing written, the run keeps its decode settings; {fix}")
         warn(f"{same}; {fix}")
-    best = best_row(rows)
-    greedy = rows[0]
+    best = tune.best_row(rows)
     if json_out is None and write:  # --no-write: nothing in the run folder changes
-        write_output(run_dir / "tune_decode.json", json.dumps(result, indent=2))
-    line = f"best: {best.label}: BLEU {best.bleu:.2f} (greedy {greedy.bleu:.2f}) on {src}"
+        write_output(run_dir / "tune_decode.json", sweep)
+    line = f"best: {best.label}: BLEU {best.bleu:.2f} (greedy {rows[0].bleu:.2f}) on {src}"
     if write:
-        path = write_decode_file(run_dir, best, rows, str(src))
+        path = tune.write_decode_file(run_dir, best, rows, str(src))
         line += f" -> {path}; translate, eval and serve use it"
     typer.echo(line)
-
-
-def _check_outputs(run_dir: Path, json_out: Path | None, write: bool) -> None:
-    """Every file the sweep will end in must be writable before it starts: --json, and with
-    --write the run's decode.yaml and (without --json) tune_decode.json."""
-    from seq2seq.checkpoint import DECODE_FILE
-
-    check_writable(json_out, "--json")
-    if write:
-        fix = "copy the run to a folder you can write to, or pass --no-write"
-        if json_out is None:
-            check_writable(run_dir / "tune_decode.json", "--write", fix=fix)
-        check_writable(run_dir / DECODE_FILE, "--write", fix=fix)
-
-
-def _warn_if_test_split(src: Path, cfg) -> None:
-    """A warning when --src is the run's own test split: the search would be chosen on the
-    sentences its test scores are reported on."""
-    import logging
-
-    from seq2seq.data.text import DataError, resolve_corpus_file
-
-    if cfg.data.test is None:
-        return
-    try:
-        test = resolve_corpus_file(cfg.data.test, cfg.data.src_lang)
-    except DataError:
-        return
-    if Path(src).resolve() == test.resolve():
-        logging.getLogger("seq2seq").warning(
-            "--src %s is the run's test split (data.test): its test scores will no longer be "
-            "unseen; tune on validation lines instead",
-            src,
-        )

@@ -16,17 +16,17 @@ from tests.toys import run_cli
 
 
 def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
-    from seq2seq.commands.tune import _warn_if_test_split
     from seq2seq.config import load_config
+    from seq2seq.decoding.tuning_set import warn_if_test_split
 
     for name in ("test.de", "test.en", "val.de"):
         (tmp_path / name).write_text("ein hund .\n")
     cfg = load_config(None, [f"data.test={tmp_path / 'test'}", "train.max_steps=1"])
     with caplog.at_level("WARNING", logger="seq2seq"):
-        _warn_if_test_split(tmp_path / "val.de", cfg)
+        warn_if_test_split(tmp_path / "val.de", cfg)
     assert not caplog.records
     with caplog.at_level("WARNING", logger="seq2seq"):
-        _warn_if_test_split(tmp_path / "test.de", cfg)
+        warn_if_test_split(tmp_path / "test.de", cfg)
     (record,) = caplog.records
     assert "is the run's test split (data.test)" in record.getMessage()
 
