@@ -16,47 +16,30 @@ def compare(
         ..., metavar="CONFIG", help="YAML configs, one per model (each with its own name)."
     ),
     out: Path = typer.Option(
-        ...,
-        metavar="DIR",
-        help="Output folder: tokenizer/, runs/<name>/, report.md, results.json, plots.",
+        ..., metavar="DIR", help="Output folder: runs, report.md, results.json, plots."
     ),
     single_steps: int | None = typer.Option(
-        None,
-        min=1,
-        help="Real text: updates of the single-pair stage, the same for every model (its "
-        "config's own learning rate and schedule).",
+        None, min=1, help="Real text: updates of the single-pair stage, for every model."
     ),
     joined_steps: int | None = typer.Option(
-        None,
-        min=1,
-        help="Real text: updates of the fine-tuning stage on single plus joined pairs "
-        "(k = 2..--concat-k), from the single stage's last.pt.",
+        None, min=1, help="Real text: updates of the stage on single plus joined pairs."
     ),
     budget_minutes: float | None = typer.Option(
-        None,
-        min=0.01,
-        help="Synthetic tasks: train every model for this many minutes [default: each "
-        "config's own stop rule]. Configs with a cosine schedule need --budget-steps.",
+        None, min=0.01, help="Synthetic tasks: minutes to train each model [default: its own]."
     ),
     budget_steps: int | None = typer.Option(
-        None,
-        min=1,
-        help="Synthetic tasks: train every model for this many updates [default: each "
-        "config's own stop rule].",
+        None, min=1, help="Synthetic tasks: updates to train each model [default: its own]."
     ),
     budget_tokens: int | None = typer.Option(
         None,
         min=1,
-        help="Synthetic tasks: train every model on this many target tokens (EOS included, "
-        "padding not) [default: each config's own stop rule].",
+        help="Synthetic tasks: target tokens to train each model on [default: its own].",
     ),
     beams: str = typer.Option(
-        "1,5",
-        help="Synthetic tasks (--exact-match, --alignment): beam sizes to decode with; 1 = "
-        "greedy. Real text is decoded greedily and with beam 5 at the best of --alphas.",
+        "1,5", help="Synthetic tasks: beam sizes to decode with; 1 = greedy."
     ),
     concat_k: int = typer.Option(
-        4, min=1, help="Long inputs: test lines joined k = 1..K at a time (1 = the test set only)."
+        4, min=1, help="Long inputs: test lines joined k = 1..K at a time."
     ),
     concat_n: int | None = typer.Option(
         None, min=1, help="Join only the first N test lines for k >= 2 [default: all]."
@@ -65,79 +48,53 @@ def compare(
         "10,20,30,40,50,60", help="Source-length bucket upper bounds, in words."
     ),
     attention_n: int = typer.Option(
-        3,
-        min=0,
-        help="Synthetic tasks: lines whose attention maps are drawn for every attention model.",
+        3, min=0, help="Synthetic tasks: lines whose attention maps are drawn."
     ),
     exact_match: bool = typer.Option(
-        False,
-        "--exact-match",
-        help="Also report exact-match accuracy against length (synthetic tasks).",
+        False, "--exact-match", help="Also report exact-match accuracy against length (synthetic)."
     ),
     alignment: str | None = typer.Option(
         None,
-        help="reverse | copy: the corpus is that synthetic task; adds each attention model's "
-        "alignment accuracy and each model's plateau check; implies --exact-match.",
+        help="reverse | copy: add that task's alignment and plateau checks (and --exact-match).",
     ),
     alphas: str = typer.Option(
-        "0.6,0.8,1.0,1.2,1.4",
-        help="Real text: length penalties for beam 5 tried on the validation lines (joined like "
-        "the test lines); the best decodes the test lines.",
+        "0.6,0.8,1.0,1.2,1.4", help="Real text: beam 5's length penalties to try."
     ),
     n_bootstrap: int = typer.Option(
         1000, "--bootstrap", min=2, help="Real text: bootstrap resamples of every interval."
     ),
     reference: str | None = typer.Option(
-        None,
-        help="Real text: the ablation every other model is rated against [default: the "
-        "rnnencdec config, RNNsearch with one fixed context].",
+        None, help="Real text: the ablation the others are rated against [default: rnnencdec]."
     ),
     headline: str | None = typer.Option(
-        None,
-        help="Real text: the attention config paired with the ablation in the verdict "
-        "[default: the bahdanau config, RNNsearch].",
+        None, help="Real text: the attention config paired with the ablation [default: bahdanau]."
     ),
     seeds: str | None = typer.Option(
-        None,
-        help="Real text: train the headline pair again with these train.seed values, e.g. 1,2,3 "
-        "(a config's own seed is its main run); the ablation's second seed is the null control.",
+        None, help="Real text: train the headline pair again with these seeds, e.g. 1,2,3."
     ),
     negative_seeds: str | None = typer.Option(
-        None,
-        help="Real text: also train the negative control (plain rnn) with these train.seed "
-        "values, e.g. 4,5,6 (rule v2 tests it at every seed it is trained for).",
+        None, help="Real text: train the negative control (rnn) with these seeds, e.g. 4,5,6."
     ),
     tests: list[str] | None = typer.Option(
         None,
         "--test",
         metavar="PREFIX",
-        help="Real text: a test set to score, PREFIX.<lang> files (repeat for more; the first "
-        "is the report's main set; never retrains) [default: the configs' data.test].",
+        help="Real text: a test set, PREFIX.<lang>; repeat for more [default: data.test].",
     ),
     score_only: bool = typer.Option(
-        False,
-        "--score-only",
-        help="Real text: never train; score the finished runs in OUT/runs (a missing one is an "
-        "error).",
+        False, "--score-only", help="Real text: never train; score the finished runs in OUT/runs."
     ),
     reverse_results: Path | None = typer.Option(
         None,
         "--reverse",
         metavar="FILE",
-        help="Real text: the synthetic half's results.json, whose reverse table the report "
-        "shows too (missing file: the report says it was not run).",
+        help="Real text: the synthetic half's results.json, for its reverse table.",
     ),
     zoo: Path | None = typer.Option(
-        None,
-        metavar="DIR",
-        help="Real text: make zoo's runs folder (runs/multi30k), whose DIR/NAME/test_greedy.json "
-        "BLEU the maturity table shows beside the model of config NAME.yaml.",
+        None, metavar="DIR", help="Real text: make zoo's runs folder, for the maturity table."
     ),
     jobs: int = typer.Option(
-        1,
-        min=1,
-        help="Train this many configs at a time, each in its own process with one torch thread "
-        "(CPU: 2 jobs on 2 cores finish sooner than 1 job with 2 threads).",
+        1, min=1, help="Configs trained at a time, each in a process of one torch thread."
     ),
     device: str = typer.Option(
         "auto", help="auto | cpu | cuda, for training and decoding (overrides train.device)."
