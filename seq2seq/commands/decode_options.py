@@ -15,10 +15,7 @@ from seq2seq.commands.common import OPTION_OF_FIELD, user_errors
 from seq2seq.config import DecodeConfig, SearchMethod
 
 # The help text of a repeated -c, shared by translate and eval (``decoding.runs.load``).
-ENSEMBLE_HELP = (
-    "Repeat -c for an ensemble (the models' probabilities averaged at every step; one tokenizer, "
-    "the first run's decode settings)."
-)
+ENSEMBLE_HELP = "Repeat -c for an ensemble."
 
 
 def option(kind: Any, *flags: str, **settings: Any) -> Any:
@@ -36,8 +33,7 @@ Quantize = option(
     str | None,
     "--quantize",
     metavar="int8",
-    help="Decode with int8 weights (torch dynamic quantization): CPU only, output may differ "
-    "slightly.",
+    help="Decode with int8 weights (torch dynamic quantization; CPU only).",
 )
 
 # The search options (DecodeConfig fields; --beam is beam_size).
@@ -84,8 +80,7 @@ MinLen = run_setting(
 LengthPenalty = run_setting(
     float,
     "--length-penalty",
-    "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha; 0 = raw log-prob; "
-    "refused under greedy and sample, which rank nothing [default: the run's].",
+    "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
 )
 MaxSrcLen = run_setting(
     int, "--max-src-len", "Cut longer sources to this many tokens, with a warning."

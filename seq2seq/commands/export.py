@@ -26,16 +26,13 @@ def export(
     dtype: str = typer.Option(
         "fp32",
         metavar="fp32|fp16|bf16",
-        help="Weights' type in the export; fp16 and bf16 halve its size (decoding widens them "
-        "back to fp32, so output may differ slightly).",
+        help="Weights' type in the export; fp16 and bf16 halve its size.",
     ),
     fmt: str = typer.Option(
         "seq2seq",
         "--format",
         metavar="seq2seq|ctranslate2",
-        help="seq2seq: DIR/model.pt, which translate, eval and serve read as -c DIR. "
-        'ctranslate2: a CTranslate2 model of a Transformer (pip install -e ".[export]"), which '
-        "translate -c DIR decodes with CTranslate2.",
+        help="seq2seq: DIR/model.pt; ctranslate2: for CTranslate2.",
     ),
     quantize: str | None = typer.Option(
         None,

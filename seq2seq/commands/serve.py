@@ -16,12 +16,10 @@ def serve(
     runs: list[str] = typer.Argument(
         ...,
         metavar="[NAME=]RUN",
-        help="Run folders or checkpoint files, each named after its folder; NAME=RUN names it "
-        "NAME (letters, digits, '.', '_', '-').",
+        help="Run folders or checkpoint files, each named after its folder or NAME=RUN.",
     ),
     host: str = typer.Option(
-        "127.0.0.1",
-        help="Address to listen on; any other than 127.0.0.1 opens the models to the network.",
+        "127.0.0.1", help="Address to listen on; another than 127.0.0.1 opens it to the network."
     ),
     port: int = typer.Option(8000, min=0, max=65535, help="Port; 0 picks a free one."),
     study: Path | None = typer.Option(
@@ -36,20 +34,13 @@ def serve(
     ),
     quantize: opt.Quantize = None,
     workers: int = typer.Option(
-        4,
-        min=1,
-        help="Translations decoding at once, in threads of their own (each model takes one at "
-        "a time).",
+        4, min=1, help="Translations decoding at once, each in its own thread."
     ),
     max_queued: int = typer.Option(
-        32,
-        min=0,
-        help="Translations waiting for a worker; one more gets 503 with a Retry-After header.",
+        32, min=0, help="Translations waiting for a worker; one more gets 503."
     ),
     timeout: float = typer.Option(
-        60.0,
-        min=0.001,
-        help="Seconds a translation may take from its arrival, waiting included; then it gets 503.",
+        60.0, min=0.001, help="Seconds a translation may take, waiting included; then 503."
     ),
 ):
     """Serve a local page and JSON API (POST /translate) showing every run's translations side

@@ -28,9 +28,8 @@ def train(
     resume: Path | None = typer.Option(
         None,
         metavar="RUN",
-        help="Continue the run in this folder exactly where its last.pt stopped. CONFIG must "
-        "have the run's data, tokenizer and model sections (RUN_DIR/config.yaml does); train "
-        "settings may change, e.g. --max-time to extend a finished run.",
+        help="Continue the run in this folder exactly where its last.pt stopped; train settings "
+        "may change.",
     ),
     overwrite: bool = typer.Option(
         False,

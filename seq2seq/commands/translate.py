@@ -20,8 +20,7 @@ def translate(
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file, run directory or `seq2seq export` folder (CTranslate2's too). "
-        + ENSEMBLE_HELP,
+        help="Checkpoint, run directory or export folder. " + ENSEMBLE_HELP,
     ),
     input: str = typer.Option(
         "-",
@@ -50,8 +49,8 @@ def translate(
         min=1,
         max=1000,
         metavar="N",
-        help="Write the N best per line (TSV: line, score, hypothesis), best first by the "
-        "length-penalised score the search ranks by; a beam line may get fewer than N.",
+        help="Write the N best per line (TSV: line, score, hypothesis); the score is the "
+        "length-penalised one the search ranks by.",
     ),
     output_format: str | None = typer.Option(
         None,
@@ -79,10 +78,7 @@ def translate(
         None, metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int | None = typer.Option(
-        None,
-        min=0,
-        help="With --attention-dir: plot the first N input lines (blank lines have no plot) "
-        "[default: 10].",
+        None, min=0, help="With --attention-dir: plot the first N input lines [default: 10]."
     ),
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,

@@ -40,13 +40,12 @@ def tune_decode(
     alphas: str = typer.Option(
         "0,0.2,0.4,0.6,0.8,1,1.2,1.5,2",
         metavar="A,A,...",
-        help="Length penalties α to sweep for every beam size (GNMT: score / ((5 + |Y|) / 6)^α).",
+        help="Length penalties α to sweep for every beam size.",
     ),
     extend: bool = typer.Option(
         True,
         "--extend/--no-extend",
-        help="Sweep beyond the grid's top edge (α up to 5, beam up to 40) while the best setting "
-        "sits on it; --no-extend sweeps the grid as given.",
+        help="Sweep beyond the grid's top edge while the best setting sits on it.",
     ),
     batch_size: int | None = typer.Option(
         None, help="Sentences per batch [default: the run's decode.batch_size]."
@@ -54,8 +53,7 @@ def tune_decode(
     write: bool = typer.Option(
         True,
         "--write/--no-write",
-        help="Write the best to RUN_DIR/decode.yaml (translate, eval and serve use it) and the "
-        "sweep to RUN_DIR/tune_decode.json; --no-write leaves the run folder untouched.",
+        help="Write the best to RUN_DIR/decode.yaml and the sweep to RUN_DIR/tune_decode.json.",
     ),
     json_out: Path | None = typer.Option(
         None,
