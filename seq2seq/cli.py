@@ -13,7 +13,7 @@ import traceback
 
 import typer
 
-from seq2seq.commands import evaluate, export, paired, serve, study, training, translate, tune
+from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
 app = typer.Typer(
@@ -71,7 +71,7 @@ SUMMARIES = {
 app.command(short_help=SUMMARIES["train"])(training.train)
 app.command(short_help=SUMMARIES["translate"])(translate.translate)
 app.command("eval", short_help=SUMMARIES["eval"])(evaluate.evaluate)
-app.command(short_help=SUMMARIES["paired"])(paired.paired)
+app.command(short_help=SUMMARIES["paired"])(evaluate.paired)
 app.command(short_help=SUMMARIES["average"])(training.average)
 app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode)
 app.command(short_help=SUMMARIES["compare"])(study.compare)

@@ -1,12 +1,17 @@
-"""What every command shares: the one-line user error, its printing, and the mapping of library
-errors and ``-`` paths to what the commands need."""
+"""What every command shares: the one-line user error, its printing, the mapping of library
+errors and ``-`` paths to what the commands need, and the output paths checked before the work, so
+that no finished translation, sweep, average or training is thrown away on a path that was never
+writable (``check_writable``) or replaces what the command reads (``check_not_input``)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from seq2seq.atomic import is_stdout
 from seq2seq.console import console
 
 
@@ -57,7 +62,80 @@ def user_errors():
 
 def no_stdout(path: Path | str | None, option: str, what: str) -> None:
     """``-`` means standard output, which cannot hold a folder or a binary file."""
-    from seq2seq.atomic import is_stdout
-
     if is_stdout(path):
         raise UserError(f"{option} -: {what} cannot go to standard output; give a path")
+
+
+ANOTHER_PATH = "give a path in a folder you can write to"
+RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json")  # what loading a run reads
+
+
+def check_writable(
+    path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
+) -> None:
+    """Refuse in one line (starting with ``option``, ending with ``fix``) an output the command
+    could not write; None and ``-`` (standard output) pass. It creates nothing: missing folders
+    on the way are the writer's to make (as ``atomic.atomic_open`` does). ``folder``: ``path`` is
+    a folder the command writes into (``--run-dir``, ``--out``), not a file.
+
+    Raises:
+        UserError: ``path`` is a folder where a file goes (or a file where a folder goes), a file
+            stands where a folder on its way should be, or the nearest existing folder that would
+            hold it is not writable.
+    """
+    if path is None or is_stdout(path):
+        return
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir():
+        raise UserError(f"{option} {path}: is a file, not a folder; give a folder to write into")
+    if not folder and p.is_dir():
+        raise UserError(f"{option} {path}: is a folder; give a file name to write")
+    nearest = p if folder else p.parent
+    while not nearest.exists() and not nearest.is_symlink() and nearest != nearest.parent:
+        nearest = nearest.parent  # missing folders are made by the writer
+    if not nearest.is_dir():
+        kind = "a file, not a folder" if nearest.is_file() else "not a folder"
+        raise UserError(f"{option} {path}: cannot write there: {nearest} is {kind}; {fix}")
+    if not _can_write(nearest):
+        raise UserError(
+            f"{option} {path}: cannot write there: folder {nearest} is not writable; {fix}"
+        )
+
+
+def check_not_input(
+    path: str | Path | None,
+    option: str,
+    inputs: Sequence[tuple[str, str | Path | None]] = (),
+    runs: Sequence[str | Path] = (),
+) -> None:
+    """Refuse in one line an output ``path`` of ``option`` that would replace what the command
+    reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
+    checkpoint file or run folder the command loads.
+
+    Raises:
+        UserError: ``path`` is an input file, or a run's checkpoint (``*.pt``), tokenizer
+            (``spm*.model``) or one of ``RUN_FILES``.
+    """
+    if path is None or is_stdout(path):
+        return
+    out = Path(path).resolve()
+    for opt, given in inputs:
+        if given is not None and not is_stdout(given) and Path(given).resolve() == out:
+            raise UserError(
+                f"{option} {path} is the {opt} file: writing it would replace what is read; "
+                "write to another file"
+            )
+    for run in runs:
+        folder = Path(run).resolve()
+        folder = folder if folder.is_dir() else folder.parent
+        run_file = out.suffix == ".pt" or out.name in RUN_FILES or out.name.startswith("spm")
+        if out.parent == folder and (run_file or out == Path(run).resolve()):
+            raise UserError(
+                f"{option} {path}: would overwrite the run's own {out.name}; write to a file "
+                f"that is not one of the run's checkpoints, tokenizers or {', '.join(RUN_FILES)}"
+            )
+
+
+def _can_write(folder: Path) -> bool:
+    """New files can be made in ``folder`` (its permissions, a read-only file system)."""
+    return os.access(folder, os.W_OK | os.X_OK)

@@ -1,6 +1,8 @@
-"""``eval``: score translations with sacrebleu, translating the sources first with a checkpoint
-(as ``translate`` does; several ``-c`` form an ensemble) or taking a hypothesis file. Comparing
-systems is ``paired`` (``commands/paired.py``)."""
+"""``eval`` and ``paired``: score translations with sacrebleu. ``eval`` scores a hypothesis file,
+or translates the sources first with a checkpoint (as ``translate`` does; several ``-c`` form an
+ensemble); ``paired`` compares two or more systems with sacreBLEU's paired significance tests
+(``evaluation/paired.py``), the first the baseline, a system being a ``--hyp`` file or a ``-c`` run
+that translates ``--src`` on its own."""
 
 from __future__ import annotations
 
@@ -11,14 +13,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError, user_errors, warn
-from seq2seq.commands.decode_options import (
-    ENSEMBLE_HELP,
-    decode_flag,
-    decode_options,
-    quantized_device,
-)
-from seq2seq.commands.outputs import check_not_input, check_writable
+from seq2seq.commands.common import UserError, check_not_input, check_writable, user_errors, warn
 from seq2seq.console import setup_logging
 
 
@@ -28,7 +23,7 @@ def evaluate(
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint file or run directory, to translate --src. " + ENSEMBLE_HELP,
+        help="Checkpoint file or run directory, to translate --src. " + opt.ENSEMBLE_HELP,
     ),
     src: opt.Src = None,
     ref: opt.Ref = ...,
@@ -87,7 +82,7 @@ def evaluate(
         )
     names = metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
-    options = decode_options(locals())
+    options = opt.decode_options(locals())
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
     if hyps and checkpoints:
@@ -126,6 +121,102 @@ def evaluate(
     print_report(report, format_report(report), json_out, is_stdout(output) or is_stdout(json_out))
 
 
+def paired(
+    hyp: list[Path] | None = typer.Option(
+        None, metavar="FILE", help="A system's translations; repeat, the first is the baseline."
+    ),
+    checkpoint: list[Path] | None = typer.Option(
+        None,
+        "--checkpoint",
+        "-c",
+        metavar="RUN",
+        help="A system that translates --src; repeat, the first is the baseline.",
+    ),
+    src: opt.Src = None,
+    ref: opt.Ref = ...,
+    paired_method: str = typer.Option(
+        "bs",
+        metavar="bs|ar",
+        help="bs: bootstrap resampling (mean ± 95% CI, p-value); ar: approximate randomisation.",
+    ),
+    paired_n: int | None = typer.Option(
+        None,
+        metavar="N",
+        min=1,
+        help="Bootstrap resamples (bs) or randomisation trials (ar) [default: 1000 bs, 10000 ar].",
+    ),
+    paired_seed: int | None = typer.Option(
+        None,
+        metavar="SEED",
+        min=1,
+        help="Seed of the resampling [default: $SACREBLEU_SEED or 12345].",
+    ),
+    bleu: opt.Bleu = False,
+    chrf: opt.Chrf = False,
+    ter: opt.Ter = False,
+    lowercase: opt.Lowercase = False,
+    beam: opt.Beam = None,
+    method: opt.Method = None,
+    temperature: opt.Temperature = None,
+    top_k: opt.TopK = None,
+    top_p: opt.TopP = None,
+    seed: opt.Seed = None,
+    no_repeat_ngram: opt.NoRepeatNgram = None,
+    length_penalty: opt.LengthPenalty = None,
+    min_len: opt.MinLen = None,
+    max_len_a: opt.MaxLenA = None,
+    max_len_b: opt.MaxLenB = None,
+    max_src_len: opt.MaxSrcLen = None,
+    batch_size: opt.BatchSize = None,
+    tgt_lang: opt.TgtLang = None,
+    json_out: opt.JsonOut = None,
+    device: opt.Device = "auto",
+    quantize: opt.Quantize = None,
+):
+    """Compare two or more systems with sacreBLEU's paired significance test against the first
+    (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
+    from seq2seq.atomic import is_stdout
+    from seq2seq.evaluation import paired as significance
+    from seq2seq.evaluation.report import read_eval_texts
+
+    setup_logging()
+    names = metric_names(bleu, chrf, ter)
+    checkpoints, hyps = list(checkpoint or []), list(hyp or [])
+    options = opt.decode_options(locals())
+    if paired_method not in significance.PAIRED_TESTS:
+        raise UserError(
+            f"--paired-method {paired_method}: choose bs (bootstrap) or ar (randomisation)"
+        )
+    if hyps and checkpoints:
+        raise UserError("give --hyp files or -c runs (with --src) as the systems, not both")
+    systems_given, flag = (checkpoints, "-c") if checkpoints else (hyps, "--hyp")
+    if len(systems_given) < 2:
+        given = f": {flag} is given once" if systems_given else ""
+        raise UserError(
+            f"paired compares two or more systems{given}; repeat --hyp FILE (or -c RUN with "
+            "--src), the first being the baseline"
+        )
+    for i, x in enumerate(systems_given):
+        if str(x) in map(str, systems_given[:i]):
+            raise UserError(f"paired: {flag} {x} is given twice; give each system once")
+    outputs = [("--json", json_out)]
+    device = check_scoring(
+        hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs
+    )
+    with user_errors():
+        texts = read_eval_texts(ref, src, None)
+        systems = significance.read_systems(hyps, texts) if hyps else []
+    for c in checkpoints:
+        lines, run_lang, made_with = translate_for_eval([c], src, texts, options, device, quantize)
+        systems.append(significance.System(str(c), lines, made_with))
+        tgt_lang = tgt_lang or run_lang
+    with user_errors():
+        report = significance.paired_report(
+            systems, texts, names, paired_method, paired_n, paired_seed, tgt_lang, lowercase
+        )
+    print_report(report, significance.format_paired(report), json_out, is_stdout(json_out))
+
+
 def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
     """The metrics asked for; BLEU when none is."""
     return [n for n, on in (("bleu", bleu), ("chrf", chrf), ("ter", ter)) if on] or ["bleu"]
@@ -136,14 +227,14 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
     only when something is translated, --tgt-lang a language code, and each of ``outputs``
     ((option, path)) neither an input, a run's file nor an output before it, and writable.
     Returns ``device`` as --quantize sets it (``quantized_device``)."""
-    if hyps and (given := [decode_flag(k) for k, v in options.items() if v is not None]):
+    if hyps and (given := [opt.decode_flag(k) for k, v in options.items() if v is not None]):
         raise UserError(
             f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
             "do not apply; drop them, or translate with --checkpoint and --src"
         )
     if hyps and quantize:
         raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
-    device = quantized_device(quantize, device)
+    device = opt.quantized_device(quantize, device)
     if tgt_lang is not None and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", tgt_lang):
         raise UserError(
             f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "

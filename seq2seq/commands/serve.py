@@ -8,7 +8,6 @@ import typer
 
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError
-from seq2seq.commands.decode_options import quantized_device
 from seq2seq.console import setup_logging
 
 
@@ -51,7 +50,7 @@ def serve(
 
     setup_logging()
     limits = Limits(workers=workers, max_queued=max_queued, timeout_s=timeout)
-    device = quantized_device(quantize, device)
+    device = opt.quantized_device(quantize, device)
     try:
         run_server(runs, host, port, study, device, limits, quantize)
     except ServeError as e:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, fail, no_stdout
-from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.common import UserError, check_writable, fail, no_stdout
 from seq2seq.console import counted, setup_logging
 
 

@@ -7,9 +7,14 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
-from seq2seq.commands.decode_options import ENSEMBLE_HELP, decode_options
-from seq2seq.commands.outputs import check_not_input, check_writable
+from seq2seq.commands.common import (
+    UserError,
+    check_not_input,
+    check_writable,
+    fail,
+    no_stdout,
+    user_errors,
+)
 from seq2seq.config import DecodeConfig
 from seq2seq.console import setup_logging
 
@@ -20,7 +25,7 @@ def translate(
         "--checkpoint",
         "-c",
         metavar="RUN",
-        help="Checkpoint, run directory or export folder. " + ENSEMBLE_HELP,
+        help="Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP,
     ),
     input: str = typer.Option(
         "-",
@@ -119,7 +124,7 @@ def translate(
             check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
         run = load(checkpoint, device, quantize)
-        dcfg, _ = run.decode_settings(**decode_options(locals()))
+        dcfg, _ = run.decode_settings(**opt.decode_options(locals()))
         check_n_best(dcfg, n_best)
         fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     plot = None

@@ -8,8 +8,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError, no_stdout, user_errors, warn
-from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.common import UserError, check_writable, no_stdout, user_errors, warn
 from seq2seq.console import setup_logging
 
 

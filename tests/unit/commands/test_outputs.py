@@ -1,13 +1,13 @@
-"""``seq2seq/commands/outputs.py``: every output path is checked writable before the work starts
-(one line, exit 2, nothing decoded, trained or averaged)."""
+"""``seq2seq/commands/common.py`` ``check_writable``, ``check_not_input``: every output path is
+checked writable before the work starts (one line, exit 2, nothing decoded, trained or
+averaged)."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from seq2seq.commands.common import UserError
-from seq2seq.commands.outputs import check_writable
+from seq2seq.commands.common import UserError, check_writable
 from tests.toys import run_main, synth_run_raw
 
 SPIES = {  # what each command's work begins with
@@ -104,7 +104,7 @@ def test_tune_decode_refuses_a_run_folder_it_cannot_write_before_decoding(
     command_files, monkeypatch, capsys
 ):
     """Root writes into read-only folders, so the folder's permission is made up here."""
-    import seq2seq.commands.outputs as outputs
+    import seq2seq.commands.common as outputs
 
     run, _, _ = command_files
     monkeypatch.setattr(SPIES["tune-decode"], lambda *a, **k: pytest.fail("the model loaded"))
@@ -174,7 +174,7 @@ def test_an_output_that_is_an_input_or_a_file_of_the_run_is_refused_before_the_w
 
 
 def test_an_output_beside_the_run_files_that_is_not_one_of_them_passes(tmp_path):
-    from seq2seq.commands.outputs import check_not_input
+    from seq2seq.commands.common import check_not_input
 
     run = tmp_path / "run"
     run.mkdir()
