@@ -264,11 +264,9 @@ def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool
 def translate_for_eval(
     checkpoints, src, texts, options, device, quantize=None
 ) -> tuple[list[str], str, dict]:
-    """Translate the sources of ``texts`` with the checkpoint (several: their ensemble, with the
-    first's settings) and ``options`` (DecodeConfig fields, None = not given), as ``translate -i``
-    would (the same windows and batches); returns the best translations, the run's target
-    language and how they were made (``Translator.made_with``: eval --json's checkpoint,
-    ensemble, decode, decode_source and quantize)."""
+    """Translate the sources of ``texts`` as ``translate -i`` would, with the checkpoints (several:
+    an ensemble) and ``options`` (DecodeConfig fields, None = not given); returns the best
+    translations, the run's target language and how they were made (``Translator.made_with``)."""
     from seq2seq.decoding.runs import load
 
     if not checkpoints or src is None:

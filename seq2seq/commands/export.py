@@ -42,9 +42,8 @@ def export(
         False, "--overwrite", help="Replace DIR when it holds an earlier export."
     ),
 ):
-    """Write a run's weights and tokenizer, without optimizer, RNG or training state, into a new
-    folder, atomically (DIR appears complete or not at all); the run's decode.yaml goes along.
-    Prints the size of the checkpoint read and of the export."""
+    """Write a run's weights and tokenizer (and decode.yaml), without training state, into a new
+    folder, atomically; prints the sizes read and written (docs/overview.md)."""
     from seq2seq.export.folder import megabytes
 
     setup_logging()

@@ -120,13 +120,8 @@ def compare(
         edges = parse_buckets(buckets)
         if alignment is not None and alignment not in TASKS:
             raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
-    dev = str(inference_device(device))
-    exact = exact_match or alignment is not None
-    opts = StudyOptions(
-        beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
-    )
-    plan = None
-    with user_errors():
+        exact = exact_match or alignment is not None
+        plan = None
         if exact and (single_steps is not None or joined_steps is not None):
             raise ValueError(
                 "--single-steps and --joined-steps train real text; a synthetic task "
@@ -167,6 +162,10 @@ def compare(
                 reverse=read_reverse(reverse_results),
                 zoo=read_zoo(zoo),
             )
+    dev = str(inference_device(device))
+    opts = StudyOptions(
+        beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
+    )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")
     for key in ("verdict", "bleu", "exact", "plateau"):

@@ -86,10 +86,8 @@ def train(
 def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
     """The run folder training will write (as ``training.loop.train`` picks it) must be writable
     before the tokenizer and the first update; named by where it came from."""
-    if resume is not None:
-        check_writable(resume, "--resume", folder=True)
-    elif run_dir is not None:
-        check_writable(run_dir, "--run-dir", folder=True)
+    if resume is not None or run_dir is not None:
+        check_writable(resume or run_dir, "--resume" if resume else "--run-dir", folder=True)
     else:
         fix = "give --run-dir a folder you can write to"
         where = ("run_dir", cfg.run_dir) if cfg.run_dir else ("run folder", f"runs/{cfg.name}")
