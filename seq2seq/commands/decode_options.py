@@ -23,11 +23,6 @@ def option(kind: Any, *flags: str, **settings: Any) -> Any:
     return Annotated[kind, typer.Option(*flags, **settings)]
 
 
-def run_setting(kind: type, flag: str, help: str, **settings: Any) -> Any:
-    """The type of a search option: ``kind``, or None (not given) for the run's own setting."""
-    return option(kind | None, flag, help=help, **settings)
-
-
 Device = option(str, "--device", metavar="DEVICE", help="auto | cpu | cuda.")
 Quantize = option(
     str | None,
@@ -36,54 +31,58 @@ Quantize = option(
     help="Decode with int8 weights (torch dynamic quantization; CPU only).",
 )
 
-# The search options (DecodeConfig fields; --beam is beam_size).
-Beam = run_setting(
-    int, "--beam", "Beam size K, 1 to 1000; implies --method beam [default: the run's]."
+# The search options (DecodeConfig fields; --beam is beam_size); None: the run's setting.
+Beam = option(
+    int | None, "--beam", help="Beam size K, 1 to 1000; implies --method beam [default: the run's]."
 )
-Method = run_setting(
-    str,
+Method = option(
+    str | None,
     "--method",
-    f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
-    "run's decode.method].",
     metavar="METHOD",
+    help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+    "run's decode.method].",
 )
-Temperature = run_setting(
-    float, "--temperature", "sample: softmax(logits / T), T > 0 [default: the run's, 1]."
+Temperature = option(
+    float | None,
+    "--temperature",
+    help="sample: softmax(logits / T), T > 0 [default: the run's, 1].",
 )
-TopK = run_setting(
-    int, "--top-k", "sample: only the K most probable tokens [default: the run's, all]."
+TopK = option(
+    int | None, "--top-k", help="sample: only the K most probable tokens [default: the run's, all]."
 )
-TopP = run_setting(
-    float, "--top-p", "sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."
+TopP = option(
+    float | None,
+    "--top-p",
+    help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens].",
 )
-Seed = run_setting(
-    int, "--seed", "sample: seed of the draws [default: the run's, none = new draws]."
+Seed = option(
+    int | None, "--seed", help="sample: seed of the draws [default: the run's, none = new draws]."
 )
-NoRepeatNgram = run_setting(
-    int,
+NoRepeatNgram = option(
+    int | None,
     "--no-repeat-ngram",
-    "Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
     metavar="N",
+    help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
 )
-BatchSize = run_setting(
-    int, "--batch-size", "Sentences per batch [default: the run's decode.batch_size]."
+BatchSize = option(
+    int | None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
 )
-MaxLenA = run_setting(
-    float, "--max-len-a", "Output length limit a*src_len+b: a [default: the run's]."
+MaxLenA = option(
+    float | None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
 )
-MaxLenB = run_setting(
-    int, "--max-len-b", "Output length limit a*src_len+b: b [default: the run's]."
+MaxLenB = option(
+    int | None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
 )
-MinLen = run_setting(
-    int, "--min-len", "Tokens required before EOS [default: the run's decode.min_len]."
+MinLen = option(
+    int | None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
 )
-LengthPenalty = run_setting(
-    float,
+LengthPenalty = option(
+    float | None,
     "--length-penalty",
-    "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
+    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
 )
-MaxSrcLen = run_setting(
-    int, "--max-src-len", "Cut longer sources to this many tokens, with a warning."
+MaxSrcLen = option(
+    int | None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
 )
 
 # The scoring options of eval and paired.

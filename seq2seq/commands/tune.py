@@ -46,9 +46,7 @@ def tune_decode(
         "--extend/--no-extend",
         help="Sweep beyond the grid's top edge while the best setting sits on it.",
     ),
-    batch_size: int | None = typer.Option(
-        None, help="Sentences per batch [default: the run's decode.batch_size]."
-    ),
+    batch_size: opt.BatchSize = None,
     write: bool = typer.Option(
         True,
         "--write/--no-write",
