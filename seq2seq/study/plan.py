@@ -192,7 +192,7 @@ class Multi30kPlan:
     tests: tuple[str, ...] = ()  # test-set prefixes to score (); () = the configs' data.test
     score_only: bool = False  # never train: score finished runs only
     reverse: dict | None = None  # the synthetic half's results, shown in the report
-    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (commands/study.py)
+    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study/external.py)
 
 
 def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:
