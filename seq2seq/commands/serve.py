@@ -18,7 +18,7 @@ def serve(
         help="Run folders or checkpoint files, each named after its folder or NAME=RUN.",
     ),
     host: str = typer.Option(
-        "127.0.0.1", help="Address to listen on; another than 127.0.0.1 opens it to the network."
+        "127.0.0.1", help="Address to listen on; any but 127.0.0.1 opens the models to the network."
     ),
     port: int = typer.Option(8000, min=0, max=65535, help="Port; 0 picks a free one."),
     study: Path | None = typer.Option(
