@@ -8,7 +8,14 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError, check_writable, no_stdout, user_errors, warn
+from seq2seq.commands.common import (
+    UserError,
+    check_not_input,
+    check_writable,
+    no_stdout,
+    user_errors,
+    warn,
+)
 from seq2seq.console import setup_logging
 
 
@@ -76,6 +83,7 @@ def tune_decode(
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
         ckpt = resolve_checkpoint(checkpoint)
         run_dir = ckpt.parent
+        check_not_input(json_out, "--json", [("--src", src), ("--ref", ref)], [ckpt])
         check_writable(json_out, "--json")  # every file the sweep ends in, before it decodes
         fix = "copy the run to a folder you can write to, or pass --no-write"
         if write and json_out is None:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import yaml
 
 import seq2seq.decoding.tune as tune
@@ -66,3 +67,28 @@ def test_tune_decode_sweeps_beyond_a_choice_at_the_grids_edge_and_records_it(
     assert code == 0, err
     plain = json.loads((tmp_path / "plain.json").read_text())
     assert plain["beyond_grid"] == [] and len(plain["sweep"]) == 3
+
+
+def test_json_that_would_replace_the_runs_checkpoint_or_the_tuning_set_is_refused_before_decoding(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """--json is written after the sweep: naming the run's best.pt (or --src, --ref) there would
+    replace the checkpoint with the sweep's JSON. It is refused before anything is decoded."""
+    monkeypatch.setattr(tune, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    run = Path(shutil.copytree(synth_run, tmp_path / "run"))
+    src, ref = synth_corpus / "val.de", synth_corpus / "val.en"
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    tuning = ["--src", src, "--ref", ref, "--beams", "2", "--alphas", "0"]
+    for json_out, said in (
+        (run / "best.pt", "would overwrite the run's own best.pt"),
+        (run / "config.yaml", "would overwrite the run's own config.yaml"),
+        (src, "is the --src file"),
+        (ref, "is the --ref file"),
+    ):
+        for checkpoint in (run, run / "best.pt"):
+            code, _, err = run_cli(
+                monkeypatch, capsys, "tune-decode", "-c", checkpoint, *tuning, "--json", json_out
+            )
+            assert code == 2 and len(err.strip().splitlines()) == 1, err
+            assert f"error: --json {json_out}" in err and said in err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
