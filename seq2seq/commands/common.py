@@ -66,6 +66,16 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
         raise UserError(f"{option} -: {what} cannot go to standard output; give a path")
 
 
+def one_run(checkpoints: list[Path], command: str) -> Path:
+    """The one ``-c`` of a command that takes one run (click would keep the last of several)."""
+    if len(checkpoints) > 1:
+        raise UserError(
+            f"-c given {len(checkpoints)} times: {command} takes one run (several -c make an "
+            "ensemble in translate and eval only); give one -c"
+        )
+    return checkpoints[0]
+
+
 ANOTHER_PATH = "give a path in a folder you can write to"
 RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json")  # what loading a run reads
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, check_writable, fail, no_stdout
+from seq2seq.commands.common import UserError, check_writable, fail, no_stdout, one_run
 from seq2seq.console import counted, setup_logging
 
 
@@ -111,7 +111,7 @@ def _not_a_live_runs_file(output: Path) -> None:
 
 
 def average(
-    checkpoint: Path = typer.Option(
+    checkpoint: list[Path] = typer.Option(
         ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
     ),
     last: int | None = typer.Option(
@@ -129,9 +129,10 @@ def average(
     from seq2seq.training.average import average_run
 
     setup_logging()
+    run = one_run(checkpoint, "average")
     no_stdout(output, "-o", "a checkpoint")
     check_writable(output, "-o")  # before the checkpoints are read and averaged
     _not_a_live_runs_file(output)
-    paths = average_run(checkpoint, output, last=last, best=best)
+    paths = average_run(run, output, last=last, best=best)
     names = ", ".join(p.name for p in paths)
     typer.echo(f"averaged {counted(len(paths), 'checkpoint')} ({names}) -> {output}")

@@ -13,6 +13,7 @@ from seq2seq.commands.common import (
     check_not_input,
     check_writable,
     no_stdout,
+    one_run,
     user_errors,
     warn,
 )
@@ -20,7 +21,7 @@ from seq2seq.console import setup_logging
 
 
 def tune_decode(
-    checkpoint: Path = typer.Option(
+    checkpoint: list[Path] = typer.Option(
         ...,
         "--checkpoint",
         "-c",
@@ -81,7 +82,7 @@ def tune_decode(
         beam_sizes, alpha_values = tune.parse_beams(beams), tune.parse_floats(alphas, "--alphas")
         if (src is None) != (ref is None):
             raise UserError("give both --src and --ref, or neither (the run's validation set)")
-        ckpt = resolve_checkpoint(checkpoint)
+        ckpt = resolve_checkpoint(one_run(checkpoint, "tune-decode"))
         run_dir = ckpt.parent
         check_not_input(json_out, "--json", [("--src", src), ("--ref", ref)], [ckpt])
         check_writable(json_out, "--json")  # every file the sweep ends in, before it decodes

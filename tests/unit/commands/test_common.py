@@ -4,9 +4,12 @@ errors, the hint to tune an untuned beam, the device a checkpoint is loaded on."
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
+import seq2seq.decoding.tune as tune
 from seq2seq.config import DecodeConfig
 from tests.corpora import eval_files
 from tests.toys import cuda_run, needs_no_cuda, run_cli, run_with_config
@@ -82,3 +85,18 @@ def test_translate_does_not_take_the_runs_train_device(synth_run, tmp_path):
 
     run = cuda_run(synth_run, tmp_path)
     assert str(load(run, "auto").device) == "cpu"
+
+
+@pytest.mark.parametrize("command", ["tune-decode", "average"])
+def test_a_second_checkpoint_is_refused_not_silently_taken_instead_of_the_first(
+    command, synth_run, tmp_path, monkeypatch, capsys
+):
+    """click keeps the last of a repeated option: ``-c A -c B`` tuned or averaged B alone, while
+    translate and eval read it as an ensemble. Both commands take one run and say so."""
+    monkeypatch.setattr(tune, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    other = Path(shutil.copytree(synth_run, tmp_path / "other"))
+    rest = ["--last", "1", "-o", tmp_path / "avg.pt"] if command == "average" else []
+    code, _, err = run_cli(monkeypatch, capsys, command, "-c", synth_run, "-c", other, *rest)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"error: -c given 2 times: {command} takes one run" in err
+    assert not (tmp_path / "avg.pt").exists() and not (other / "decode.yaml").exists()
