@@ -85,6 +85,11 @@ def evaluate(
     options = opt.decode_options(locals())
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
+    if buckets is not None and not by_length:
+        raise UserError(
+            f"--buckets {buckets}: it sets the --by-length table's buckets; add --by-length, or "
+            "drop --buckets"
+        )
     if hyps and checkpoints:
         raise UserError("give --hyp (score a file) or --checkpoint (translate --src), not both")
     if len(hyps) > 1:

@@ -344,6 +344,11 @@ def test_by_length_default_buckets_and_errors(monkeypatch, capsys, tmp_path):
         monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--by-length"
     )
     assert code == 2 and "--by-length needs --src" in err
+    code, out, err = run_seq2seq(
+        monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--buckets", "10,20"
+    )  # without --by-length there is no table for the buckets: refused, not ignored
+    assert code == 2 and out == ""
+    assert "error: --buckets 10,20: it sets the --by-length table's buckets; add --by-length" in err
     src = write_lines(tmp_path / "src.de", ["a", "b", "c", "d"])
     code, _, err = run_seq2seq(
         monkeypatch,
