@@ -96,11 +96,15 @@ def _click_error(e: Exception) -> None:
     if "ClickException" in kinds:
         msg = " ".join(e.format_message().split())
         ctx = getattr(e, "ctx", None)
-        if "UsageError" in kinds and ctx is not None and ctx.command.name == "eval":
+        # an option without its value comes without a context: the command is argv's
+        named = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in SUMMARIES else None
+        command = ctx.command.name if ctx is not None else named
+        if "UsageError" in kinds and command == "eval":
             if "--paired" in sys.argv:  # the moved option, however its value was given
                 fail(MOVED_PAIRED, code=2)
         if "UsageError" in kinds:
-            msg += f" (see {ctx.command_path if ctx is not None else 'seq2seq'} -h)"
+            where = ctx.command_path if ctx is not None else f"seq2seq {named or ''}".strip()
+            msg += f" (see {where} -h)"
         if "NoSuchOption" in kinds and ctx is not None and ctx.command.name == "train":
             msg += _set_hint(e.option_name)
         fail(msg, code=e.exit_code)

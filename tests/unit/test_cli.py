@@ -67,6 +67,8 @@ def test_file_and_run_options_show_what_they_take(command, shown):
         (("translate", "--bem", "3"), "No such option: --bem"),
         (("train",), "Missing argument 'CONFIG'."),
         (("nosuch",), "No such command 'nosuch'."),
+        (("translate", "-c", "run", "-i"), "Option '-i' requires an argument."),  # click gives
+        (("eval", "--ref"), "Option '--ref' requires an argument."),  # these errors no context
     ],
 )
 def test_a_usage_error_is_one_line_naming_the_commands_help(monkeypatch, capsys, args, said):

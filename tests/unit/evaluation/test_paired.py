@@ -206,6 +206,10 @@ def test_eval_paired_without_a_value_says_where_it_moved(monkeypatch, capsys, fi
         command="eval",
     )  # fmt: skip
     assert "eval --paired moved to its own command: seq2seq paired" in err
+    err = one_line_error(
+        monkeypatch, capsys, "--hyp", hyps[0], "--ref", ref, "--paired", command="eval"
+    )  # the last option, with no value at all
+    assert "eval --paired moved to its own command: seq2seq paired" in err
 
 
 def test_the_same_file_twice_is_refused(monkeypatch, capsys, files):
