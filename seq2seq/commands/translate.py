@@ -92,6 +92,7 @@ def translate(
     Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""
     import sys
 
+    from seq2seq.decoding.alignment_output import has_attention
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
     from seq2seq.decoding.files import TranslationInterrupted, translate_io
@@ -129,7 +130,10 @@ def translate(
         fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     plot = None
     if attention_dir is not None:  # else matplotlib stays unimported (its cache folder)
-        from seq2seq.evaluation.plots import plot_translations
+        from seq2seq.evaluation.plots import NO_ATTENTION, plot_translations
+
+        if not has_attention(run.model):  # before the first window is translated
+            raise UserError(NO_ATTENTION)
 
         def plot(results, first_line_no: int) -> None:
             with user_errors():  # a model without attention: one line

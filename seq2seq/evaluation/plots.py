@@ -15,6 +15,10 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.text import clean_line
 
+NO_ATTENTION = (
+    "--attention-dir: this model has no attention to plot (the rnn bottleneck model has none)"
+)
+
 
 def translation_figure(result, tok, title: str | None = None) -> Figure:
     """The heatmap of a translation's best hypothesis's (T, S) cross-attention (weights in
@@ -30,10 +34,7 @@ def translation_figure(result, tok, title: str | None = None) -> Figure:
     """
     h = result.hypotheses[0]
     if h.attention is None:
-        raise ValueError(
-            "--attention-dir: this model has no attention to plot (the rnn bottleneck model "
-            "has none)"
-        )
+        raise ValueError(NO_ATTENTION)
     att = h.attention.detach().float().cpu().numpy()
     src_pieces = tok.src_pieces(clean_line(result.source))[: att.shape[1]]
     tgt_pieces = tok.tgt_pieces(h.tokens)

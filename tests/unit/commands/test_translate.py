@@ -61,3 +61,18 @@ def test_an_n_best_the_options_method_cannot_return_is_refused_before_loading(
         monkeypatch, capsys, "translate", "-c", tmp_path / "none", "--n-best", "2"
     )
     assert code == 2 and "no such checkpoint or run directory" in err  # the run's method: loaded
+
+
+def test_attention_plots_of_a_model_without_attention_are_refused_before_anything_is_written(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """The fixed-vector rnn has no attention: refused after loading, before the first window is
+    translated, so neither the output file's folder nor the plots' folder is made."""
+    out, plots = tmp_path / "new" / "out.txt", tmp_path / "plots"
+    code, stdout, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", synth_corpus / "val.de",
+        "-o", out, "--attention-dir", plots,
+    )  # fmt: skip
+    assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1, err
+    assert "error: --attention-dir: this model has no attention to plot" in err
+    assert sorted(tmp_path.iterdir()) == []
