@@ -102,12 +102,13 @@ def _click_error(e: Exception) -> None:
         if "UsageError" in kinds and command == "eval":
             if "--paired" in sys.argv:  # the moved option, however its value was given
                 fail(MOVED_PAIRED, code=2)
+        hint = _set_hint(e.option_name) if "NoSuchOption" in kinds and command == "train" else ""
+        if hint:  # the config key, not click's spelling guess (--help for --lr)
+            msg = e.message
         if "UsageError" in kinds:
             where = ctx.command_path if ctx is not None else f"seq2seq {named or ''}".strip()
             msg += f" (see {where} -h)"
-        if "NoSuchOption" in kinds and ctx is not None and ctx.command.name == "train":
-            msg += _set_hint(e.option_name)
-        fail(msg, code=e.exit_code)
+        fail(msg + hint, code=e.exit_code)
     if "Abort" in kinds:  # end of input at a prompt
         fail("interrupted", code=130)
 

@@ -149,11 +149,11 @@ def config_key_for(name: str) -> str | None:
     train section first), or another toolkit's name for one (``learning_rate`` -> ``train.lr``);
     None when none fits."""
     keys = _keys_of(None)
-    for section in ("train", *keys):
-        if name in keys[section]:
-            return f"{section}.{name}"
     hint = foreign_hint(name, keys)
-    return hint.split("?")[0] if hint else None
+    key = hint.split("?")[0] if hint else None
+    if name in keys["train"] or (key or "").startswith("train."):  # batch_size: train's first
+        return f"train.{name}" if name in keys["train"] else key
+    return next((f"{section}.{name}" for section in keys if name in keys[section]), key)
 
 
 # pydantic's error types for a number out of its field's bounds, or not finite

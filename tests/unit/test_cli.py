@@ -159,6 +159,7 @@ def test_seq2seq_debug_shows_the_traceback_then_the_same_line_for_every_kind_of_
         ("--warmup", "train.warmup_steps"),
         ("--dropout", "model.dropout"),
         ("--beam", "decode.beam_size"),
+        ("--batch-size", "train.batch_tokens"),  # training's batch, not decode.batch_size
     ],
 )
 def test_an_unknown_train_option_naming_a_config_key_points_at_set(
@@ -169,6 +170,7 @@ def test_an_unknown_train_option_naming_a_config_key_points_at_set(
     code, _, err = run_cli(monkeypatch, capsys, "train", "x.yaml", option, "1")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"No such option: {option}" in err and f"did you mean --set {key}=VALUE?" in err
+    assert "Possible options" not in err  # click's guess for --lr was --help
     code, _, err = run_cli(monkeypatch, capsys, "train", "x.yaml", "--zzqq", "1")
     assert "did you mean" not in err
 
