@@ -229,8 +229,9 @@ def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
 
 def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs) -> str:
     """The checks of eval and paired, before anything is read: decoding options and --quantize
-    only when something is translated, --tgt-lang a language code, and each of ``outputs``
-    ((option, path)) neither an input, a run's file nor an output before it, and writable.
+    only when something is translated, --tgt-lang a language code, no input ``-``, and each of
+    ``outputs`` ((option, path)) neither an input, a run's file nor an output before it, and
+    writable.
     Returns ``device`` as --quantize sets it (``quantized_device``)."""
     if hyps and (given := [opt.decode_flag(k) for k, v in options.items() if v is not None]):
         raise UserError(
@@ -246,6 +247,9 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
             "sacrebleu's tokenizer)"
         )
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
+    for option, path in inputs:
+        if str(path) == "-":  # read whole, and once per system: a file
+            raise UserError(f"{option} -: standard input is not read here; give a file")
     for option, path in outputs:
         check_not_input(path, option, inputs, checkpoints)
         inputs.append((option, path))

@@ -383,3 +383,20 @@ def test_a_tgt_lang_that_is_not_a_language_code_is_refused(tmp_path, monkeypatch
     for lang in ("en", "pt-BR", "zh"):
         code, out, err = run_cli(monkeypatch, capsys, *hyp, "--tgt-lang", lang)
         assert code == 0 and "BLEU" in out, err
+
+
+@pytest.mark.parametrize("command", ["eval", "paired"])
+@pytest.mark.parametrize("stdin_option", ["--hyp", "--ref"])
+def test_standard_input_as_an_input_file_is_refused_naming_the_option(
+    command, stdin_option, tmp_path, monkeypatch, capsys
+):
+    """``-`` is standard output for the outputs; the scored files are read whole (and twice
+    for several systems), so ``--hyp -`` says so rather than '-: file not found'."""
+    ref, hyp = write_lines(tmp_path / "ref.en", REF), write_lines(tmp_path / "hyp.en", HYP)
+    files = {"--hyp": hyp, "--ref": ref, stdin_option: "-"}
+    hyps = ["--hyp", files["--hyp"]] * (2 if command == "paired" else 1)
+    if command == "paired":
+        hyps[3] = write_lines(tmp_path / "hyp2.en", HYP)
+    code, out, err = run_seq2seq(monkeypatch, capsys, command, *hyps, "--ref", files["--ref"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"error: {stdin_option} -: standard input is not read here; give a file" in err
