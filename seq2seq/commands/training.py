@@ -50,7 +50,7 @@ def train(
     """Train a model; writes checkpoints (best.pt, last.pt), the tokenizer, logs (train.log,
     train_log.jsonl), TensorBoard scalars and train_summary.json into the run directory, which it
     holds alone (train.lock: another training into it exits 2). Ctrl-C, SIGTERM or SIGHUP stops it
-    after the current step: last.pt is saved and the exit code is 130."""
+    after the current step: last.pt is saved and the exit code is 130 (docs/training.md)."""
     from seq2seq.config import load_config
     from seq2seq.training.distributed import launched_as_main
     from seq2seq.training.loop import train as run_training
