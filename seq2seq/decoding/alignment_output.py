@@ -8,7 +8,7 @@ writes), ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT, ``base.length_penalty``), 
 piece; null from a search that keeps none) and ``alignment``: Pharaoh ``i-j`` pairs, source word i
 and target word j, 0-based (``pharaoh``), null for a model without cross-attention. With
 ``--n-best N`` it is ``{"line": n, "hypotheses": [N entries]}``. A blank line gives an empty
-hypothesis (no scores).
+hypothesis (no scores); with ``--n-best N``, an empty ``hypotheses`` list.
 
 Word indices count ``str.split`` words of the source line as written (``source_words``, from
 sentencepiece's offsets, so ``<unk>`` keeps its word and a character normalised away moves no
