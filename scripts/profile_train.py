@@ -48,7 +48,7 @@ KINDS = [  # (kind, regex on the op name), first match wins
     ("optimizer", r"_fused_adam|_foreach|adam|clip_grad|linalg_vector_norm|norm$"),
     ("norms", r"layer_norm"),
     ("embedding and indexing", r"embedding|index|gather|scatter|masked_fill|where"),
-    ("dropout", r"dropout|bernoulli"),
+    ("dropout", r"dropout|bernoulli|random_"),
     ("casts and copies", r"aten::(to|_to_copy|copy_|clone|contiguous|cat|stack)$"),
     ("elementwise", r"aten::"),
 ]

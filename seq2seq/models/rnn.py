@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from seq2seq.models.attention import BahdanauAttention, LuongAttention
-from seq2seq.models.base import AttentionFlops, FlopSide, Lengths, Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, Dropout, FlopSide, Lengths, Seq2SeqModel, State
 from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig
 
 
@@ -45,7 +45,7 @@ class RNNEncoder(nn.Module):
         self.layers = cfg.num_layers
         self.embed = nn.Embedding(vocab, cfg.emb_size, padding_idx=0)
         self.rnn = _rnn(cfg.cell, cfg.emb_size, cfg.enc_size, cfg.num_layers, cfg.dropout, bidir)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.out_size = self.dirs * cfg.enc_size
 
     def forward(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
@@ -90,7 +90,7 @@ class OutputLayer(nn.Module):
 
     def __init__(self, pre_size: int, vocab: int, dropout: float, tie_with: nn.Embedding | None):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.tie_with = tie_with
         if tie_with is None:
             self.proj = nn.Linear(pre_size, vocab)
@@ -118,7 +118,7 @@ class _RNNDecoderModel(Seq2SeqModel):
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
         self.encoder = RNNEncoder(src_vocab, cfg, bidir)
         self.tgt_embed = nn.Embedding(tgt_vocab, cfg.emb_size, padding_idx=0)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.lstm = cfg.cell == "lstm"
 
     def _bridge_state(self, enc: State, bridge: nn.Linear, bridge_c: nn.Linear | None) -> State:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.models.base import AttentionFlops, FlopSide, Lengths, Seq2SeqModel, State
+from seq2seq.models.base import AttentionFlops, Dropout, FlopSide, Lengths, Seq2SeqModel, State
 from seq2seq.models.configs import TransformerConfig
 
 
@@ -127,7 +127,7 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
         self.W_1, self.W_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.W_2(self.dropout(F.relu(self.W_1(x))))
@@ -139,7 +139,7 @@ class Sublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, pre_norm: bool):
         super().__init__()
-        self.norm, self.dropout = nn.LayerNorm(d_model), nn.Dropout(dropout)
+        self.norm, self.dropout = nn.LayerNorm(d_model), Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: Tensor, f) -> tuple[Tensor, Tensor | None]:
@@ -255,7 +255,7 @@ class Transformer(Seq2SeqModel):
             self.register_buffer(
                 "pos", sinusoidal_positions(cfg.max_positions, d), persistent=False
             )
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         self.enc_norm = nn.LayerNorm(d) if cfg.pre_norm else nn.Identity()
