@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -102,6 +102,14 @@ bench-train: install
 	mkdir -p $(dir $(BENCH_TRAIN_JSON))
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_train.py $(CONFIGS) $(BENCH_TRAIN_ARGS) \
 		--json $(BENCH_TRAIN_JSON)
+
+# Where a training step's time goes: torch.profiler over PROFILE_CONFIGS' bf16 steps (default the
+# zoo Transformer and bahdanau), each op's self time summed into kinds (matmul, attention, softmax
+# and loss, optimizer, norms, dropout, casts, elementwise) plus the time between ops. Quiet machine.
+PROFILE_CONFIGS ?= configs/multi30k/transformer.yaml configs/multi30k/bahdanau.yaml
+PROFILE_ARGS    ?=
+profile-train: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/profile_train.py $(PROFILE_CONFIGS) $(PROFILE_ARGS)
 
 # The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13 minutes from a clean
 # clone on a 2-core CPU, install included, measured; its four trainings run STUDY_JOBS at a time,

@@ -50,7 +50,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
 
     Args (``apply``):
         logits: (N, V) in any float dtype.  gold: (N,) ids, PAD where absent.  eps: ε.
-        rows: rows per chunk (default: ``CHUNK_ELEMENTS`` // V).
+        rows: rows per chunk (default: ``CHUNK_ELEMENTS`` // V on the CPU, all N elsewhere).
 
     Returns:
         A 0-dim float32 tensor. Its backward may run once (the stored gradient is scaled in place).
@@ -59,7 +59,8 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: Tensor, gold: Tensor, eps: float, rows: int | None = None):
         n, v = logits.shape
-        rows = rows or max(1, CHUNK_ELEMENTS // v)
+        if rows is None:  # one chunk off the CPU: no cache to fit, and fewer kernel launches
+            rows = max(1, CHUNK_ELEMENTS // v) if logits.device.type == "cpu" else max(n, 1)
         # fp16 keeps the gradient in float32 until it is scaled (GradScaler's point: no underflow)
         grad = torch.empty_like(
             logits, dtype=torch.float32 if logits.dtype == torch.float16 else None
