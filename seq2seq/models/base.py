@@ -60,7 +60,7 @@ class Dropout(nn.Module):
             return x
         if x.device.type != "cpu":
             return F.dropout(x, self.p, True)
-        n, dropped = x.numel(), round(self.p * 65536)
+        n, dropped = x.numel(), min(round(self.p * 65536), 65535)  # p < 1 stays < 1
         bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)  # 64 bits
         drop = bits.view(torch.int16)[:n].view(x.shape) < dropped - 32768
         return x.mul(65536 / (65536 - dropped)).masked_fill_(drop, 0)
