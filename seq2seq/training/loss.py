@@ -4,8 +4,8 @@ Training computes it in row chunks that fit in cache, with the gradient (softmax
 target) written during the forward pass: one read of the logits and one write of their gradient,
 instead of the dozen passes over (B·T, V) floats that ``F.cross_entropy`` on upcast logits makes
 (its log-softmax backward, the zero-filled one-hot gradient, the smoothing term's gradient and both
-casts were a quarter to 40% of a bf16 Transformer step on an 8k vocabulary: docs/results/README.md, training
-speed). The arithmetic is the same formula in float32; only the summation order differs.
+casts were a quarter to 40% of a bf16 Transformer step on an 8k vocabulary: docs/results/README.md,
+training speed). The arithmetic is the same formula in float32; only the summation order differs.
 
 Shape notation: B batch, T target length, V vocabulary.
 """
