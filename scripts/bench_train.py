@@ -103,28 +103,43 @@ def tokenizer_for(cfg, work: Path) -> Path:
     return folder
 
 
-def run_worker(a) -> dict:
-    """One (config, precision): ``warmup`` + ``steps`` updates; tokens/s, FLOP/s, peak memory."""
-    cfg = load_config(a.config)
-    device = torch.device(a.device)
-    tok = Tokenizer.load(a.tok)
+def step_setup(cfg, tok: Tokenizer, device: torch.device, precision: str, n_batches: int):
+    """The training loop's own update for ``cfg`` (``train_step``: autocast forward,
+    label-smoothed loss, backward, clipping, the fused optimizer, non-finite skip on the device)
+    and the first ``n_batches`` batches of a Multi30k epoch (seed 1), padded as a run pads them.
+
+    Returns:
+        (model, step) where ``step(batch)`` runs one update and returns train_step's dict; and
+        the batches, on the host.
+    """
     pairs = tokenize_pairs(
         load_split(cfg.data, "train"), tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train"
     )
-    order = pairs.epoch_batches(cfg.train.batch_tokens, seed=1, epoch=0)[: a.warmup + a.steps]
+    order = pairs.epoch_batches(cfg.train.batch_tokens, seed=1, epoch=0)[:n_batches]
     pad, cap = resolve_pad_multiple(cfg.data.pad_multiple, device), cfg.model.position_limit
     batches = [pairs.batch(idx, pad, cap, device.type == "cuda") for idx in order]
     seed_everything(0)
     configure_device(device, cfg.train.cudnn_sdp)
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).to(device)
     model.train()
-    # the training loop's own update (train_step: autocast forward, label-smoothed loss,
-    # backward, clipping, the fused optimizer, non-finite skip on the device), never read until
-    # the end
     opt = build_optimizer(model, cfg.train)
-    scaler = torch.amp.GradScaler(device.type, enabled=a.precision == "fp16")
-    train_cfg = cfg.train.model_copy(update={"precision": a.precision, "update_freq": 1})
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    train_cfg = cfg.train.model_copy(update={"precision": precision, "update_freq": 1})
     wrapper = TeacherForcing(model)
+
+    def step(b):
+        return train_step(wrapper, opt, scaler, [b], train_cfg, 1e-4, device, DistInfo())
+
+    return model, step, batches
+
+
+def run_worker(a) -> dict:
+    """One (config, precision): ``warmup`` + ``steps`` updates; tokens/s, FLOP/s, peak memory."""
+    cfg = load_config(a.config)
+    device = torch.device(a.device)
+    model, step, batches = step_setup(
+        cfg, Tokenizer.load(a.tok), device, a.precision, a.warmup + a.steps
+    )
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     tokens = flops = 0.0
@@ -135,7 +150,7 @@ def run_worker(a) -> dict:
             t0 = time.perf_counter()
         lens = b.src_mask.sum(1), (b.tgt_out != PAD).sum(1)  # real lengths, read on the CPU
         b = b.to(device)
-        out = train_step(wrapper, opt, scaler, [b], train_cfg, 1e-4, device, DistInfo())
+        out = step(b)
         if i >= a.warmup:
             done += 1
             tokens += b.n_tokens

@@ -9,8 +9,8 @@ Usage:
 Default configs: configs/multi30k/transformer.yaml and bahdanau.yaml. The batches are the first of
 a Multi30k epoch (seed 1), as ``scripts/bench_train.py`` takes them. Kinds, by op name (first
 match): matmul (mm, addmm, bmm, linear, the fused RNN cells' gemms), attention (scaled dot-product
-kernels), softmax and loss (log_softmax, nll_loss, cross_entropy, softmax), optimizer (fused
-Adam/AdamW, clipping's norms), norms (layer_norm), embedding and indexing, dropout, casts and
+kernels), softmax and loss (log_softmax, nll_loss, cross_entropy, softmax), norms (layer_norm),
+optimizer (fused Adam/AdamW, clipping's norms), embedding and indexing, dropout, casts and
 copies (to, copy_, the autocast weight casts), elementwise (the rest of aten). "between ops" is the
 step's wall time minus every op's self time. Needs the quiet machine (waits while
 /tmp/seq2seq.measuring exists). Data from $SEQ2SEQ_DATA_DIR (default ../shared/data).
@@ -26,17 +26,12 @@ import time
 from pathlib import Path
 
 import torch
-from bench_train import LOCK, REPO, tokenizer_for
+from bench_train import LOCK, REPO, step_setup, tokenizer_for
 from torch.profiler import ProfilerActivity, profile
 
 from seq2seq.config import load_config
 from seq2seq.cpu_features import cpu_line
-from seq2seq.data.text import load_split, tokenize_pairs
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.models import build_model
-from seq2seq.runtime import configure_device, resolve_pad_multiple, seed_everything
-from seq2seq.training.distributed import DistInfo
-from seq2seq.training.step import TeacherForcing, build_optimizer, train_step
 
 KINDS = [  # (kind, regex on the op name), first match wins
     ("attention", r"scaled_dot_product|flash_attention|_efficient_attention"),
@@ -45,8 +40,8 @@ KINDS = [  # (kind, regex on the op name), first match wins
         r"aten::(mm|addmm|bmm|matmul|linear|baddbmm|_addmm_activation)$|gru|lstm|mkldnn_rnn",
     ),
     ("softmax and loss", r"softmax|nll_loss|cross_entropy"),
+    ("norms", r"layer_norm"),  # before optimizer, whose "norm$" would take native_layer_norm
     ("optimizer", r"_fused_adam|_foreach|adam|clip_grad|linalg_vector_norm|norm$"),
-    ("norms", r"layer_norm"),
     ("embedding and indexing", r"embedding|index|gather|scatter|masked_fill|where"),
     ("dropout", r"dropout|bernoulli|random_"),
     ("casts and copies", r"aten::(to|_to_copy|copy_|clone|contiguous|cat|stack)$"),
@@ -60,28 +55,20 @@ def kind_of(name: str) -> str:
 
 def profile_config(path: str, precision: str, steps: int, warmup: int, work: Path) -> dict:
     cfg = load_config(path)
-    device = torch.device("cpu")
-    tok = Tokenizer.load(tokenizer_for(cfg, work))
-    pairs = tokenize_pairs(
-        load_split(cfg.data, "train"), tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train"
+    _, step, batches = step_setup(
+        cfg,
+        Tokenizer.load(tokenizer_for(cfg, work)),
+        torch.device("cpu"),
+        precision,
+        warmup + steps,
     )
-    order = pairs.epoch_batches(cfg.train.batch_tokens, seed=1, epoch=0)[: warmup + steps]
-    pad, cap = resolve_pad_multiple(cfg.data.pad_multiple, device), cfg.model.position_limit
-    batches = [pairs.batch(idx, pad, cap) for idx in order]
-    seed_everything(0)
-    configure_device(device, cfg.train.cudnn_sdp)
-    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint).train()
-    opt = build_optimizer(model, cfg.train)
-    scaler = torch.amp.GradScaler("cpu", enabled=False)
-    t_cfg = cfg.train.model_copy(update={"precision": precision, "update_freq": 1})
-    wrapper = TeacherForcing(model)
     for b in batches[:warmup]:
-        train_step(wrapper, opt, scaler, [b], t_cfg, 1e-4, device, DistInfo())
+        step(b)
     tokens = sum(b.n_tokens for b in batches[warmup:])
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
         for b in batches[warmup:]:
-            out = train_step(wrapper, opt, scaler, [b], t_cfg, 1e-4, device, DistInfo())
+            out = step(b)
         float(out["loss"])
         wall = time.perf_counter() - t0
     ops: dict[str, float] = {}
