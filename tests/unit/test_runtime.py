@@ -3,6 +3,7 @@ is not here blamed on where it was asked for."""
 
 from __future__ import annotations
 
+import os
 import pytest
 import torch
 
@@ -47,3 +48,19 @@ def test_fp16_without_cuda_is_a_config_error(synth_corpus, tmp_path):
     with pytest.raises(ConfigError, match="fp16 needs CUDA"):
         train(small_run_config(synth_corpus, precision="fp16"), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_importing_seq2seq_raises_the_onednn_primitive_cache_unless_the_user_set_it(monkeypatch):
+    # bf16 on the CPU builds a oneDNN primitive per matmul shape; the default 1,024 thrashes
+    # over an epoch of length-bucketed batches (seq2seq/__init__.py)
+    import importlib
+
+    import seq2seq
+
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    importlib.reload(seq2seq)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == seq2seq.ONEDNN_CACHE
+    assert int(seq2seq.ONEDNN_CACHE) > 1024
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+    importlib.reload(seq2seq)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "64"
