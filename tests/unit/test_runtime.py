@@ -4,6 +4,7 @@ is not here blamed on where it was asked for."""
 from __future__ import annotations
 
 import os
+
 import pytest
 import torch
 
