@@ -6,13 +6,16 @@ detail."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
 import typer
 
 from seq2seq.commands.common import OPTION_OF_FIELD, user_errors
-from seq2seq.config import DecodeConfig, SearchMethod
+from seq2seq.config import SearchMethod
 
 # The help text of a repeated -c, shared by translate and eval (``decoding.runs.load``).
 ENSEMBLE_HELP = "Repeat -c for an ensemble."
@@ -31,59 +34,73 @@ Quantize = option(
     help="Decode with int8 weights (torch dynamic quantization; CPU only).",
 )
 
-# The search options (DecodeConfig fields; --beam is beam_size); None: the run's setting.
-Beam = option(
-    int | None, "--beam", help="Beam size K, 1 to 1000; implies --method beam [default: the run's]."
-)
-Method = option(
-    str | None,
-    "--method",
-    metavar="METHOD",
-    help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
-    "run's decode.method].",
-)
-Temperature = option(
-    float | None,
-    "--temperature",
-    help="sample: softmax(logits / T), T > 0 [default: the run's, 1].",
-)
-TopK = option(
-    int | None, "--top-k", help="sample: only the K most probable tokens [default: the run's, all]."
-)
-TopP = option(
-    float | None,
-    "--top-p",
-    help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens].",
-)
-Seed = option(
-    int | None, "--seed", help="sample: seed of the draws [default: the run's, none = new draws]."
-)
-NoRepeatNgram = option(
-    int | None,
-    "--no-repeat-ngram",
-    metavar="N",
-    help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
-)
-BatchSize = option(
-    int | None, "--batch-size", help="Sentences per batch [default: the run's decode.batch_size]."
-)
-MaxLenA = option(
-    float | None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
-)
-MaxLenB = option(
-    int | None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
-)
-MinLen = option(
-    int | None, "--min-len", help="Tokens required before EOS [default: the run's decode.min_len]."
-)
-LengthPenalty = option(
-    float | None,
-    "--length-penalty",
-    help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
-)
-MaxSrcLen = option(
-    int | None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
-)
+# The search options by parameter name, in --help's order: DecodeConfig fields (--beam is
+# beam_size); None = the run's setting.
+SEARCH = {
+    "beam": option(
+        int | None,
+        "--beam",
+        help="Beam size K, 1 to 1000; implies --method beam [default: the run's].",
+    ),
+    "method": option(
+        str | None,
+        "--method",
+        metavar="METHOD",
+        help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+        "run's decode.method].",
+    ),
+    "temperature": option(
+        float | None,
+        "--temperature",
+        help="sample: softmax(logits / T), T > 0 [default: the run's, 1].",
+    ),
+    "top_k": option(
+        int | None,
+        "--top-k",
+        help="sample: only the K most probable tokens [default: the run's, all].",
+    ),
+    "top_p": option(
+        float | None,
+        "--top-p",
+        help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens].",
+    ),
+    "seed": option(
+        int | None,
+        "--seed",
+        help="sample: seed of the draws [default: the run's, none = new draws].",
+    ),
+    "no_repeat_ngram": option(
+        int | None,
+        "--no-repeat-ngram",
+        metavar="N",
+        help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
+    ),
+    "length_penalty": option(
+        float | None,
+        "--length-penalty",
+        help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
+    ),
+    "min_len": option(
+        int | None,
+        "--min-len",
+        help="Tokens required before EOS [default: the run's decode.min_len].",
+    ),
+    "max_len_a": option(
+        float | None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
+    ),
+    "max_len_b": option(
+        int | None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
+    ),
+    "max_src_len": option(
+        int | None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
+    ),
+    "batch_size": option(
+        int | None,
+        "--batch-size",
+        help="Sentences per batch [default: the run's decode.batch_size].",
+    ),
+}
+BatchSize = SEARCH["batch_size"]  # tune-decode's too
 
 # The scoring options of eval and paired.
 Src = option(Path | None, "--src", metavar="FILE", help="Source file (plain or .gz) to translate.")
@@ -108,11 +125,28 @@ JsonOut = option(
 )
 
 
-def decode_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The search options among a command's parameters ``values`` (its ``locals()``), as
-    DecodeConfig fields (``beam`` -> ``beam_size``); None = not given."""
-    option = {field: OPTION_OF_FIELD.get(field, field) for field in DecodeConfig.model_fields}
-    return {f: values[o] for f, o in option.items() if o in values}
+FIELD_OF_OPTION = {o: f for f, o in OPTION_OF_FIELD.items()}
+
+
+def with_search_options(command: Callable) -> Callable:
+    """``command`` with the search options (``SEARCH``, None = not given) added to its signature
+    before ``--device``, so typer offers them; ``command`` gets them as one keyword ``search``:
+    DecodeConfig fields (``beam`` -> ``beam_size``) -> value, what ``Translator.decode_settings``
+    takes."""
+    sig = inspect.signature(command, eval_str=True)
+    params = [p for p in sig.parameters.values() if p.name != "search"]
+    at = next(i for i, p in enumerate(params) if p.name == "device")
+    kw = inspect.Parameter.KEYWORD_ONLY
+    added = [inspect.Parameter(n, kw, default=None, annotation=t) for n, t in SEARCH.items()]
+    params = [p.replace(kind=kw) for p in params[:at] + added + params[at:]]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        search = {FIELD_OF_OPTION.get(n, n): values.pop(n) for n in SEARCH}
+        return command(search=search, **values)
+
+    run.__signature__ = sig.replace(parameters=params)
+    return run
 
 
 def decode_flag(field: str) -> str:

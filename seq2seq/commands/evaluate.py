@@ -17,6 +17,7 @@ from seq2seq.commands.common import UserError, check_not_input, check_writable, 
 from seq2seq.console import setup_logging
 
 
+@opt.with_search_options
 def evaluate(
     checkpoint: list[Path] | None = typer.Option(
         None,
@@ -43,19 +44,6 @@ def evaluate(
         help="Bucket upper bounds in source words [default: 10,20,30,40,60].",
     ),
     lowercase: opt.Lowercase = False,
-    beam: opt.Beam = None,
-    method: opt.Method = None,
-    temperature: opt.Temperature = None,
-    top_k: opt.TopK = None,
-    top_p: opt.TopP = None,
-    seed: opt.Seed = None,
-    no_repeat_ngram: opt.NoRepeatNgram = None,
-    length_penalty: opt.LengthPenalty = None,
-    min_len: opt.MinLen = None,
-    max_len_a: opt.MaxLenA = None,
-    max_len_b: opt.MaxLenB = None,
-    max_src_len: opt.MaxSrcLen = None,
-    batch_size: opt.BatchSize = None,
     tgt_lang: opt.TgtLang = None,
     output: Path | None = typer.Option(
         None,
@@ -67,6 +55,7 @@ def evaluate(
     json_out: opt.JsonOut = None,
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
+    search: dict | None = None,
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref (docs/overview.md). Comparing systems: seq2seq paired."""
@@ -82,7 +71,7 @@ def evaluate(
         )
     names = metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
-    options = opt.decode_options(locals())
+    options = search
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
     if buckets is not None and not by_length:
@@ -126,6 +115,7 @@ def evaluate(
     print_report(report, format_report(report), json_out, is_stdout(output) or is_stdout(json_out))
 
 
+@opt.with_search_options
 def paired(
     hyp: list[Path] | None = typer.Option(
         None, metavar="FILE", help="A system's translations; repeat, the first is the baseline."
@@ -160,23 +150,11 @@ def paired(
     chrf: opt.Chrf = False,
     ter: opt.Ter = False,
     lowercase: opt.Lowercase = False,
-    beam: opt.Beam = None,
-    method: opt.Method = None,
-    temperature: opt.Temperature = None,
-    top_k: opt.TopK = None,
-    top_p: opt.TopP = None,
-    seed: opt.Seed = None,
-    no_repeat_ngram: opt.NoRepeatNgram = None,
-    length_penalty: opt.LengthPenalty = None,
-    min_len: opt.MinLen = None,
-    max_len_a: opt.MaxLenA = None,
-    max_len_b: opt.MaxLenB = None,
-    max_src_len: opt.MaxSrcLen = None,
-    batch_size: opt.BatchSize = None,
     tgt_lang: opt.TgtLang = None,
     json_out: opt.JsonOut = None,
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
+    search: dict | None = None,
 ):
     """Compare two or more systems with sacreBLEU's paired significance test against the first
     (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
@@ -187,7 +165,7 @@ def paired(
     setup_logging()
     names = metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
-    options = opt.decode_options(locals())
+    options = search
     if paired_method not in significance.PAIRED_TESTS:
         raise UserError(
             f"--paired-method {paired_method}: choose bs (bootstrap) or ar (randomisation)"

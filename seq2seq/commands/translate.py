@@ -19,6 +19,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.console import setup_logging
 
 
+@opt.with_search_options
 def translate(
     checkpoint: list[Path] = typer.Option(
         ...,
@@ -42,13 +43,6 @@ def translate(
         help="Output file, or - for stdout; missing folders on its path are created. Written to "
         "FILE.partial, renamed to FILE when every line is done.",
     ),
-    beam: opt.Beam = None,
-    method: opt.Method = None,
-    temperature: opt.Temperature = None,
-    top_k: opt.TopK = None,
-    top_p: opt.TopP = None,
-    seed: opt.Seed = None,
-    no_repeat_ngram: opt.NoRepeatNgram = None,
     n_best: int = typer.Option(
         1,
         min=1,
@@ -70,12 +64,6 @@ def translate(
         help="--format jsonl: align with decoder layer N [default: the search's attention, the "
         "Transformer's last decoder layer averaged over heads].",
     ),
-    batch_size: opt.BatchSize = None,
-    max_len_a: opt.MaxLenA = None,
-    max_len_b: opt.MaxLenB = None,
-    min_len: opt.MinLen = None,
-    length_penalty: opt.LengthPenalty = None,
-    max_src_len: opt.MaxSrcLen = None,
     batch_tokens: int | None = typer.Option(
         None, min=1, help="Batch by padded source tokens, not sentences."
     ),
@@ -87,6 +75,7 @@ def translate(
     ),
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
+    search: dict | None = None,
 ):
     """Translate text line by line, one output line per input line, in order (docs/overview.md).
     Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""
@@ -105,6 +94,7 @@ def translate(
         raise UserError(
             f"--attention-n {attention_n}: plots are drawn only with --attention-dir DIR; give it"
         )
+    beam, batch_size = search["beam_size"], search["batch_size"]
     if batch_size is not None and batch_tokens is not None:
         raise UserError(
             f"--batch-size {batch_size} and --batch-tokens {batch_tokens}: batches are counted "
@@ -118,14 +108,16 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
-    settled = method or ("beam" if beam is not None else None)  # --beam K implies beam search
+    settled = search["method"] or (
+        "beam" if beam is not None else None
+    )  # --beam K implies beam search
     if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
         with user_errors():  # --n-best before loading; the run's own settings are checked after
             given = {"beam_size": beam} if settled == "beam" else {}
             check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
         run = load(checkpoint, device, quantize)
-        dcfg, _ = run.decode_settings(**opt.decode_options(locals()))
+        dcfg, _ = run.decode_settings(**search)
         check_n_best(dcfg, n_best)
         fmt = output_format_of(output_format, n_best, align_layer, run.model, run.device)
     plot = None

@@ -48,3 +48,19 @@ def test_options_that_would_do_nothing_are_refused(
     code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *extra)
     assert code == 2 and not out and says in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_every_decoding_command_offers_each_search_option_of_the_one_list():
+    """translate, eval and paired take their search options from ``SEARCH`` (written once); each
+    is a DecodeConfig field, so ``Translator.decode_settings`` applies it."""
+    import typer.main
+
+    from seq2seq.cli import app
+    from seq2seq.commands.decode_options import FIELD_OF_OPTION, SEARCH
+    from seq2seq.config import DecodeConfig
+
+    assert {FIELD_OF_OPTION.get(n, n) for n in SEARCH} <= set(DecodeConfig.model_fields)
+    group = typer.main.get_command(app)
+    for name in ("translate", "eval", "paired"):
+        params = {p.name for p in group.commands[name].params}
+        assert set(SEARCH) <= params and "search" not in params, name
