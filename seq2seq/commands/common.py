@@ -66,6 +66,12 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
         raise UserError(f"{option} -: {what} cannot go to standard output; give a path")
 
 
+def no_stdin(path: Path | str | None, option: str) -> None:
+    """``-`` as an input this command reads whole (or more than once): refused, it takes a file."""
+    if path is not None and str(path) == "-":
+        raise UserError(f"{option} -: standard input is not read here; give a file")
+
+
 def one_run(checkpoints: list[Path], command: str) -> Path:
     """The one ``-c`` of a command that takes one run (click would keep the last of several)."""
     if len(checkpoints) > 1:

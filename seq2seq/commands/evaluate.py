@@ -13,7 +13,14 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError, check_not_input, check_writable, user_errors, warn
+from seq2seq.commands.common import (
+    UserError,
+    check_not_input,
+    check_writable,
+    no_stdin,
+    user_errors,
+    warn,
+)
 from seq2seq.console import setup_logging
 
 
@@ -226,8 +233,7 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
         )
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
     for option, path in inputs:
-        if str(path) == "-":  # read whole, and once per system: a file
-            raise UserError(f"{option} -: standard input is not read here; give a file")
+        no_stdin(path, option)  # read whole, and once per system
     for option, path in outputs:
         check_not_input(path, option, inputs, checkpoints)
         inputs.append((option, path))

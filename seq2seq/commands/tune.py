@@ -12,6 +12,7 @@ from seq2seq.commands.common import (
     UserError,
     check_not_input,
     check_writable,
+    no_stdin,
     no_stdout,
     one_run,
     user_errors,
@@ -78,6 +79,8 @@ def tune_decode(
 
     setup_logging()
     no_stdout(json_out, "--json", "the sweep")
+    no_stdin(src, "--src")
+    no_stdin(ref, "--ref")
     with user_errors():
         beam_sizes, alpha_values = tune.parse_beams(beams), tune.parse_floats(alphas, "--alphas")
         if (src is None) != (ref is None):

@@ -92,3 +92,17 @@ def test_json_that_would_replace_the_runs_checkpoint_or_the_tuning_set_is_refuse
             assert code == 2 and len(err.strip().splitlines()) == 1, err
             assert f"error: --json {json_out}" in err and said in err
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("stdin_option", ["--src", "--ref"])
+def test_standard_input_as_the_tuning_set_is_refused_naming_the_option(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys, stdin_option
+):
+    """The tuning set is decoded once per setting, so it is a file; ``-`` was '-: file not
+    found'. Refused before the run is loaded."""
+    monkeypatch.setattr(tune, "translate_sentences", lambda *a, **k: pytest.fail("decoded"))
+    files = {"--src": synth_corpus / "val.de", "--ref": synth_corpus / "val.en", stdin_option: "-"}
+    args = ["--src", files["--src"], "--ref", files["--ref"]]
+    code, out, err = run_cli(monkeypatch, capsys, "tune-decode", "-c", synth_run, *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"error: {stdin_option} -: standard input is not read here; give a file" in err
