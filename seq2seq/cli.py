@@ -102,8 +102,8 @@ def _click_error(e: Exception) -> None:
         if "UsageError" in kinds and command == "eval":
             if "--paired" in sys.argv:  # the moved option, however its value was given
                 fail(MOVED_PAIRED, code=2)
-        hint = _set_hint(e.option_name) if "NoSuchOption" in kinds and command == "train" else ""
-        if hint:  # the config key, not click's spelling guess (--help for --lr)
+        hint = _option_hint(e.option_name, command) if "NoSuchOption" in kinds else ""
+        if hint:  # ours, not click's spelling guess (--help for --lr)
             msg = e.message
         if "UsageError" in kinds:
             where = ctx.command_path if ctx is not None else f"seq2seq {named or ''}".strip()
@@ -127,12 +127,16 @@ def _debug_traceback(e: BaseException) -> bool:
     return True
 
 
-def _set_hint(option: str) -> str:
+def _option_hint(option: str, command: str | None) -> str:
     """For an unknown ``train`` option that names a config key (``--lr``), or another toolkit's
-    name for one (``--learning-rate``, ``--warmup``): ``; did you mean --set train.lr=VALUE?``."""
+    name for one (``--learning-rate``, ``--warmup``): ``; did you mean --set train.lr=VALUE?``;
+    for ``-c`` given to ``export`` or ``serve``, which take their runs as arguments: how."""
     from seq2seq.config.loading import config_key_for
 
-    key = config_key_for(option.lstrip("-").replace("-", "_"))
+    if command in ("export", "serve") and option in ("-c", "--checkpoint"):
+        usage = "export RUN -o DIR" if command == "export" else "serve RUN [RUN ...]"
+        return f"; {command} takes the run as an argument, without -c: seq2seq {usage}"
+    key = config_key_for(option.lstrip("-").replace("-", "_")) if command == "train" else None
     return f"; did you mean --set {key}=VALUE?" if key else ""
 
 

@@ -175,6 +175,24 @@ def test_an_unknown_train_option_naming_a_config_key_points_at_set(
     assert "did you mean" not in err
 
 
+@pytest.mark.parametrize(
+    ("command", "usage"), [("export", "seq2seq export RUN -o DIR"), ("serve", "seq2seq serve RUN")]
+)
+def test_checkpoint_option_given_to_a_command_that_takes_runs_as_arguments_says_how(
+    monkeypatch, capsys, command, usage
+):
+    """translate, eval, average and tune-decode take -c RUN; export and serve take the run as an
+    argument, and their -c said only 'No such option'."""
+    from tests.toys import run_cli
+
+    for flag in ("-c", "--checkpoint"):
+        code, out, err = run_cli(monkeypatch, capsys, command, flag, "run", "-o", "out")
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert f"No such option: {flag}" in err and "without -c: " + usage in err
+    code, _, err = run_cli(monkeypatch, capsys, "translate", "--zzqq", "1")
+    assert "without -c" not in err
+
+
 def test_run_in_process_answers_as_a_subprocess_and_puts_the_process_back(run_in_process, tmp_path):
     """The tests' in-process command line (``toys.cli_result``): exit code, stdout and stderr as a
     subprocess gives them; the folder, stdin and environment as they were."""
