@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -110,6 +110,13 @@ PROFILE_CONFIGS ?= configs/multi30k/transformer.yaml configs/multi30k/bahdanau.y
 PROFILE_ARGS    ?=
 profile-train: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/profile_train.py $(PROFILE_CONFIGS) $(PROFILE_ARGS)
+
+# Training speed over a run, not its first steps (bf16, 400 updates of the epoch's batches in order,
+# target tokens/s per 50, resident high-water mark), with oneDNN's default primitive cache (1024)
+# and the 16384 that `import seq2seq` sets. Quiet machine. Same configs as profile-train.
+STEADY_ARGS ?=
+bench-steady: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_steady.py $(PROFILE_CONFIGS) $(STEADY_ARGS)
 
 # The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13 minutes from a clean
 # clone on a 2-core CPU, install included, measured; its four trainings run STUDY_JOBS at a time,
