@@ -24,6 +24,14 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
+    target = replaced_path(path)
+    if target is None:  # a device or a FIFO: written through, never replaced
+        with open(path, "wb") as raw:
+            f = gzip_writer(raw, path) if "b" not in mode else _Unclosed(raw)
+            yield f
+            f.close()
+        return
+    path = target
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -44,6 +52,17 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
             os.unlink(tmp)
         raise
     fsync_folder(path.parent)
+
+
+def replaced_path(path: str | Path) -> Path | None:
+    """The file an atomic write of ``path`` renames over: ``path`` itself, or a symbolic link's
+    target (the link stays a link); None for an existing file that is not a regular one -- a
+    device such as /dev/null, a FIFO, a shell's ``>(...)`` -- which is written through, as a shell
+    redirect writes it, since a rename would replace it with a regular file."""
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        return None
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def fsync_folder(folder: str | Path) -> None:

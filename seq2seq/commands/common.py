@@ -83,7 +83,8 @@ def one_run(checkpoints: list[Path], command: str) -> Path:
 
 
 ANOTHER_PATH = "give a path in a folder you can write to"
-RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json")  # what loading a run reads
+# what loading a run reads, and its training record
+RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json", "train.log")
 
 
 def check_writable(
@@ -102,6 +103,10 @@ def check_writable(
     if path is None or is_stdout(path):
         return
     p = Path(path)
+    if not folder and p.exists() and not p.is_file() and not p.is_dir():  # a device, a FIFO
+        if not os.access(p, os.W_OK):
+            raise UserError(f"{option} {path}: cannot write there: not writable; {fix}")
+        return
     if folder and p.exists() and not p.is_dir():
         raise UserError(f"{option} {path}: is a file, not a folder; give a folder to write into")
     if not folder and p.is_dir():
@@ -123,14 +128,16 @@ def check_not_input(
     option: str,
     inputs: Sequence[tuple[str, str | Path | None]] = (),
     runs: Sequence[str | Path] = (),
+    checkpoints: bool = True,
 ) -> None:
     """Refuse in one line an output ``path`` of ``option`` that would replace what the command
     reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
-    checkpoint file or run folder the command loads.
+    checkpoint file or run folder the command loads; ``checkpoints`` False lets a new ``*.pt``
+    be written into the run folder (``average``).
 
     Raises:
         UserError: ``path`` is an input file, or a run's checkpoint (``*.pt``), tokenizer
-            (``spm*.model``) or one of ``RUN_FILES``.
+            (``spm*.model``), ``train_log.jsonl`` or one of ``RUN_FILES``.
     """
     if path is None or is_stdout(path):
         return
@@ -144,7 +151,8 @@ def check_not_input(
     for run in runs:
         folder = Path(run).resolve()
         folder = folder if folder.is_dir() else folder.parent
-        run_file = out.suffix == ".pt" or out.name in RUN_FILES or out.name.startswith("spm")
+        run_file = (checkpoints and out.suffix == ".pt") or out.name in RUN_FILES
+        run_file = run_file or out.name.startswith("spm") or out.name == "train_log.jsonl"
         if out.parent == folder and (run_file or out == Path(run).resolve()):
             raise UserError(
                 f"{option} {path}: would overwrite the run's own {out.name}; write to a file "

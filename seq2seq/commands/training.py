@@ -9,7 +9,14 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, check_writable, fail, no_stdout, one_run
+from seq2seq.commands.common import (
+    UserError,
+    check_not_input,
+    check_writable,
+    fail,
+    no_stdout,
+    one_run,
+)
 from seq2seq.console import counted, setup_logging
 
 
@@ -132,6 +139,7 @@ def average(
     run = one_run(checkpoint, "average")
     no_stdout(output, "-o", "a checkpoint")
     check_writable(output, "-o")  # before the checkpoints are read and averaged
+    check_not_input(output, "-o", runs=[run], checkpoints=False)
     _not_a_live_runs_file(output)
     paths = average_run(run, output, last=last, best=best)
     names = ", ".join(p.name for p in paths)

@@ -20,7 +20,7 @@ from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout
+from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, replaced_path
 from seq2seq.config import DecodeConfig
 from seq2seq.console import counted
 from seq2seq.data.text import decode_line, read_lines
@@ -229,7 +229,9 @@ class _OutputLines:
     def __init__(self, path: str, total: int | None, fmt: str):
         self.path, self.total, self.format = path, total, fmt
         self.lines = 0
-        self.partial = None if is_stdout(path) else Path(f"{path}.partial")
+        target = None if is_stdout(path) else replaced_path(path)
+        self.partial = None if target is None else Path(f"{target}.partial")  # None: written
+        self.target = target  # through (standard output, a device, a FIFO)
         self._raw: IO[bytes] | None = None
         self._file: IO[str] | None = None
 
@@ -241,6 +243,9 @@ class _OutputLines:
             except OSError as e:  # name the user's --output, not its .partial
                 raise OSError(e.errno, e.strerror, self.path) from None
             self._file = gzip_writer(self._raw, self.path)  # gzip for an output named .gz
+        elif not is_stdout(self.path):
+            self._raw = open(self.path, "wb")  # noqa: SIM115
+            self._file = gzip_writer(self._raw, self.path)
         return self
 
     def write(self, rendered: Sequence[str], n_lines: int) -> None:
@@ -257,14 +262,17 @@ class _OutputLines:
                 raw.flush()
                 os.fsync(raw.fileno())
                 raw.close()
-                os.replace(partial, self.path)
-                fsync_folder(Path(self.path).parent)
+                os.replace(partial, self.target)
+                fsync_folder(self.target.parent)
                 return
             raw.close()
             if self.lines == 0:
                 partial.unlink(missing_ok=True)
             elif not issubclass(kind, KeyboardInterrupt):
                 log.warning("%s holds the translations of the first %d lines", partial, self.lines)
+        elif f is not None and raw is not None:
+            f.close()
+            raw.close()
         if kind is not None and issubclass(kind, KeyboardInterrupt):
             raise TranslationInterrupted(self.interrupted()) from None
 
@@ -275,7 +283,7 @@ class _OutputLines:
         said = f"interrupted after {self.lines}{of} {noun}"
         if self.lines == 0:
             return f"{said}: nothing written"
-        where = "standard output" if self.partial is None else str(self.partial)
+        where = "standard output" if is_stdout(self.path) else str(self.partial or self.path)
         what = {
             "text": f"the first {counted(self.lines, 'translation')}",
             "nbest": f"the n-best rows of the first {counted(self.lines, 'line')}",

@@ -54,3 +54,35 @@ def test_a_path_ending_in_gz_is_written_gzip_compressed(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "b.gz", "hyp.txt.gz", "plain.txt", "scores.json.gz"
     ]  # fmt: skip
+
+
+def test_a_symbolic_link_stays_a_link_and_its_target_is_replaced(tmp_path):
+    """A rename over the link replaced the link with a regular file (a new-user trial)."""
+    from seq2seq.atomic import atomic_write_text
+
+    target, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    target.write_text("old")
+    link.symlink_to(target)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "real.txt"]
+
+
+def test_a_fifo_is_written_through_not_replaced_by_a_regular_file(tmp_path):
+    """-o FIFO (or /dev/null, or a shell's >(...)) became a regular file and the reader got
+    nothing (a new-user trial); it is written as a shell redirect writes it."""
+    import os
+    import stat
+    import threading
+
+    from seq2seq.atomic import atomic_write_text
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    atomic_write_text(fifo, "through\n")
+    reader.join(10)
+    assert got == ["through\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]

@@ -155,13 +155,17 @@ def test_translate_into_an_unwritable_file_decodes_nothing(
         ("eval -o", "run/last.pt", "would overwrite the run's own last.pt"),
         ("eval --json", "src", "is the --src file"),
         ("eval --json", "run/spm.tgt.model", "would overwrite the run's own spm.tgt.model"),
+        ("translate -o", "run/train_log.jsonl", "would overwrite the run's own train_log.jsonl"),
+        ("average -o", "run/config.yaml", "would overwrite the run's own config.yaml"),
+        ("average -o", "run/spm.src.model", "would overwrite the run's own spm.src.model"),
+        ("average -o", "run/train_summary.json", "would overwrite the run's own train_summary"),
     ],
 )
 def test_an_output_that_is_an_input_or_a_file_of_the_run_is_refused_before_the_work_starts(
     name, target, said, command_files, tmp_path, monkeypatch, capsys
 ):
     """eval wrote its translations over --src and its JSON over --ref; translate -o wrote over
-    the run's best.pt (a new-user trial)."""
+    the run's best.pt; average -o over its config.yaml and tokenizer (new-user trials)."""
     run, src, cfg = command_files
     monkeypatch.setattr(SPIES[name.split()[0]], lambda *a, **k: pytest.fail("the work started"))
     bad = src if target == "src" else tmp_path / target
@@ -182,3 +186,31 @@ def test_an_output_beside_the_run_files_that_is_not_one_of_them_passes(tmp_path)
     check_not_input("-", "-o", [("--input", "-")], [run / "best.pt"])
     with pytest.raises(UserError, match="would overwrite the run's own step200.pt"):
         check_not_input(run / "step200.pt", "-o", [], [run / "best.pt"])
+    check_not_input(run / "avg_best5.pt", "-o", runs=[run], checkpoints=False)  # make best's
+
+
+def test_translate_into_a_fifo_writes_through_it_and_into_a_link_keeps_the_link(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """translate wrote OUTPUT.partial and renamed it over a FIFO, a device (/dev/null) or a
+    symbolic link, leaving a regular file there and the reader with nothing (a new-user trial)."""
+    import os
+    import stat
+    import threading
+
+    src = synth_corpus / "val.de"
+    fifo, target, link = tmp_path / "pipe", tmp_path / "real.txt", tmp_path / "link.txt"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    code, err = run_main(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "-o", fifo)
+    reader.join(30)
+    assert code == 0, err
+    n = len(src.read_text().splitlines())
+    assert len(got[0].splitlines()) == n and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    target.write_text("old\n")
+    link.symlink_to(target)
+    code, err = run_main(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "-o", link)
+    assert code == 0 and link.is_symlink() and target.read_text() == got[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "pipe", "real.txt"]
