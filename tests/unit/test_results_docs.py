@@ -16,7 +16,11 @@ from tests.toys import REPO
 
 BEST = REPO / "docs" / "results" / "best"
 RESULTS = BEST / "results.json"
-PILOTS = [BEST / "pilots" / "60min" / "results.json", BEST / "pilots" / "transformer_dropout0.1"]
+PILOTS = [
+    BEST / "pilots" / "60min" / "results.json",
+    BEST / "pilots" / "transformer_dropout0.1",
+    BEST / "pilots" / "transformer_100min_6186" / "results.json",  # the row 41.70 replaced
+]
 FIXED_VECTOR = ("rnn", "rnn_context")
 
 
@@ -34,7 +38,8 @@ def _results() -> list[dict]:
 
 def _pilots() -> list[dict]:
     runs = json.loads(PILOTS[0].read_text())
-    return [*runs, json.loads((PILOTS[1] / "result.json").read_text())]
+    replaced = json.loads(PILOTS[2].read_text())
+    return [*runs, json.loads((PILOTS[1] / "result.json").read_text()), *replaced]
 
 
 def _scores(runs: list[dict]) -> set[str]:
@@ -115,7 +120,7 @@ def test_every_figure_quoted_for_the_converged_runs_is_in_a_results_file():
 
 
 def test_the_kept_share_by_source_length_is_the_results_files():
-    """ "keep 81-82% of their BLEU, the attention models 96-101%": test_2016, tuned search, the
+    """ "keep 81-82% of their BLEU, the attention models 98-101%": test_2016, tuned search, the
     11-20 bucket's BLEU over the 1-10 bucket's, for the fixed-vector models and for the attention
     models; quoted only as the exploratory reading it is."""
 
