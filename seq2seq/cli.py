@@ -140,6 +140,20 @@ def _option_hint(option: str, command: str | None) -> str:
     return f"; did you mean --set {key}=VALUE?" if key else ""
 
 
+def _empty_value(args: list[str]) -> str | None:
+    """The one-line error for an empty value (``-o ''``, ``--run-dir=``), or None: a path option
+    would take it as the current folder (``train --run-dir ''`` wrote a run into it), and no
+    option of ours means anything by it."""
+    for i, arg in enumerate(args):
+        option = args[i - 1] if arg == "" and i and args[i - 1].startswith("-") else None
+        if arg.startswith("--") and arg.endswith("="):
+            option = arg[:-1]
+        if arg == "" or option:
+            said = f"{option} ''" if option else "an empty argument ''"
+            return f"{said}: give a value (an empty path would mean the current folder)"
+    return None
+
+
 def utf8_streams() -> None:
     """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
     so ``translate > FILE`` writes the bytes ``-o FILE`` does; undecodable file names go back as
@@ -168,6 +182,8 @@ def main() -> None:
     except KeyboardInterrupt:
         fail("interrupted", code=130)
 
+    if empty := _empty_value(sys.argv[1:]):
+        fail(empty)
     try:
         # standalone_mode=False: click's usage errors come here (one line, not its usage block),
         # and a Ctrl-C that typer turned into exit code 130 is said, not silent

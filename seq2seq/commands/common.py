@@ -129,19 +129,24 @@ def check_not_input(
     inputs: Sequence[tuple[str, str | Path | None]] = (),
     runs: Sequence[str | Path] = (),
     checkpoints: bool = True,
+    outputs: Sequence[tuple[str, str | Path | None]] = (),
 ) -> None:
     """Refuse in one line an output ``path`` of ``option`` that would replace what the command
     reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
     checkpoint file or run folder the command loads; ``checkpoints`` False lets a new ``*.pt``
-    be written into the run folder (``average``).
+    be written into the run folder (``average``); ``outputs``: (option, path) of the command's
+    other outputs.
 
     Raises:
-        UserError: ``path`` is an input file, or a run's checkpoint (``*.pt``), tokenizer
-            (``spm*.model``), ``train_log.jsonl`` or one of ``RUN_FILES``.
+        UserError: ``path`` is an input file, another output, or a run's checkpoint (``*.pt``),
+            tokenizer (``spm*.model``), ``train_log.jsonl`` or one of ``RUN_FILES``.
     """
     if path is None or is_stdout(path):
         return
     out = Path(path).resolve()
+    for opt, given in outputs:
+        if given is not None and not is_stdout(given) and Path(given).resolve() == out:
+            raise UserError(f"{option} {path} is also the {opt} file; give each output its own")
     for opt, given in inputs:
         if given is not None and not is_stdout(given) and Path(given).resolve() == out:
             raise UserError(

@@ -145,6 +145,7 @@ def paired(
         None,
         metavar="N",
         min=1,
+        max=100_000,
         help="Bootstrap resamples (bs) or randomisation trials (ar) [default: 1000 bs, 10000 ar].",
     ),
     paired_seed: int | None = typer.Option(
@@ -179,6 +180,10 @@ def paired(
         )
     if hyps and checkpoints:
         raise UserError("give --hyp files or -c runs (with --src) as the systems, not both")
+    if hyps and src is not None:
+        raise UserError(
+            f"--src {src}: --hyp systems are scored as they are, nothing is translated; drop --src"
+        )
     systems_given, flag = (checkpoints, "-c") if checkpoints else (hyps, "--hyp")
     if len(systems_given) < 2:
         given = f": {flag} is given once" if systems_given else ""
@@ -234,9 +239,8 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
     for option, path in inputs:
         no_stdin(path, option)  # read whole, and once per system
-    for option, path in outputs:
-        check_not_input(path, option, inputs, checkpoints)
-        inputs.append((option, path))
+    for i, (option, path) in enumerate(outputs):
+        check_not_input(path, option, inputs, checkpoints, outputs=outputs[:i])
     for option, path in outputs:
         check_writable(path, option)  # before translating and scoring
     return device

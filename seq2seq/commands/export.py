@@ -50,6 +50,8 @@ def export(
     no_stdout(output, "-o", "an export folder")
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: choose seq2seq or ctranslate2")
+    if quantize not in (None, "int8"):
+        raise UserError(f"--quantize {quantize}: only int8 is offered (with --format ctranslate2)")
     if quantize is not None and fmt != "ctranslate2":
         raise UserError(
             f"--quantize {quantize}: only with --format ctranslate2; a seq2seq export is "

@@ -116,6 +116,7 @@ def translate(
             given = {"beam_size": beam} if settled == "beam" else {}
             check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
+        output_format_of(output_format, n_best, align_layer, None)  # before the model loads
         run = load(checkpoint, device, quantize)
         dcfg, _ = run.decode_settings(**search)
         check_n_best(dcfg, n_best)

@@ -279,6 +279,9 @@ def data_root() -> Path:
 
 BEAM_LIMIT = 1000  # a beam wider than this only exhausts memory (decoding batches shrink to fit it)
 BIG = 1_000_000  # the bound of every other count and length: past it, torch overflows
+MAX_LENGTH_PENALTY = 10.0  # GNMT alpha: past it every score rounds to -0.0 and the ranking is noise
+MAX_LEN_A = 10.0  # outputs 10x their source: beyond it a search only fills memory and time
+MAX_LEN_B = 10_000
 
 SearchMethod = Literal["greedy", "beam", "sample"]
 """The names of ``decoding.search.SEARCHES`` (a test checks that the two agree)."""
@@ -326,10 +329,12 @@ class DecodeConfig(_Section):
         None, ge=0, le=2**32 - 1, description="sample: repeat the draws (default: fresh ones)"
     )
     length_penalty: float = Field(
-        1.0, ge=0, description="beam: GNMT alpha; 0 = raw log-probability"
+        1.0, ge=0, le=MAX_LENGTH_PENALTY, description="beam: GNMT alpha; 0 = raw log-probability"
     )
-    max_len_a: float = Field(1.5, ge=0, le=BIG)
-    max_len_b: int = Field(10, ge=1, le=BIG)
+    # beam search's early stopping is exact: under a length penalty it runs to max_len_a * S +
+    # max_len_b unless a finished hypothesis beats lp(that length), so the bounds hold it in
+    max_len_a: float = Field(1.5, ge=0, le=MAX_LEN_A)
+    max_len_b: int = Field(10, ge=1, le=MAX_LEN_B)
     min_len: int = Field(
         1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
     )

@@ -46,11 +46,12 @@ def output_format(
     fmt: str | None,
     n_best: int,
     align_layer: int | None,
-    model: Seq2SeqModel,
+    model: Seq2SeqModel | None,
     device: torch.device | str = "cpu",
 ) -> str:
     """The output format ``translate`` writes: ``fmt``, or by default ``nbest`` with ``--n-best``
-    above 1 and ``text`` otherwise (the output before ``--format`` existed).
+    above 1 and ``text`` otherwise (the output before ``--format`` existed). ``model`` None:
+    only the checks that need no model (before it is loaded).
 
     Raises:
         ConfigError: an unknown format, ``text`` with ``n_best`` > 1, ``align_layer`` without
@@ -68,10 +69,13 @@ def output_format(
     if align_layer is not None:
         if fmt != "jsonl":
             raise ConfigError("--align-layer: only --format jsonl writes alignments")
+        if model is None:
+            return fmt
         shape = attention_shape(model, device)
         if shape is None:
             raise ConfigError(
-                "--align-layer: this model has no cross-attention (its alignment is null)"
+                "--align-layer: this model returns no cross-attention (the fixed-vector rnn has "
+                "none; a CTranslate2 export returns none: use the run it came from)"
             )
         layers = shape[0]
         if not 0 <= align_layer < layers:

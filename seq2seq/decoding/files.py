@@ -7,6 +7,7 @@ keeps the windows already written (``TranslationInterrupted``).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -237,6 +238,9 @@ class _OutputLines:
 
     def __enter__(self) -> _OutputLines:
         if self.partial is not None:
+            if self.partial.is_dir():
+                why = f"is a folder where the lines go before they are renamed to {self.path}"
+                raise IsADirectoryError(errno.EISDIR, f"{why}; move it away", str(self.partial))
             self.partial.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._raw = open(self.partial, "wb")  # noqa: SIM115

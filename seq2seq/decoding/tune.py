@@ -22,6 +22,7 @@ from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import DECODE_FILE
 from seq2seq.config import DecodeConfig
 from seq2seq.config.lists import parse_list
+from seq2seq.config.sections import BEAM_LIMIT, MAX_LENGTH_PENALTY
 from seq2seq.console import console, counted
 from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import translate_sentences
@@ -58,25 +59,31 @@ class SweepRow:
 
 
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): finite numbers >= 0 (``config.lists.parse_list``).
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): length penalties, finite, increasing, from 0 to
+    ``MAX_LENGTH_PENALTY`` (``config.lists.parse_list``).
 
     Raises:
         ValueError: one line naming ``option``.
     """
-    fix = "give one or more finite numbers >= 0, e.g. 0,0.6,1"
-    return parse_list(spec, option, fix, float, 0, bad="give comma-separated numbers, e.g. 0,0.6,1")
+    top = f"{MAX_LENGTH_PENALTY:g}"
+    fix = f"give distinct finite numbers from 0 to {top} in increasing order, e.g. 0,0.6,1"
+    bad = "give comma-separated numbers, e.g. 0,0.6,1"
+    return parse_list(spec, option, fix, float, 0, MAX_LENGTH_PENALTY, increasing=True, bad=bad)
 
 
 def parse_beams(spec: str) -> tuple[int, ...]:
-    """``"5,10"`` -> (5, 10): beam sizes >= 2 (greedy is always swept).
+    """``"5,10"`` -> (5, 10): beam sizes, increasing, from 2 (greedy is always swept) to
+    ``BEAM_LIMIT``.
 
     Raises:
         ValueError: one line naming --beams.
     """
-    fix = "give beam sizes >= 2 (greedy search is always a candidate)"
-    return parse_list(
-        spec, "--beams", fix, int, 2, bad="give comma-separated beam sizes, e.g. 5,10"
+    fix = (
+        f"give distinct beam sizes from 2 to {BEAM_LIMIT} in increasing order (greedy search is "
+        "always a candidate)"
     )
+    bad = "give comma-separated beam sizes, e.g. 5,10"
+    return parse_list(spec, "--beams", fix, int, 2, BEAM_LIMIT, increasing=True, bad=bad)
 
 
 def candidates(

@@ -65,10 +65,17 @@ def paired_report(
     which sacrebleu's test would give p = 1/(n+1), as if significant).
 
     Raises:
-        ValueError: the BLEU tokenizer of ``tgt_lang`` is not installed.
+        ValueError: the BLEU tokenizer of ``tgt_lang`` is not installed, or (``seed`` None) the
+            environment's ``SACREBLEU_SEED`` is not a seed.
     """
     from sacrebleu.significance import PairedTest
 
+    env_seed = os.environ.get("SACREBLEU_SEED", "12345")
+    if seed is None and env_seed.lower() != "none" and not _is_seed(env_seed):
+        raise ValueError(
+            f"SACREBLEU_SEED={env_seed!r} (the environment): give a whole number from 0 to "
+            f"{2**32 - 1}, or None, or unset it; --paired-seed overrides it"
+        )
     metrics = {n: sacrebleu_metric(n, tgt_lang, lowercase) for n in names}
     named = [(s.name, [h.rstrip() for h in s.hyps]) for s in systems]
     stripped = [[x.rstrip() for x in r] for r in texts.refs]
@@ -119,6 +126,11 @@ def paired_report(
         "signatures": {n: sigs[key].format() for n, key in keys.items()},
         "systems": rows,
     }
+
+
+def _is_seed(text: str) -> bool:
+    """``text`` is a seed numpy's RandomState takes (what sacrebleu makes of SACREBLEU_SEED)."""
+    return text.strip().isdigit() and int(text) <= 2**32 - 1
 
 
 def _num(x) -> float | None:

@@ -19,6 +19,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seq2seq.config import DecodeConfig
+from seq2seq.config.sections import MAX_LENGTH_PENALTY
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import BOS
 from seq2seq.decoding.search import Hypothesis
@@ -72,7 +73,10 @@ class TranslateRequest(BaseModel):
     )
     n_best: int = Field(1, ge=1, description="hypotheses returned from the beam, best first")
     length_penalty: float | None = Field(
-        None, ge=0, le=10, description="GNMT alpha; null = each run's decode.length_penalty"
+        None,
+        ge=0,
+        le=MAX_LENGTH_PENALTY,
+        description="GNMT alpha; null = each run's decode.length_penalty",
     )
     models: list[str] | None = Field(None, description="model names; null = every model")
     attention: bool = Field(True, description="include cross-attention maps")

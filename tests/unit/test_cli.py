@@ -193,6 +193,29 @@ def test_checkpoint_option_given_to_a_command_that_takes_runs_as_arguments_says_
     assert "without -c" not in err
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["train", "x.yaml", "--run-dir", ""], "--run-dir ''"),
+        (["synth", "--task", "copy", "--out="], "--out ''"),
+        (["translate", "-c", "run", "-o", ""], "-o ''"),
+        (["eval", "", "--ref", "r"], "an empty argument ''"),
+    ],
+)
+def test_an_empty_value_is_refused_before_it_becomes_the_current_folder(
+    monkeypatch, capsys, tmp_path, args, said
+):
+    """train --run-dir '' wrote its checkpoints into the current folder; synth --out '' its
+    corpus (a new-user trial)."""
+    from tests.toys import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"error: {said}: give a value" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_run_in_process_answers_as_a_subprocess_and_puts_the_process_back(run_in_process, tmp_path):
     """The tests' in-process command line (``toys.cli_result``): exit code, stdout and stderr as a
     subprocess gives them; the folder, stdin and environment as they were."""

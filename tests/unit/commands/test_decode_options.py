@@ -64,3 +64,15 @@ def test_every_decoding_command_offers_each_search_option_of_the_one_list():
     for name in ("translate", "eval", "paired"):
         params = {p.name for p in group.commands[name].params}
         assert set(SEARCH) <= params and "search" not in params, name
+
+
+def test_n_best_rows_in_text_format_are_refused_before_the_model_loads(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """It was refused after loading, below an INFO line (a new-user trial)."""
+    src, _ = eval_files(synth_corpus, tmp_path)
+    monkeypatch.setattr("seq2seq.decoding.runs.load", lambda *a, **k: pytest.fail("loaded"))
+    args = ["translate", "-c", synth_run, "-i", src, "--n-best", "2", "--beam", "2"]
+    code, out, err = run_cli(monkeypatch, capsys, *args, "--format", "text")
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+    assert "--format text writes one line per input line; --n-best 2 needs" in err

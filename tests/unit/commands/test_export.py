@@ -79,6 +79,8 @@ def test_export_prints_the_sizes_and_every_command_reads_the_folder(
         (["{run}", "-o", "{tmp}/earlier"], "already exists; give --overwrite"),
         (["{run}", "-o", "{run}", "--overwrite"], "holds the checkpoint being exported"),
         (["{run}", "-o", "{tmp}/x", "--quantize", "int8"], "only with --format ctranslate2"),
+        # a new-user trial: int4 was told to add --format ctranslate2, which then refused it
+        (["{run}", "-o", "{tmp}/x", "--quantize", "int4"], "int4: only int8 is offered"),
         (["{run}", "-o", "{tmp}/x", "--format", "onnx"], "choose seq2seq or ctranslate2"),
         (["{run}", "-o", "{tmp}/x", "--dtype", "fp64"], "choose fp32, fp16 or bf16"),
         (["{run}", "-o", "-"], "cannot go to standard output"),

@@ -214,3 +214,29 @@ def test_translate_into_a_fifo_writes_through_it_and_into_a_link_keeps_the_link(
     code, err = run_main(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, "-o", link)
     assert code == 0 and link.is_symlink() and target.read_text() == got[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "pipe", "real.txt"]
+
+
+def test_two_outputs_on_one_file_are_named_as_outputs(command_files, tmp_path, monkeypatch, capsys):
+    """eval -o F --json F said '--json F is the --output file: writing it would replace what is
+    read'; --output is not read (a new-user trial)."""
+    run, src, _ = command_files
+    monkeypatch.setattr(SPIES["eval"], lambda *a, **k: pytest.fail("the work started"))
+    same = tmp_path / "out.txt"
+    args = ["eval", "-c", run, "--src", src, "--ref", src, "-o", same, "--json", same]
+    code, err = run_main(monkeypatch, capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"error: --json {same} is also the --output file; give each output its own" in err
+
+
+def test_a_folder_where_the_partial_output_goes_is_named(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """With OUT.partial a folder, translate said 'OUT: Is a directory' of an OUT that did not
+    exist (a new-user trial)."""
+    out = tmp_path / "out.txt"
+    (tmp_path / "out.txt.partial").mkdir()
+    args = ["translate", "-c", synth_run, "-i", synth_corpus / "val.de", "-o", out]
+    code, err = run_main(monkeypatch, capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{out}.partial: is a folder where the lines go before they are renamed to {out}" in err
+    assert not out.exists()

@@ -27,6 +27,10 @@ def test_min_len_default_is_one():
         ({"method": "sample", "temperature": 0}, "decode.temperature: Input should be greater"),
         ({"method": "sample", "top_k": 0}, "decode.top_k: Input should be greater than or equal"),
         ({"method": "nucleus"}, "decode.method: Input should be 'greedy', 'beam'"),
+        # a new-user trial: alpha 1e30 made every score -0.0; max_len_a 1e6 filled 20 GB
+        ({"length_penalty": 11}, "decode.length_penalty: Input should be less than or equal to 10"),
+        ({"max_len_a": 1e6}, "decode.max_len_a: Input should be less than or equal to 10"),
+        ({"max_len_b": 10_001}, "decode.max_len_b: Input should be less than or equal to 10000"),
     ],
 )
 def test_contradictions_and_out_of_bounds_settings_are_one_line_errors(decode, says):

@@ -341,7 +341,7 @@ def test_output_format_defaults_and_refusals(synth_tokenizer):
         (("xml", 1, None, rnn), "--format xml: one of text | nbest | jsonl"),
         (("text", 2, None, rnn), "--n-best 2 needs --format nbest"),
         (("nbest", 1, 0, transformer), "only --format jsonl writes alignments"),
-        (("jsonl", 1, 0, rnn), "this model has no cross-attention"),
+        (("jsonl", 1, 0, rnn), "this model returns no cross-attention"),
         (("jsonl", 1, 2, transformer), "--align-layer 2: the model's cross-attention has 2 layers"),
         (("jsonl", 1, 1, tiny_model("bahdanau")), "has 1 layer: 0 to 0"),
     ]:
@@ -422,7 +422,7 @@ def test_translate_jsonl_aligns_words_of_an_attention_model(toy, tmp_path):
     "args,said",
     [
         (["--format", "text", "--n-best", 2, "--beam", 2], "--n-best 2 needs --format nbest"),
-        (["--format", "jsonl", "--align-layer", 0], "this model has no cross-attention"),
+        (["--format", "jsonl", "--align-layer", 0], "this model returns no cross-attention"),
         (["--align-layer", 0], "only --format jsonl writes alignments"),
     ],
 )

@@ -163,13 +163,19 @@ def test_ties_go_to_the_cheaper_search_so_tuning_never_loses_to_greedy():
     ("parse", "spec", "needle"),
     [
         (lambda s: parse_floats(s, "--alphas"), "0,x", "comma-separated numbers"),
-        (lambda s: parse_floats(s, "--alphas"), "-1", ">= 0"),
+        (lambda s: parse_floats(s, "--alphas"), "-1", "from 0 to 10"),
         (lambda s: parse_floats(s, "--alphas"), "0.6,nan", "finite numbers"),
         (lambda s: parse_floats(s, "--alphas"), "inf", "finite numbers"),
         (parse_beams, "1,5", "greedy search is always a candidate"),
         (parse_beams, "five", "comma-separated beam sizes"),
         (lambda s: parse_floats(s, "--alphas"), "0,,1", "comma-separated numbers"),
         (parse_beams, "5,", "comma-separated beam sizes"),
+        # a new-user trial: --beams 2000 blamed --beam; 5,5 swept beam 5 twice; --alphas 1e30
+        (parse_beams, "2000", "from 2 to 1000"),
+        (parse_beams, "5,5", "distinct beam sizes"),
+        (parse_beams, "10,5", "in increasing order"),
+        (lambda s: parse_floats(s, "--alphas"), "0,1e30", "from 0 to 10"),
+        (lambda s: parse_floats(s, "--alphas"), "1,0.5", "in increasing order"),
     ],
 )
 def test_bad_sweep_specs_are_refused_in_one_line(parse, spec, needle):

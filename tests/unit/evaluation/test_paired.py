@@ -184,6 +184,9 @@ def test_a_hypothesis_file_of_another_length_is_named(monkeypatch, capsys, files
         ("eval", ["--paired-n", "100"], "No such option: --paired-n"),
         ("paired", ["--by-length"], "--by-length"),
         ("eval", ["--paired", "bs"], "eval --paired moved to its own command: seq2seq paired"),
+        # a new-user trial: 100,000,000 resamples were killed for memory with no word
+        ("paired", ["--paired-n", "100001"], "--paired-n"),
+        ("paired", ["--src", "x.de"], "--src x.de: --hyp systems are scored as they are"),
     ],
 )
 def test_misused_paired_options_are_one_line_errors(
@@ -225,3 +228,16 @@ def test_a_seed_below_1_is_refused_as_sacrebleu_would_not_seed_with_it(monkeypat
         "--paired-seed", "0",
     )  # fmt: skip
     assert code == 2 and "'--paired-seed': Input should be greater than or equal to 1" in err
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "99999999999"])
+def test_a_bad_sacrebleu_seed_in_the_environment_is_named(monkeypatch, capsys, files, value):
+    """sacrebleu's own int() and numpy's errors said neither the variable nor what to give (a
+    new-user trial); --paired-seed still overrides the environment."""
+    ref, hyps, _, _ = files
+    monkeypatch.setenv("SACREBLEU_SEED", value)
+    args = ["--hyp", hyps[0], "--hyp", hyps[1], "--ref", ref, "--paired-n", "10"]
+    err = one_line_error(monkeypatch, capsys, *args)
+    assert f"SACREBLEU_SEED={value!r} (the environment): give a whole number from 0" in err
+    code, _, err = run_cli(monkeypatch, capsys, "paired", *args, "--paired-seed", "3")
+    assert code == 0, err
