@@ -10,8 +10,8 @@ ONEDNN_CACHE = "16384"
 set here unless the environment already sets it; oneDNN reads it once, at its first primitive. On
 the CPU, bf16 autocast runs every matmul as a oneDNN primitive built per shape, and an epoch of
 length-bucketed batches (about 150 distinct shapes on Multi30k) needs more than 1,024 of them: the
-default cache thrashes and a bf16 run slows down as it goes (bahdanau 6,800 -> 5,600 target
-tokens/s by update 300 on a Xeon with AMX; with this capacity it settles at 7,800 after the first
-epoch, the Transformer at 7,500 against 5,900; docs/results/README.md). fp32 on the CPU uses MKL's
-sgemm, no primitives."""
+default cache thrashes and a bf16 run slows down as it goes (``make bench-steady`` on a Xeon
+with AMX, updates 351-400: the Transformer 6,836 target tokens/s against 5,434 with the default,
+bahdanau 7,090 against 5,251, in no more memory; docs/results/README.md). fp32 on the CPU uses
+MKL's sgemm, no primitives."""
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE)

@@ -108,9 +108,7 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
-    settled = search["method"] or (
-        "beam" if beam is not None else None
-    )  # --beam K implies beam search
+    settled = search["method"] or ("beam" if beam is not None else None)  # --beam K: beam search
     if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
         with user_errors():  # --n-best before loading; the run's own settings are checked after
             given = {"beam_size": beam} if settled == "beam" else {}
