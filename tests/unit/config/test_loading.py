@@ -51,7 +51,7 @@ def test_a_key_of_another_model_names_the_model_its_keys_and_the_models_that_hav
         (["train.schedule=cosine", "train.warmup_steps=5", "train.decay_steps=3"],
          "train: warmup_steps (5) must be below decay_steps (3) under schedule 'cosine'"),
         (["decode.length_penalty=.inf"], "decode.length_penalty: Input should be a finite "
-         "number, not inf (valid: a finite number >= 0; given in --set)"),
+         "number, not inf (valid: a finite number >= 0 and <= 10; given in --set)"),
         (["decode.max_len_a=.inf"], "decode.max_len_a: Input should be a finite number"),
         (["decode={method: sample, temperature: .inf}"], "decode.temperature: Input should be a "
          "finite number, not inf (valid: a finite number > 0; given in --set)"),
