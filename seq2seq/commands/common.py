@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from seq2seq.atomic import is_stdout
+from seq2seq.atomic import is_stdout, replaced_path
 from seq2seq.console import console
 
 
@@ -103,7 +103,7 @@ def check_writable(
     if path is None or is_stdout(path):
         return
     p = Path(path)
-    if not folder and p.exists() and not p.is_file() and not p.is_dir():  # a device, a FIFO
+    if not folder and replaced_path(p) is None:  # a device, a FIFO: written through
         if not os.access(p, os.W_OK):
             raise UserError(f"{option} {path}: cannot write there: not writable; {fix}")
         return
@@ -144,11 +144,15 @@ def check_not_input(
     if path is None or is_stdout(path):
         return
     out = Path(path).resolve()
+
+    def same(given: str | Path | None) -> bool:
+        return given is not None and not is_stdout(given) and Path(given).resolve() == out
+
     for opt, given in outputs:
-        if given is not None and not is_stdout(given) and Path(given).resolve() == out:
+        if same(given):
             raise UserError(f"{option} {path} is also the {opt} file; give each output its own")
     for opt, given in inputs:
-        if given is not None and not is_stdout(given) and Path(given).resolve() == out:
+        if same(given):
             raise UserError(
                 f"{option} {path} is the {opt} file: writing it would replace what is read; "
                 "write to another file"

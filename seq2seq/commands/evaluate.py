@@ -78,7 +78,6 @@ def evaluate(
         )
     names = metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
-    options = search
     if by_length and src is None:
         raise UserError("--by-length needs --src: buckets are counted in source words")
     if buckets is not None and not by_length:
@@ -101,16 +100,14 @@ def evaluate(
     if is_stdout(output) and is_stdout(json_out):
         raise UserError("--output - and --json - would share standard output; give one a file")
     outputs = [("--output", output), ("--json", json_out)]
-    device = check_scoring(
-        hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs
-    )
+    device = check_scoring(hyps, checkpoints, src, ref, search, tgt_lang, device, quantize, outputs)
     with user_errors():
         edges = parse_buckets(buckets)
         texts = read_eval_texts(ref, src, (hyps or [None])[0])
     made_with = None
     if not hyps:
         texts.hyps, run_lang, made_with = translate_for_eval(
-            checkpoints, src, texts, options, device, quantize
+            checkpoints, src, texts, search, device, quantize
         )
         tgt_lang = tgt_lang or run_lang
         if output is not None:
@@ -173,7 +170,6 @@ def paired(
     setup_logging()
     names = metric_names(bleu, chrf, ter)
     checkpoints, hyps = list(checkpoint or []), list(hyp or [])
-    options = search
     if paired_method not in significance.PAIRED_TESTS:
         raise UserError(
             f"--paired-method {paired_method}: choose bs (bootstrap) or ar (randomisation)"
@@ -195,14 +191,12 @@ def paired(
         if str(x) in map(str, systems_given[:i]):
             raise UserError(f"paired: {flag} {x} is given twice; give each system once")
     outputs = [("--json", json_out)]
-    device = check_scoring(
-        hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs
-    )
+    device = check_scoring(hyps, checkpoints, src, ref, search, tgt_lang, device, quantize, outputs)
     with user_errors():
         texts = read_eval_texts(ref, src, None)
         systems = significance.read_systems(hyps, texts) if hyps else []
     for c in checkpoints:
-        lines, run_lang, made_with = translate_for_eval([c], src, texts, options, device, quantize)
+        lines, run_lang, made_with = translate_for_eval([c], src, texts, search, device, quantize)
         systems.append(significance.System(str(c), lines, made_with))
         tgt_lang = tgt_lang or run_lang
     with user_errors():
