@@ -1,9 +1,6 @@
-"""What an unknown config key may have meant, beyond spelling within its section: the names other
-toolkits (fairseq, Joey NMT, OpenNMT-py, and a few of Hugging Face's) give the same setting, and
-keys of this config that live in another section (``train.dropout`` is ``model.dropout``).
-
-``foreign_hint`` is ``loading._did_you_mean``'s second guess, after a close spelling within the
-section. Imports only ``difflib``.
+"""What an unknown config key may have meant beyond spelling within its section (``loading``'s
+second guess): the names other toolkits (fairseq, Joey NMT, OpenNMT-py, Hugging Face) give the
+same setting, and keys of another section (``train.dropout`` is ``model.dropout``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The run config's sections other than ``model``: data, tokenizer, train (with its teacher-forcing
-schedule) and decode (``SearchMethod``, ``SEARCH_SETTINGS``), each a ``_Section``; and
-``data_root``, where relative corpus prefixes are looked up.
-"""
+"""The run config's sections other than ``model`` (data, tokenizer, train, decode), each a
+``_Section``, and ``data_root``, where relative corpus prefixes are looked up."""
 
 from __future__ import annotations
 
@@ -48,11 +46,7 @@ class DataConfig(_Section):
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
     valid_concat_k: int = Field(
-        1,
-        ge=1,
-        description="also validate on validation lines joined k = 2..K at a time (consecutive, "
-        "non-overlapping groups of the first lines, as the study joins test lines), so "
-        "best.pt is chosen on long inputs too",
+        1, ge=1, description="also validate on lines joined 2..K at a time, for long inputs"
     )
     max_src_words: int | None = Field(
         None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
@@ -68,15 +62,10 @@ class DataConfig(_Section):
         100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
     )
     pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
-        "auto",
-        description="training batches' lengths rounded up to a multiple of N (memory backend), "
-        "so a GPU sees few distinct shapes; auto = 8 on CUDA, 1 on the CPU (padding costs "
-        "compute there)",
+        "auto", description="memory: batch lengths rounded up to N; auto = 8 on CUDA, 1 on the CPU"
     )
     dedup: bool = Field(
-        False,
-        description="drop repeated training pairs, and training pairs also in the validation or "
-        "test split (compared after whitespace normalisation); memory backend",
+        False, description="memory: drop repeated training pairs, and those in the eval splits"
     )
 
     @model_validator(mode="after")
@@ -91,10 +80,8 @@ class DataConfig(_Section):
 
 
 class TokenizerConfig(_Section):
-    """sentencepiece settings (Kudo & Richardson 2018); trained on the training split only.
-    Normalisation is per side: only the model reads the source, which may be NFKC-folded, while an
-    NFKC target would turn full-width ``，？１２３`` into ``,?123`` in every output, and a perfect
-    system would score below 100 against the unrewritten references."""
+    """sentencepiece settings (Kudo & Richardson 2018), trained on the training split only;
+    normalisation is per side (docs/data.md, "The tokenizer")."""
 
     type: Literal["unigram", "bpe", "word", "char"] = Field(
         "unigram", description="sentencepiece model; word = whitespace tokens (synthetic tasks)"
@@ -157,17 +144,8 @@ _Beta = Annotated[float, Field(ge=0, lt=1)]  # Adam's decay rates (torch refuses
 
 
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates, a skipped non-finite one included.
-
-    ``checkpoint_every`` and every validation write ``last.pt`` (``keep_last`` > 1 keeps the newest
-    k as ``step<N>.pt``); a validation that improves ``best_metric`` writes ``best.pt``
-    (``keep_best`` > 1 keeps the k best as ``best-step<N>.pt``); ``seq2seq average`` averages either
-    set. ``max_tokens`` stops at the first update that reaches the budget (under torchrun, at the
-    next log point), so models that batch alike see the same data whatever their speed.
-    ``init_from`` is a warm start (only the dropout rates may differ from its model section).
-    ``update_freq`` groups never span epochs, so ``last.pt``'s epoch and batch position resume
-    exactly; training logs a line when an epoch's batches are not a multiple of it.
-    """
+    """The training loop (docs/training.md). Steps count optimizer updates, a skipped non-finite
+    one included; under torchrun ``max_tokens`` stops at the next log point."""
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
     batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
@@ -175,15 +153,10 @@ class TrainConfig(_Section):
     max_epochs: int | None = Field(None, ge=1)
     max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
     max_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="stop after this many target tokens (EOS included, padding not), counted "
-        "on the host over resumed runs too",
+        None, ge=1, description="stop after N target tokens (EOS included, padding not)"
     )
     init_from: str | None = Field(
-        None,
-        description="weights only from this checkpoint file or run directory; optimizer, "
-        "schedule and step start afresh (the run takes its tokenizer; --resume ignores this)",
+        None, description="warm start: weights only, from this checkpoint file or run directory"
     )
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
@@ -192,27 +165,18 @@ class TrainConfig(_Section):
     schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
     decay_steps: int | None = Field(
-        None,
-        ge=1,
-        description="cosine: the update the decay reaches min_lr at, after which the rate "
-        "holds there (default: max_steps)",
+        None, ge=1, description="cosine: the update the rate reaches min_lr and stays (max_steps)"
     )
     plateau_factor: float = Field(0.5, gt=0, lt=1)
     plateau_patience: int = Field(
-        2,
-        ge=0,
-        description="plateau: scale the LR once more than N validations in a row did not "
-        "improve (as torch's ReduceLROnPlateau)",
+        2, ge=0, description="plateau: scale the LR after more than N validations without gain"
     )
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
     teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
     update_freq: int = Field(
-        1,
-        ge=1,
-        description="batches accumulated into one update, within an epoch: an update never "
-        "spans an epoch boundary, so an epoch of 4 batches under 3 gives updates of 3 and 1",
+        1, ge=1, description="batches accumulated into one update, never across epochs"
     )
     valid_every: int = Field(1000, ge=1, description="steps between validations")
     valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
@@ -231,15 +195,10 @@ class TrainConfig(_Section):
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
-        "auto",
-        description="auto = bf16 autocast on CUDA; on the CPU bf16 when it has native bf16 "
-        "(avx512_bf16/amx_bf16) and a short probe of the model measures bf16 faster, else fp32 "
-        "(settled per run; a resume keeps the run's)",
+        "auto", description="auto = bf16 on CUDA, and on a CPU where a probe finds it faster"
     )
     cudnn_sdp: bool = Field(
-        False,
-        description="CUDA: let attention use cuDNN's kernels, which rebuild a plan for every new "
-        "(batch, length) shape; off, PyTorch picks flash or memory-efficient attention",
+        False, description="CUDA: let attention use cuDNN, which plans anew for every shape"
     )
     num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
@@ -299,17 +258,14 @@ class DecodeConfig(_Section):
     """Search settings of validation BLEU, ``translate``, ``eval``, ``tune-decode`` and ``serve``.
 
     ``method``: ``greedy``, ``beam`` (``beam_size`` K; K = 1 gives greedy's output) or ``sample``
-    (ancestral sampling). Another method's setting is an error; a config without ``method`` (older)
-    chooses by ``beam_size``: greedy for 1, beam for more. ``length_penalty`` is GNMT's alpha (Wu
-    et al. 2016 eq. 14, beam only); its default 1.0 because every family's best alpha on Multi30k
-    validation was at least 1 (docs/results/best/README.md) and at 0 beam scores below greedy.
-    ``min_len`` 1 (as fairseq and Joey NMT): an undertrained beam otherwise often prefers EOS at
-    once. A source over ``max_src_len`` tokens (or a Transformer's ``max_positions``, output
-    included) is cut, with a warning. ``no_repeat_ngram`` N > 0 is fairseq's
+    (ancestral sampling); another method's setting is an error, and a config without ``method``
+    (older) chooses greedy for ``beam_size`` 1, beam for more. ``length_penalty`` is GNMT's alpha
+    (Wu et al. 2016 eq. 14, beam only), 1.0 as every family's best alpha on Multi30k validation
+    was at least 1 (docs/results/best/README.md). ``min_len`` 1 (as fairseq and Joey NMT): an
+    undertrained beam otherwise often prefers EOS at once. ``no_repeat_ngram`` is fairseq's
     ``--no-repeat-ngram-size``. ``target_vocab_mask`` keeps every method to the pieces seen in the
-    training targets, and EOS (``checkpoint.unpack_target_vocab``; without renormalising): on
-    Multi30k validation greedy and beam 5 never left them, while sampling drew about 860 of 16,100
-    pieces from outside and gained 2.0-2.6 BLEU with the mask (three seeds).
+    training targets, and EOS, without renormalising: on Multi30k validation greedy and beam 5
+    never left them, and sampling gained 2.0-2.6 BLEU with it (three seeds).
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
@@ -339,10 +295,7 @@ class DecodeConfig(_Section):
         1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
     )
     no_repeat_ngram: int = Field(
-        0,
-        ge=0,
-        le=BIG,
-        description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)",
+        0, ge=0, le=BIG, description="N > 0: never repeat an n-gram of N tokens in an output"
     )
     target_vocab_mask: bool = Field(
         True, description="output only pieces seen in the training targets (and EOS)"
