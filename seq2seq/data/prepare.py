@@ -4,24 +4,28 @@ tokenizer trained (or reused), the training split opened as a ``Corpus`` of the 
 ``StreamCorpus``; this is the one place that asks which), the validation pairs encoded (in memory
 with every backend); then each epoch's batches and this rank's share. Rank 0 reports leakage,
 trains the tokenizer and builds the caches while the others wait at ``barrier`` (training's).
+
+Leakage: evaluation pairs that also occur in the training split (they inflate a score), and pairs
+repeated within it (they weigh more unchosen), compared on cleaned text, whitespace runs collapsed
+and ends stripped; ``data.dedup`` removes both.
 """
 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from seq2seq.config import Config, TrainConfig
-from seq2seq.data.arrow import arrow_text, open_arrow, text_sentences
+from seq2seq.data.arrow import arrow_text, clean_rows, open_arrow, text_sentences
 from seq2seq.data.batch import Batch
-from seq2seq.data.corpus import clean_rows, stream_sentences
-from seq2seq.data.leakage import dedup, report_leakage
-from seq2seq.data.stream import StreamCorpus
+from seq2seq.data.stream import StreamCorpus, stream_sentences
 from seq2seq.data.text import (
     DataError,
     ParallelText,
@@ -38,18 +42,16 @@ from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
 
+DROP_DUPLICATE = "duplicate of an earlier training pair"
+DROP_IN_EVAL = "also in a validation or test split"
+
 
 class Ranks(Protocol):
     """This process's place among a run's processes (``training.distributed.DistInfo``)."""
 
-    @property
-    def rank(self) -> int: ...
-
-    @property
-    def world(self) -> int: ...
-
-    @property
-    def is_main(self) -> bool: ...
+    rank: int
+    world: int
+    is_main: bool
 
 
 class Corpus(Protocol):
@@ -57,25 +59,21 @@ class Corpus(Protocol):
 
     def __len__(self) -> int:
         """Kept pairs."""
-        ...
 
     def epoch_batches(
         self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
     ) -> Sequence:
         """This rank's batches of ``epoch``, a pure function of (seed, epoch): every ``world``-th
         from ``rank`` on, the remainder dropped so every rank gets the same number."""
-        ...
 
     def batch(
         self, item, pad_multiple: int = 1, max_width: int | None = None, pin: bool = False
     ) -> Batch:
         """One element of ``epoch_batches`` as a ``Batch`` on the CPU; the memory backend rounds
         its lengths up to ``pad_multiple`` (at most ``max_width``), in pinned memory if ``pin``."""
-        ...
 
     def target_vocab(self, vocab_size: int) -> torch.Tensor:
         """(V,) bool: every target id of the kept pairs, and EOS (``batch.target_vocab_mask``)."""
-        ...
 
 
 @dataclass
@@ -300,3 +298,76 @@ def _truncate(text: ParallelText, n: int) -> None:
     text.n_read = last
     text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
     text.dropped = {k: v for k, v in text.dropped.items() if v}
+
+
+def pair_key(src: str, tgt: str) -> tuple[str, str]:
+    """The pair as the checks compare it: whitespace runs collapsed, ends stripped."""
+    return " ".join(src.split()), " ".join(tgt.split())
+
+
+def report_leakage(
+    train: Iterable[tuple[str, str]], evals: dict[str, ParallelText], duplicates: bool = True
+) -> None:
+    """Log one line per evaluation split (its pairs, and its sources, also in training) and, with
+    ``duplicates``, one for the pairs repeated in the training split (counted by 64-bit hash, 8
+    bytes a pair); ``train`` is read once.
+    """
+    keys = {
+        name: [pair_key(s, t) for s, t in zip(e.src, e.tgt, strict=True)]
+        for name, e in evals.items()
+    }
+    wanted = {k for ks in keys.values() for k in ks}
+    wanted_src = {k[0] for k in wanted}
+    found, found_src = set(), set()
+    hashes = array("q")  # 8 bytes a pair: a large corpus is counted without holding its text
+    for s, t in train:
+        k = pair_key(s, t)
+        if k in wanted:
+            found.add(k)
+        if k[0] in wanted_src:
+            found_src.add(k[0])
+        if duplicates:
+            hashes.append(hash(k))
+    for name, ks in keys.items():
+        pairs, sources = sum(k in found for k in ks), sum(k[0] in found_src for k in ks)
+        (log.warning if pairs or sources else log.info)(
+            "leakage: %s: %d of %d pairs, and %d of %d source sentences (with any translation), "
+            "also in the training split (%s)",
+            name,
+            pairs,
+            len(ks),
+            sources,
+            len(ks),
+            evals[name].origin,
+        )
+    if not duplicates:
+        return
+    counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)[1]
+    extra, repeated = int((counts - 1).sum()), int((counts > 1).sum())
+    (log.warning if extra else log.info)(
+        "leakage: train: %d duplicate pairs (%d distinct pairs occur more than once)%s",
+        extra,
+        repeated,
+        "; data.dedup: true removes them" if extra else "",
+    )
+
+
+def dedup(text: ParallelText, evals: dict[str, ParallelText]) -> None:
+    """Drop, in place, every training pair already seen earlier in ``text`` or present in an
+    evaluation split; the drops are counted with line numbers like every other drop."""
+    held_out = {pair_key(s, t) for e in evals.values() for s, t in zip(e.src, e.tgt, strict=True)}
+    seen: set[tuple[str, str]] = set()
+    keep, dropped = [], {DROP_DUPLICATE: [], DROP_IN_EVAL: []}
+    for i, (s, t) in enumerate(zip(text.src, text.tgt, strict=True)):
+        k = pair_key(s, t)
+        if k in held_out:
+            dropped[DROP_IN_EVAL].append(text.line_no[i])
+        elif k in seen:
+            dropped[DROP_DUPLICATE].append(text.line_no[i])
+        else:
+            seen.add(k)
+            keep.append(i)
+    text.src[:] = [text.src[i] for i in keep]
+    text.tgt[:] = [text.tgt[i] for i in keep]
+    text.line_no[:] = [text.line_no[i] for i in keep]
+    text.dropped.update({k: v for k, v in dropped.items() if v})

@@ -1,8 +1,6 @@
 """Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> token ids (batched in
-``batch.py``), by the reading policy of docs/data.md ("Data hygiene"): a line ends at ``\\n`` only
-(other line-break-like characters become a space, NULs are removed with a warning), invalid UTF-8
-or misaligned files stop with the file and line, and every dropped pair (an empty side, no tokens,
-over ``max_len``) is counted in the log with its line numbers.
+``batch.py``), by the reading policy of docs/data.md ("Data hygiene"): every dropped pair is
+counted in the log with its line numbers.
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def sha256_file(path: str | Path) -> str:
 
 
 def iter_lines(path: str | Path) -> Iterator[str]:
-    """A text file (plain or ``.gz``) one line at a time, by the module's reading policy: split on
+    """A text file (plain or ``.gz``) one line at a time, by docs/data.md's reading policy: split on
     ``\\n`` only, a leading BOM and the ``\\r`` of ``\\r\\n`` dropped, ``decode_line`` applied.
 
     Raises:

@@ -1,11 +1,8 @@
 """sentencepiece subword tokenisation (Kudo & Richardson 2018), the one home of ``sentencepiece``.
 
 Ids are fixed: pad 0, unk 1, bos 2, eos 3. The models travel inside each checkpoint as serialized
-protos. An unseen character becomes ``<unk>`` (``byte_fallback: true`` spells it as UTF-8 bytes
-instead); ``<unk>`` pieces are removed from outputs (``keep_unk=True`` keeps them), and invalid
-UTF-8 in an output decodes to U+FFFD. Normalisation is per side (``TokenizerConfig``: the source
-``nmt_nfkc``, the target ``identity``); a joint vocabulary with two rules is one set of pieces in
-two models that differ only in their normalizer. A checkpoint from before that holds one model.
+protos. ``<unk>`` pieces are removed from outputs (``keep_unk=True`` keeps them), and invalid UTF-8
+in an output decodes to U+FFFD. Normalisation is per side (docs/data.md, "The tokenizer").
 """
 
 from __future__ import annotations
