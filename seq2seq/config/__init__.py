@@ -1,10 +1,7 @@
-"""Typed configuration: one YAML file with sections data, tokenizer, model, train, decode.
-
-Every section is a pydantic model with ``extra="forbid"``: a misspelt key, a number out of bounds,
-a key given twice or a cross-field conflict is one line naming the key, checked before anything is
-built, ``--set key=value`` included. Modules, each importing only those before it: ``reading``
-(YAML, ``base:``, ``--set``), ``sections``, ``aliases`` (other toolkits' names) and ``loading``
-(``Config``, its model sections from ``seq2seq/models/configs.py``). Never imports torch.
+"""Typed configuration: one YAML file with sections data, tokenizer, model, train, decode, each a
+pydantic model with ``extra="forbid"``: every error is one line naming the key, found before
+anything is built. Modules, each importing only those before it: ``reading`` (YAML, ``base:``,
+``--set``), ``sections``, ``aliases`` and ``loading`` (``Config``). Never imports torch.
 """
 
 from __future__ import annotations

@@ -117,9 +117,22 @@ def prepare_data(
             step, and again after encoding), or unreadable or misaligned files.
         ConfigError: sentencepiece refused the tokenizer settings.
     """
-    on_disk = cfg.data.backend != "memory"
-    training_split = _disk_train if on_disk else _memory_train
-    tok, train, valid_text = training_split(cfg, run_dir, tok, ranks, barrier)
+
+    def tokenizer(sentences: Callable[[], tuple[Iterable[str], Iterable[str]]]) -> Tokenizer:
+        """``tok``, else the one rank 0 trains on ``sentences()`` (source, target)."""
+        if tok is not None:
+            return tok
+        if ranks.is_main:
+            t = cfg.tokenizer
+            log.info("training %s sentencepiece model(s), vocab %d", t.type, t.vocab_size)
+            Tokenizer.train(*sentences(), t).save(run_dir)
+        barrier()
+        return Tokenizer.load(run_dir)
+
+    if cfg.data.backend == "memory":
+        tok, train, valid_text = _memory_train(cfg, ranks, tokenizer)
+    else:
+        tok, train, valid_text = _disk_train(cfg, ranks, barrier, tokenizer)
     # joined validation lines may be valid_concat_k times as long as a single pair
     valid_len = cfg.data.max_len * cfg.data.valid_concat_k
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
@@ -168,7 +181,7 @@ def make_batch(
 
 
 def _memory_train(
-    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+    cfg: Config, ranks: Ranks, tokenizer: Callable[..., Tokenizer]
 ) -> tuple[Tokenizer, TokenizedPairs, ParallelText]:
     """``data.backend: memory``: the training split read into lists, deduplicated on request,
     encoded, then joined ``concat_k`` pairs at a time."""
@@ -187,13 +200,13 @@ def _memory_train(
             "blank side or was removed (data.max_src_words, data.dedup; the log counts them); "
             "give parallel files with text on both sides"
         )
-    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, lambda: (text.src, text.tgt))
+    tok = tokenizer(lambda: (text.src, text.tgt))
     train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     return tok, concat_pairs(train, cfg.data.concat_k, cfg.train.seed), valid_text
 
 
 def _disk_train(
-    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+    cfg: Config, ranks: Ranks, barrier: Callable[[], None], tokenizer: Callable[..., Tokenizer]
 ) -> tuple[Tokenizer, Corpus, ParallelText]:
     """``data.backend`` arrow or stream: the training split stays on disk. Rank 0 builds the
     caches (and trains the tokenizer) first; the other ranks wait, then open them."""
@@ -210,34 +223,11 @@ def _disk_train(
             return text_sentences(text, "src"), text_sentences(text, "tgt")
         return stream_sentences(d, "src"), stream_sentences(d, "tgt")
 
-    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, sentences)
+    tok = tokenizer(sentences)
     opener = open_arrow if d.backend == "arrow" else StreamCorpus
     corpus = opener(d, tok) if ranks.is_main else None  # rank 0 first: it builds the cache
     barrier()
     return tok, opener(d, tok) if corpus is None else corpus, valid_text
-
-
-def _tokenizer(
-    cfg: Config,
-    run_dir: Path,
-    tok: Tokenizer | None,
-    ranks: Ranks,
-    barrier: Callable[[], None],
-    sentences: Callable[[], tuple[Iterable[str], Iterable[str]]],
-) -> Tokenizer:
-    """``tok`` when given; else rank 0 trains one on ``sentences()`` (source, target) and writes
-    it to ``run_dir``, and every rank loads it."""
-    if tok is not None:
-        return tok
-    if ranks.is_main:
-        log.info(
-            "training %s sentencepiece model(s), vocab %d",
-            cfg.tokenizer.type,
-            cfg.tokenizer.vocab_size,
-        )
-        Tokenizer.train(*sentences(), cfg.tokenizer).save(run_dir)
-    barrier()
-    return Tokenizer.load(run_dir)
 
 
 def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:

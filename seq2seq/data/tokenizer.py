@@ -214,16 +214,12 @@ def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, buf, rule: str)
     )
 
 
-def _normalizer(rule: str):
-    return spm.SentencePieceNormalizer(rule_name=rule)
-
-
 def _apply_rule(sentences: Iterable[str], rule: str) -> Iterator[str]:
     """``sentences`` as a model with normalizer ``rule`` sees them (a joint model's input)."""
     if rule == "identity":
         yield from sentences
         return
-    norm = _normalizer(rule)
+    norm = spm.SentencePieceNormalizer(rule_name=rule)
     for x in sentences:
         yield norm.normalize(x).replace("▁", " ").strip()
 
@@ -234,7 +230,9 @@ def _with_rule(proto: bytes, rule: str) -> bytes:
 
     model = pb.ModelProto()
     model.ParseFromString(proto)
-    model.normalizer_spec.ParseFromString(_normalizer(rule).serialized_normalizer_spec())
+    model.normalizer_spec.ParseFromString(
+        spm.SentencePieceNormalizer(rule_name=rule).serialized_normalizer_spec()
+    )
     return model.SerializeToString()
 
 
@@ -260,6 +258,8 @@ class Tokenizer:
         )
         # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
         self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
+        self.src_vocab_size = self.src_sp.get_piece_size()
+        self.tgt_vocab_size = self.tgt_sp.get_piece_size()
 
     @classmethod
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
@@ -277,14 +277,6 @@ class Tokenizer:
             _train_proto(src, cfg, "source", src_rule),
             _train_proto(tgt, cfg, "target", tgt_rule),
         )
-
-    @property
-    def src_vocab_size(self) -> int:
-        return self.src_sp.get_piece_size()
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.tgt_sp.get_piece_size()
 
     def encode_src(self, sentences: Iterable[str]) -> list[list[int]]:
         return self.src_sp.encode(list(sentences))
