@@ -20,9 +20,7 @@ class HFSource(_Section):
     """A corpus on the Hugging Face hub (or a local dataset directory) read with ``datasets``."""
 
     path: str = Field(description="hub name such as bentrevett/multi30k, or a local dataset dir")
-    name: str | None = Field(
-        None, description="dataset configuration name, if the hub entry has any"
-    )
+    name: str | None = Field(None, description="the hub entry's configuration name, if any")
     src_field: str = "de"
     tgt_field: str = "en"
     train_split: str = "train"
@@ -45,9 +43,7 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
-    valid_concat_k: int = Field(
-        1, ge=1, description="also validate on lines joined 2..K at a time, for long inputs"
-    )
+    valid_concat_k: int = Field(1, ge=1, description="also validate on lines joined 2..K at a time")
     max_src_words: int | None = Field(
         None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
     )
@@ -55,18 +51,12 @@ class DataConfig(_Section):
         "memory", description="how the training split is held: lists, Arrow files, or a stream"
     )
     num_proc: int = Field(1, ge=1, description="arrow: processes that tokenise the training split")
-    cache_dir: str | None = Field(
-        None, description="arrow caches (default $SEQ2SEQ_CACHE_DIR, else ~/.cache/seq2seq)"
-    )
-    shuffle_buffer: int = Field(
-        100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
-    )
+    cache_dir: str | None = Field(None, description="arrow caches (default: $SEQ2SEQ_CACHE_DIR)")
+    shuffle_buffer: int = Field(100_000, ge=1, description="stream: pairs shuffled as one buffer")
     pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
         "auto", description="memory: batch lengths rounded up to N; auto = 8 on CUDA, 1 on the CPU"
     )
-    dedup: bool = Field(
-        False, description="memory: drop repeated training pairs, and those in the eval splits"
-    )
+    dedup: bool = Field(False, description="memory: drop repeated pairs and those in eval splits")
 
     @model_validator(mode="after")
     def _concat_needs_memory(self) -> DataConfig:
@@ -152,12 +142,8 @@ class TrainConfig(_Section):
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)
     max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
-    max_tokens: int | None = Field(
-        None, ge=1, description="stop after N target tokens (EOS included, padding not)"
-    )
-    init_from: str | None = Field(
-        None, description="warm start: weights only, from this checkpoint file or run directory"
-    )
+    max_tokens: int | None = Field(None, ge=1, description="stop after N target tokens (with EOS)")
+    init_from: str | None = Field(None, description="warm start: weights of a checkpoint or run")
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
     betas: tuple[_Beta, _Beta] = (0.9, 0.98)
@@ -168,16 +154,12 @@ class TrainConfig(_Section):
         None, ge=1, description="cosine: the update the rate reaches min_lr and stays (max_steps)"
     )
     plateau_factor: float = Field(0.5, gt=0, lt=1)
-    plateau_patience: int = Field(
-        2, ge=0, description="plateau: scale the LR after more than N validations without gain"
-    )
+    plateau_patience: int = Field(2, ge=0, description="plateau: scale after N+1 flat validations")
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
     teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
-    update_freq: int = Field(
-        1, ge=1, description="batches accumulated into one update, never across epochs"
-    )
+    update_freq: int = Field(1, ge=1, description="batches per update, never across epochs")
     valid_every: int = Field(1000, ge=1, description="steps between validations")
     valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
     best_metric: Literal["bleu", "chrf", "loss"] = Field(
@@ -190,16 +172,12 @@ class TrainConfig(_Section):
         None, ge=1, description="steps between last.pt saves (default: at each validation)"
     )
     max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
-    log_every: int = Field(
-        50, ge=1, description="steps between reads of the loss and gradient norm from the device"
-    )
+    log_every: int = Field(50, ge=1, description="steps between loss reads from the device")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
         "auto", description="auto = bf16 on CUDA, and on a CPU where a probe finds it faster"
     )
-    cudnn_sdp: bool = Field(
-        False, description="CUDA: let attention use cuDNN, which plans anew for every shape"
-    )
+    cudnn_sdp: bool = Field(False, description="CUDA: attention may use cuDNN (a plan per shape)")
     num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
     @model_validator(mode="after")
@@ -269,21 +247,11 @@ class DecodeConfig(_Section):
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
-    beam_size: int = Field(
-        1, ge=1, le=BEAM_LIMIT, description="beam: hypotheses kept per sentence (K)"
-    )
-    temperature: float = Field(
-        1.0, gt=0, description="sample: logits / temperature; below 1 sharper, above 1 flatter"
-    )
-    top_k: int | None = Field(
-        None, ge=1, le=BIG, description="sample: draw from the k most probable"
-    )
-    top_p: float = Field(
-        1.0, gt=0, le=1, description="sample: draw from the smallest set holding p (nucleus)"
-    )
-    seed: int | None = Field(
-        None, ge=0, le=2**32 - 1, description="sample: repeat the draws (default: fresh ones)"
-    )
+    beam_size: int = Field(1, ge=1, le=BEAM_LIMIT, description="beam: hypotheses kept (K)")
+    temperature: float = Field(1.0, gt=0, description="sample: logits / T; <1 sharper, >1 flatter")
+    top_k: int | None = Field(None, ge=1, le=BIG, description="sample: only the k most probable")
+    top_p: float = Field(1.0, gt=0, le=1, description="sample: nucleus, the smallest set holding p")
+    seed: int | None = Field(None, ge=0, le=2**32 - 1, description="sample: repeatable draws")
     length_penalty: float = Field(
         1.0, ge=0, le=MAX_LENGTH_PENALTY, description="beam: GNMT alpha; 0 = raw log-probability"
     )
@@ -291,18 +259,10 @@ class DecodeConfig(_Section):
     # max_len_b unless a finished hypothesis beats lp(that length), so the bounds hold it in
     max_len_a: float = Field(1.5, ge=0, le=MAX_LEN_A)
     max_len_b: int = Field(10, ge=1, le=MAX_LEN_B)
-    min_len: int = Field(
-        1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
-    )
-    no_repeat_ngram: int = Field(
-        0, ge=0, le=BIG, description="N > 0: never repeat an n-gram of N tokens in an output"
-    )
-    target_vocab_mask: bool = Field(
-        True, description="output only pieces seen in the training targets (and EOS)"
-    )
-    max_src_len: int = Field(
-        1024, ge=1, le=BIG, description="longer sources are cut, with a warning"
-    )
+    min_len: int = Field(1, ge=0, le=BIG, description="tokens before EOS (0 allows empty output)")
+    no_repeat_ngram: int = Field(0, ge=0, le=BIG, description="never repeat an N-gram (0: off)")
+    target_vocab_mask: bool = Field(True, description="emit only training-target pieces and EOS")
+    max_src_len: int = Field(1024, ge=1, le=BIG, description="longer sources are cut (warned)")
     batch_size: int = Field(128, ge=1, le=BIG, description="sentences per decoding batch")
 
     @model_validator(mode="before")

@@ -1,13 +1,10 @@
-"""The on-disk training backends: what ``arrow`` and ``stream`` (stream.py) share (text.py's readers
-applied row by row, the tokenising function ``Dataset.map`` runs, the drop counts, logged by
-``text.log_drops`` as for ``memory``, and Arrow tables as batches), and ``data.backend: arrow``, the
-training split as memory-mapped Arrow files, cached by content hash.
-
-Cleaned text -> ``text.arrow`` (line_no, src, tgt) -> ``Dataset.map(num_proc=data.num_proc)`` ->
-``ids*.arrow`` (line_no, src_ids, tgt_ids, drop), in folders under ``data.cache_dir`` named by
-hashes of what they depend on (``train-<data files or HF fingerprint, max_train_pairs>/``, inside
-it ``ids-<tokenizer protos, max_len>/``) and renamed into place only when complete. In memory: the
-kept pairs' rows and lengths.
+"""The on-disk training backends' shared rows (text.py's readers applied row by row, the tokenising
+``Dataset.map`` function, the drop counts, Arrow tables as batches; stream.py uses them too), and
+``data.backend: arrow``: cleaned text -> ``text.arrow`` (line_no, src, tgt) -> ``Dataset.map``
+(``data.num_proc``) -> ``ids*.arrow`` (line_no, src_ids, tgt_ids, drop), memory-mapped, in folders
+under ``data.cache_dir`` named by hashes of what they depend on (``train-<data files or HF
+fingerprint, max_train_pairs>/``, inside it ``ids-<tokenizer protos, max_len>/``), renamed into
+place only when complete.
 """
 
 from __future__ import annotations
@@ -115,15 +112,6 @@ def encode_dataset(ds, tok: Tokenizer, max_len: int, **kwargs):
     )
 
 
-def token_features():
-    from datasets import Features, List, Value
-
-    ids = List(Value("int32"))
-    return Features(
-        {"line_no": Value("int64"), "src_ids": ids, "tgt_ids": ids, "drop": Value("int8")}
-    )
-
-
 class Drops:
     """Dropped pairs per reason: a count and the first lines (a log line, not a list of all)."""
 
@@ -172,11 +160,8 @@ def cache_root(cfg: DataConfig) -> Path:
 def _text_key(cfg: DataConfig, split: str) -> str:
     """Content hash of a split's source: the files' sha256 or the HF dataset's fingerprint."""
     if cfg.hf is not None:
-        source = [
-            open_hf(cfg, split, streaming=False)._fingerprint,
-            cfg.hf.src_field,
-            cfg.hf.tgt_field,
-        ]
+        fingerprint = open_hf(cfg, split, streaming=False)._fingerprint
+        source = [fingerprint, cfg.hf.src_field, cfg.hf.tgt_field]
     else:
         source = [sha256_file(f) for f in split_files(cfg, split)]
     parts = [CACHE_VERSION, split, *source, getattr(cfg, f"max_{split}_pairs", None)]
@@ -283,11 +268,15 @@ class ArrowCorpus:
 
 
 def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -> None:
+    from datasets import Features, List, Value
+
+    ids = List(Value("int32"))
+    features = {"line_no": Value("int64"), "src_ids": ids, "tgt_ids": ids, "drop": Value("int8")}
     ds = encode_dataset(
         text,
         tok,
         max_len,
-        features=token_features(),
+        features=Features(features),
         num_proc=num_proc if num_proc > 1 else None,
         cache_file_name=str(folder / "ids.arrow"),
         new_fingerprint=folder.name,

@@ -1,13 +1,10 @@
 """A run's data, prepared in one place: both splits read and cleaned, leakage reported, the
-tokenizer trained (or reused), the training split opened as a ``Corpus`` of the configured
-``data.backend`` (``memory``: text.py's ``TokenizedPairs``, ``arrow``: ``ArrowCorpus``, ``stream``:
-``StreamCorpus``; this is the one place that asks which), the validation pairs encoded (in memory
-with every backend); then each epoch's batches and this rank's share. Rank 0 reports leakage,
-trains the tokenizer and builds the caches while the others wait at ``barrier`` (training's).
-
-Leakage: evaluation pairs that also occur in the training split (they inflate a score), and pairs
-repeated within it (they weigh more unchosen), compared on cleaned text, whitespace runs collapsed
-and ends stripped; ``data.dedup`` removes both.
+tokenizer trained (or reused), the training split opened as a ``Corpus`` of ``data.backend``
+(``TokenizedPairs``, ``ArrowCorpus`` or ``StreamCorpus``: the one place that asks which), the
+validation pairs encoded in memory; then each epoch's batches and this rank's share. Rank 0 does
+the slow steps while the others wait at ``barrier`` (training's). Leakage: evaluation pairs also in
+the training split (they inflate a score) and pairs repeated within it (they weigh more unchosen),
+compared with whitespace runs collapsed; ``data.dedup`` removes both.
 """
 
 from __future__ import annotations
@@ -63,8 +60,7 @@ class Corpus(Protocol):
     def epoch_batches(
         self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
     ) -> Sequence:
-        """This rank's batches of ``epoch``, a pure function of (seed, epoch): every ``world``-th
-        from ``rank`` on, the remainder dropped so every rank gets the same number."""
+        """This rank's batches of ``epoch`` (``batch.shard``), a pure function of (seed, epoch)."""
 
     def batch(
         self, item, pad_multiple: int = 1, max_width: int | None = None, pin: bool = False
@@ -152,8 +148,7 @@ def prepare_data(
 
 
 def epoch_batches(corpus: Corpus, t: TrainConfig, epoch: int, ranks: Ranks) -> Sequence:
-    """This rank's share of the epoch's batches (``Corpus.epoch_batches`` by ``t``'s budget and
-    seed).
+    """This rank's share of the epoch's batches (``Corpus.epoch_batches``, ``t``'s budget and seed).
 
     Raises:
         DataError: the epoch gives no batch for each rank.
@@ -260,14 +255,10 @@ def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelTex
             out["test"] = load_split(cfg.data, "test")
         except DataError as e:
             default = "test" not in cfg.data.model_fields_set and cfg.data.hf is None
-            log.info(
-                "leakage: no test split to check (%s)%s",
-                e,
-                f"; data.test is the default {cfg.data.test}: set it to your test prefix, or "
-                "to null"
-                if default
-                else "",
+            fix = (
+                f"data.test is the default {cfg.data.test}: set it to your test prefix, or to null"
             )
+            log.info("leakage: no test split to check (%s)%s", e, f"; {fix}" if default else "")
     return out
 
 

@@ -251,11 +251,9 @@ class Tokenizer:
         self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
         self.one_model = self.tgt_proto == self.src_proto
         self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
-        self.tgt_sp = (
-            self.src_sp
-            if self.one_model
-            else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
-        )
+        self.tgt_sp = self.src_sp
+        if not self.one_model:
+            self.tgt_sp = spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
         self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
         self.src_vocab_size = self.src_sp.get_piece_size()
@@ -309,11 +307,9 @@ class Tokenizer:
         """Write ``spm.model`` (one model) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
         remove the other layout's files so ``load`` can never pick up a stale model."""
         d = Path(directory)
-        files = (
-            {"spm.model": self.src_proto}
-            if self.one_model
-            else {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
-        )
+        files = {"spm.model": self.src_proto}
+        if not self.one_model:
+            files = {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
         for name in ("spm.model", "spm.src.model", "spm.tgt.model"):
             if name in files:
                 atomic_write_bytes(d / name, files[name])
