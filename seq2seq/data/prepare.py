@@ -225,10 +225,17 @@ def _disk_train(
     return tok, opener(d, tok) if corpus is None else corpus, valid_text
 
 
-def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
+def _read(cfg: Config, split: str, n: int | None) -> ParallelText:
+    """The split's first ``n`` pairs (default: all); lines past the last kept one count as not
+    read."""
     text = load_split(cfg.data, split)
-    if max_pairs:
-        _truncate(text, max_pairs)
+    if not n or len(text) <= n:
+        return text
+    last = text.line_no[n - 1]
+    del text.src[n:], text.tgt[n:], text.line_no[n:]
+    text.n_read = last
+    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
+    text.dropped = {k: v for k, v in text.dropped.items() if v}
     return text
 
 
@@ -268,17 +275,6 @@ def _valid_files(cfg: Config) -> str:
     if d.hf is not None or d.valid is None:
         return split_origin(d, "valid")
     return " and ".join(str(f) for f in split_files(d, "valid"))
-
-
-def _truncate(text: ParallelText, n: int) -> None:
-    """Keep the first ``n`` pairs; lines past the last kept one count as not read."""
-    if len(text) <= n:
-        return
-    last = text.line_no[n - 1]
-    del text.src[n:], text.tgt[n:], text.line_no[n:]
-    text.n_read = last
-    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
-    text.dropped = {k: v for k, v in text.dropped.items() if v}
 
 
 def pair_key(src: str, tgt: str) -> tuple[str, str]:

@@ -48,23 +48,18 @@ class StreamCorpus:
         gathered by the counting pass at start-up: no further pass over the stream."""
         return target_vocab_mask(self.tgt_ids_seen, vocab_size)
 
-    def dataset(self):
-        """The ``datasets.IterableDataset`` of rows {line_no, src_ids, tgt_ids, drop}."""
-        from datasets import IterableDataset
-
-        rows = IterableDataset.from_generator(
-            clean_rows, gen_kwargs={"cfg_json": self.cfg.model_dump_json(), "split": self.split}
-        )
-        return encode_dataset(rows, self.tok, self.cfg.max_len)
-
     def _buffers(self, drops: Drops | None = None) -> Iterator:
         """Consecutive buffers of ``shuffle_buffer`` kept pairs, as pyarrow Tables."""
         import pyarrow as pa
+        from datasets import IterableDataset
 
+        gen_kwargs = {"cfg_json": self.cfg.model_dump_json(), "split": self.split}
+        rows = IterableDataset.from_generator(clean_rows, gen_kwargs=gen_kwargs)
         size, parts, n = self.cfg.shuffle_buffer, [], 0
         ids = pa.list_(pa.int32())
         # Rows come as Python lists: datasets' own Arrow formatting of an IterableDataset is slower.
-        for chunk in itertools.chain(self.dataset().iter(batch_size=1000), [None]):
+        chunks = encode_dataset(rows, self.tok, self.cfg.max_len).iter(batch_size=1000)
+        for chunk in itertools.chain(chunks, [None]):
             if chunk is not None:
                 codes = np.asarray(chunk["drop"], dtype=np.int8)
                 if drops is not None:
