@@ -1,13 +1,7 @@
-"""Typed configuration: one YAML file with sections data, tokenizer, model, train, decode.
-
-Every section is a pydantic model with ``extra="forbid"``: a misspelt key, a number out of bounds,
-a key given twice or a cross-field conflict is one line naming the key, checked before anything is
-built; ``--set key=value`` goes through the same validation. ``base: ../transformer.yaml`` merges
-a base config under a file, key by key. Modules, each importing only those before it: ``reading``
-(YAML, ``base:``, ``--set``, ``ConfigError``), ``sections``, ``aliases`` (other toolkits' names)
-and ``loading`` (``Config``, whose model sections come from ``seq2seq/models/configs.py``,
-``load_config``, ``validate_config`` and their errors). Beyond the standard library only pydantic
-and yaml, never torch; other packages import the names below.
+"""Typed configuration: one YAML file with sections data, tokenizer, model, train, decode, each a
+pydantic model with ``extra="forbid"``: every error is one line naming the key, found before
+anything is built. Modules, each importing only those before it: ``reading`` (YAML, ``base:``,
+``--set``), ``sections``, ``aliases`` and ``loading`` (``Config``). Never imports torch.
 """
 
 from __future__ import annotations
@@ -15,7 +9,6 @@ from __future__ import annotations
 from seq2seq.config.loading import (
     RANGE_ERRORS,
     Config,
-    ModelConfig,
     load_config,
     to_yaml,
     valid_range,
@@ -34,13 +27,7 @@ from seq2seq.config.sections import (
     TrainConfig,
     data_root,
 )
-from seq2seq.models.configs import (
-    BahdanauConfig,
-    LuongConfig,
-    ModelConfigBase,
-    RNNConfig,
-    TransformerConfig,
-)
+from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
 
 __all__ = [
     "RANGE_ERRORS",
@@ -53,8 +40,6 @@ __all__ = [
     "DuplicateKeyError",
     "HFSource",
     "LuongConfig",
-    "ModelConfig",
-    "ModelConfigBase",
     "RNNConfig",
     "SearchMethod",
     "TeacherForcingConfig",

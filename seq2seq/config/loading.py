@@ -1,12 +1,11 @@
-"""``Config``, a whole experiment (the five sections and the checks that span them), and loading
-it: ``load_config`` (a file with its ``base:`` chain and ``--set``), ``validate_config`` (a
-mapping, e.g. a checkpoint's), ``to_yaml``, and their one-line errors: per problem the key, what it
-may have meant, a number's valid range, and the file or ``--set`` that said it when that is not
-the config named.
+"""``Config``, a whole experiment (the five sections and the checks that span them), and loading it
+(``load_config``, ``validate_config``, ``to_yaml``) with one-line errors: per problem the key, what
+it may have meant, a number's valid range, and the file or ``--set`` that said it.
 """
 
 from __future__ import annotations
 
+import difflib
 import operator
 import os
 from functools import reduce
@@ -111,8 +110,6 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
     key of its section, else ``aliases.foreign_hint``'s guess, else "". Under ``model`` (the model
     section's name) the keys are that model's (``" of the transformer model; did you mean
     model.n_heads?"``, or its keys and the models that have the key)."""
-    import difflib
-
     *parents, last = loc.split(".")
     if parents == ["model"] and model in MODEL_NAMES:
         fields = MODEL_CONFIGS[MODEL_NAMES.index(model)].model_fields

@@ -1,7 +1,5 @@
-"""The run config's sections other than ``model``: data, tokenizer, train (with its teacher-forcing
-schedule) and decode (``SearchMethod``, ``SEARCH_SETTINGS``), each a ``_Section``; and
-``data_root``, where relative corpus prefixes are looked up.
-"""
+"""The run config's sections other than ``model`` (data, tokenizer, train, decode), each a
+``_Section``, and ``data_root``, where relative corpus prefixes are looked up."""
 
 from __future__ import annotations
 
@@ -22,9 +20,7 @@ class HFSource(_Section):
     """A corpus on the Hugging Face hub (or a local dataset directory) read with ``datasets``."""
 
     path: str = Field(description="hub name such as bentrevett/multi30k, or a local dataset dir")
-    name: str | None = Field(
-        None, description="dataset configuration name, if the hub entry has any"
-    )
+    name: str | None = Field(None, description="the hub entry's configuration name, if any")
     src_field: str = "de"
     tgt_field: str = "en"
     train_split: str = "train"
@@ -47,13 +43,7 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
-    valid_concat_k: int = Field(
-        1,
-        ge=1,
-        description="also validate on validation lines joined k = 2..K at a time (consecutive, "
-        "non-overlapping groups of the first lines, as the study joins test lines), so "
-        "best.pt is chosen on long inputs too",
-    )
+    valid_concat_k: int = Field(1, ge=1, description="also validate on lines joined 2..K at a time")
     max_src_words: int | None = Field(
         None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
     )
@@ -61,23 +51,12 @@ class DataConfig(_Section):
         "memory", description="how the training split is held: lists, Arrow files, or a stream"
     )
     num_proc: int = Field(1, ge=1, description="arrow: processes that tokenise the training split")
-    cache_dir: str | None = Field(
-        None, description="arrow caches (default $SEQ2SEQ_CACHE_DIR, else ~/.cache/seq2seq)"
-    )
-    shuffle_buffer: int = Field(
-        100_000, ge=1, description="stream: pairs bucketed by length and shuffled together"
-    )
+    cache_dir: str | None = Field(None, description="arrow caches (default: $SEQ2SEQ_CACHE_DIR)")
+    shuffle_buffer: int = Field(100_000, ge=1, description="stream: pairs shuffled as one buffer")
     pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
-        "auto",
-        description="training batches' lengths rounded up to a multiple of N (memory backend), "
-        "so a GPU sees few distinct shapes; auto = 8 on CUDA, 1 on the CPU (padding costs "
-        "compute there)",
+        "auto", description="memory: batch lengths rounded up to N; auto = 8 on CUDA, 1 on the CPU"
     )
-    dedup: bool = Field(
-        False,
-        description="drop repeated training pairs, and training pairs also in the validation or "
-        "test split (compared after whitespace normalisation); memory backend",
-    )
+    dedup: bool = Field(False, description="memory: drop repeated pairs and those in eval splits")
 
     @model_validator(mode="after")
     def _concat_needs_memory(self) -> DataConfig:
@@ -91,10 +70,8 @@ class DataConfig(_Section):
 
 
 class TokenizerConfig(_Section):
-    """sentencepiece settings (Kudo & Richardson 2018); trained on the training split only.
-    Normalisation is per side: only the model reads the source, which may be NFKC-folded, while an
-    NFKC target would turn full-width ``，？１２３`` into ``,?123`` in every output, and a perfect
-    system would score below 100 against the unrewritten references."""
+    """sentencepiece settings (Kudo & Richardson 2018), trained on the training split only;
+    normalisation is per side (docs/data.md, "The tokenizer")."""
 
     type: Literal["unigram", "bpe", "word", "char"] = Field(
         "unigram", description="sentencepiece model; word = whitespace tokens (synthetic tasks)"
@@ -157,34 +134,16 @@ _Beta = Annotated[float, Field(ge=0, lt=1)]  # Adam's decay rates (torch refuses
 
 
 class TrainConfig(_Section):
-    """The training loop. Steps count optimizer updates, a skipped non-finite one included.
-
-    ``checkpoint_every`` and every validation write ``last.pt`` (``keep_last`` > 1 keeps the newest
-    k as ``step<N>.pt``); a validation that improves ``best_metric`` writes ``best.pt``
-    (``keep_best`` > 1 keeps the k best as ``best-step<N>.pt``); ``seq2seq average`` averages either
-    set. ``max_tokens`` stops at the first update that reaches the budget (under torchrun, at the
-    next log point), so models that batch alike see the same data whatever their speed.
-    ``init_from`` is a warm start (only the dropout rates may differ from its model section).
-    ``update_freq`` groups never span epochs, so ``last.pt``'s epoch and batch position resume
-    exactly; training logs a line when an epoch's batches are not a multiple of it.
-    """
+    """The training loop (docs/training.md). Steps count optimizer updates, a skipped non-finite
+    one included; under torchrun ``max_tokens`` stops at the next log point."""
 
     seed: int = Field(1, ge=0, le=2**32 - 1)
     batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)
     max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
-    max_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="stop after this many target tokens (EOS included, padding not), counted "
-        "on the host over resumed runs too",
-    )
-    init_from: str | None = Field(
-        None,
-        description="weights only from this checkpoint file or run directory; optimizer, "
-        "schedule and step start afresh (the run takes its tokenizer; --resume ignores this)",
-    )
+    max_tokens: int | None = Field(None, ge=1, description="stop after N target tokens (with EOS)")
+    init_from: str | None = Field(None, description="warm start: weights of a checkpoint or run")
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
     betas: tuple[_Beta, _Beta] = (0.9, 0.98)
@@ -192,28 +151,15 @@ class TrainConfig(_Section):
     schedule: Literal["constant", "noam", "plateau", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
     decay_steps: int | None = Field(
-        None,
-        ge=1,
-        description="cosine: the update the decay reaches min_lr at, after which the rate "
-        "holds there (default: max_steps)",
+        None, ge=1, description="cosine: the update the rate reaches min_lr and stays (max_steps)"
     )
     plateau_factor: float = Field(0.5, gt=0, lt=1)
-    plateau_patience: int = Field(
-        2,
-        ge=0,
-        description="plateau: scale the LR once more than N validations in a row did not "
-        "improve (as torch's ReduceLROnPlateau)",
-    )
+    plateau_patience: int = Field(2, ge=0, description="plateau: scale after N+1 flat validations")
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
     teacher_forcing: TeacherForcingConfig = TeacherForcingConfig()
-    update_freq: int = Field(
-        1,
-        ge=1,
-        description="batches accumulated into one update, within an epoch: an update never "
-        "spans an epoch boundary, so an epoch of 4 batches under 3 gives updates of 3 and 1",
-    )
+    update_freq: int = Field(1, ge=1, description="batches per update, never across epochs")
     valid_every: int = Field(1000, ge=1, description="steps between validations")
     valid_bleu: bool = Field(True, description="greedy BLEU and chrF on the validation set")
     best_metric: Literal["bleu", "chrf", "loss"] = Field(
@@ -226,21 +172,12 @@ class TrainConfig(_Section):
         None, ge=1, description="steps between last.pt saves (default: at each validation)"
     )
     max_nonfinite: int = Field(10, ge=1, description="stop after N non-finite losses in a row")
-    log_every: int = Field(
-        50, ge=1, description="steps between reads of the loss and gradient norm from the device"
-    )
+    log_every: int = Field(50, ge=1, description="steps between loss reads from the device")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
-        "auto",
-        description="auto = bf16 autocast on CUDA; on the CPU bf16 when it has native bf16 "
-        "(avx512_bf16/amx_bf16) and a short probe of the model measures bf16 faster, else fp32 "
-        "(settled per run; a resume keeps the run's)",
+        "auto", description="auto = bf16 on CUDA, and on a CPU where a probe finds it faster"
     )
-    cudnn_sdp: bool = Field(
-        False,
-        description="CUDA: let attention use cuDNN's kernels, which rebuild a plan for every new "
-        "(batch, length) shape; off, PyTorch picks flash or memory-efficient attention",
-    )
+    cudnn_sdp: bool = Field(False, description="CUDA: attention may use cuDNN (a plan per shape)")
     num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
     @model_validator(mode="after")
@@ -299,35 +236,22 @@ class DecodeConfig(_Section):
     """Search settings of validation BLEU, ``translate``, ``eval``, ``tune-decode`` and ``serve``.
 
     ``method``: ``greedy``, ``beam`` (``beam_size`` K; K = 1 gives greedy's output) or ``sample``
-    (ancestral sampling). Another method's setting is an error; a config without ``method`` (older)
-    chooses by ``beam_size``: greedy for 1, beam for more. ``length_penalty`` is GNMT's alpha (Wu
-    et al. 2016 eq. 14, beam only); its default 1.0 because every family's best alpha on Multi30k
-    validation was at least 1 (docs/results/best/README.md) and at 0 beam scores below greedy.
-    ``min_len`` 1 (as fairseq and Joey NMT): an undertrained beam otherwise often prefers EOS at
-    once. A source over ``max_src_len`` tokens (or a Transformer's ``max_positions``, output
-    included) is cut, with a warning. ``no_repeat_ngram`` N > 0 is fairseq's
+    (ancestral sampling); another method's setting is an error, and a config without ``method``
+    (older) chooses greedy for ``beam_size`` 1, beam for more. ``length_penalty`` is GNMT's alpha
+    (Wu et al. 2016 eq. 14, beam only), 1.0 as every family's best alpha on Multi30k validation
+    was at least 1 (docs/results/best/README.md). ``min_len`` 1 (as fairseq and Joey NMT): an
+    undertrained beam otherwise often prefers EOS at once. ``no_repeat_ngram`` is fairseq's
     ``--no-repeat-ngram-size``. ``target_vocab_mask`` keeps every method to the pieces seen in the
-    training targets, and EOS (``checkpoint.unpack_target_vocab``; without renormalising): on
-    Multi30k validation greedy and beam 5 never left them, while sampling drew about 860 of 16,100
-    pieces from outside and gained 2.0-2.6 BLEU with the mask (three seeds).
+    training targets, and EOS, without renormalising: on Multi30k validation greedy and beam 5
+    never left them, and sampling gained 2.0-2.6 BLEU with it (three seeds).
     """
 
     method: SearchMethod = Field("greedy", description=" | ".join(get_args(SearchMethod)))
-    beam_size: int = Field(
-        1, ge=1, le=BEAM_LIMIT, description="beam: hypotheses kept per sentence (K)"
-    )
-    temperature: float = Field(
-        1.0, gt=0, description="sample: logits / temperature; below 1 sharper, above 1 flatter"
-    )
-    top_k: int | None = Field(
-        None, ge=1, le=BIG, description="sample: draw from the k most probable"
-    )
-    top_p: float = Field(
-        1.0, gt=0, le=1, description="sample: draw from the smallest set holding p (nucleus)"
-    )
-    seed: int | None = Field(
-        None, ge=0, le=2**32 - 1, description="sample: repeat the draws (default: fresh ones)"
-    )
+    beam_size: int = Field(1, ge=1, le=BEAM_LIMIT, description="beam: hypotheses kept (K)")
+    temperature: float = Field(1.0, gt=0, description="sample: logits / T; <1 sharper, >1 flatter")
+    top_k: int | None = Field(None, ge=1, le=BIG, description="sample: only the k most probable")
+    top_p: float = Field(1.0, gt=0, le=1, description="sample: nucleus, the smallest set holding p")
+    seed: int | None = Field(None, ge=0, le=2**32 - 1, description="sample: repeatable draws")
     length_penalty: float = Field(
         1.0, ge=0, le=MAX_LENGTH_PENALTY, description="beam: GNMT alpha; 0 = raw log-probability"
     )
@@ -335,21 +259,10 @@ class DecodeConfig(_Section):
     # max_len_b unless a finished hypothesis beats lp(that length), so the bounds hold it in
     max_len_a: float = Field(1.5, ge=0, le=MAX_LEN_A)
     max_len_b: int = Field(10, ge=1, le=MAX_LEN_B)
-    min_len: int = Field(
-        1, ge=0, le=BIG, description="tokens required before EOS (0 allows empty output)"
-    )
-    no_repeat_ngram: int = Field(
-        0,
-        ge=0,
-        le=BIG,
-        description="N > 0: never repeat an n-gram of N tokens in an output (0 = off)",
-    )
-    target_vocab_mask: bool = Field(
-        True, description="output only pieces seen in the training targets (and EOS)"
-    )
-    max_src_len: int = Field(
-        1024, ge=1, le=BIG, description="longer sources are cut, with a warning"
-    )
+    min_len: int = Field(1, ge=0, le=BIG, description="tokens before EOS (0 allows empty output)")
+    no_repeat_ngram: int = Field(0, ge=0, le=BIG, description="never repeat an N-gram (0: off)")
+    target_vocab_mask: bool = Field(True, description="emit only training-target pieces and EOS")
+    max_src_len: int = Field(1024, ge=1, le=BIG, description="longer sources are cut (warned)")
     batch_size: int = Field(128, ge=1, le=BIG, description="sentences per decoding batch")
 
     @model_validator(mode="before")

@@ -1,10 +1,10 @@
-"""``data.backend: arrow``: the training split as memory-mapped Arrow files, cached by content hash.
-
-Cleaned text -> ``text.arrow`` (line_no, src, tgt) -> ``Dataset.map(num_proc=data.num_proc)`` ->
-``ids*.arrow`` (line_no, src_ids, tgt_ids, drop), in folders under ``data.cache_dir`` named by
-hashes of what they depend on (``train-<data files or HF fingerprint, max_train_pairs>/``, inside
-it ``ids-<tokenizer protos, max_len>/``) and renamed into place only when complete. In memory: the
-kept pairs' rows and lengths.
+"""The on-disk training backends' shared rows (text.py's readers applied row by row, the tokenising
+``Dataset.map`` function, the drop counts, Arrow tables as batches; stream.py uses them too), and
+``data.backend: arrow``: cleaned text -> ``text.arrow`` (line_no, src, tgt) -> ``Dataset.map``
+(``data.num_proc``) -> ``ids*.arrow`` (line_no, src_ids, tgt_ids, drop), memory-mapped, in folders
+under ``data.cache_dir`` named by hashes of what they depend on (``train-<data files or HF
+fingerprint, max_train_pairs>/``, inside it ``ids-<tokenizer protos, max_len>/``), renamed into
+place only when complete.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,17 +25,19 @@ import numpy as np
 from seq2seq.config import DataConfig
 from seq2seq.data import DataError
 from seq2seq.data.batch import Batch, length_batches, shard, target_vocab_mask
-from seq2seq.data.corpus import (
-    ROWS_PER_CHUNK,
-    Drops,
-    clean_rows,
-    encode_dataset,
-    table_batch,
-    table_lengths,
-    token_features,
+from seq2seq.data.hf import hf_fields, hf_text, open_hf
+from seq2seq.data.text import (
+    DROP_EMPTY,
+    DROP_NO_TOKENS,
+    clean_line,
+    drop_over_max_len,
+    iter_lines,
+    log_drops,
+    misaligned_files,
+    sha256_file,
+    split_files,
+    split_origin,
 )
-from seq2seq.data.hf import open_hf
-from seq2seq.data.text import sha256_file, split_files, split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -42,7 +45,108 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("seq2seq")
 
+ROWS_PER_CHUNK = 1000  # rows per Arrow record batch written, and per chunk read back
 CACHE_VERSION = 1  # bump when the cached files' layout or the cleaning changes
+
+
+def _zip_files(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    src, tgt = iter_lines(src_path), iter_lines(tgt_path)
+    n = 0
+    for s, t in itertools.zip_longest(src, tgt):
+        if s is None or t is None:
+            n_src = n + (s is not None) + sum(1 for _ in src)
+            n_tgt = n + (t is not None) + sum(1 for _ in tgt)
+            raise misaligned_files(src_path, n_src, tgt_path, n_tgt)
+        n += 1
+        yield s, t
+
+
+def _raw_pairs(cfg: DataConfig, split: str, streaming: bool) -> Iterator[tuple[str, str]]:
+    if cfg.hf is not None:
+        (src, src_key, src_lang), (tgt, tgt_key, tgt_lang) = hf_fields(cfg)
+        for i, row in enumerate(open_hf(cfg, split, streaming)):
+            yield hf_text(row, src, src_key, i, src_lang), hf_text(row, tgt, tgt_key, i, tgt_lang)
+        return
+    yield from _zip_files(*split_files(cfg, split))
+
+
+def clean_rows(cfg_json: str, split: str, streaming: bool = True) -> Iterator[dict]:
+    """Cleaned rows {line_no, src, tgt} of a split, in order; a side left empty is kept as '' (the
+    tokeniser marks it dropped). Stops after ``max_<split>_pairs`` non-empty pairs. Takes the config
+    as JSON so ``datasets`` can hash and pickle it."""
+    cfg = DataConfig.model_validate_json(cfg_json)
+    limit = getattr(cfg, f"max_{split}_pairs", None)
+    kept = 0
+    for i, (s, t) in enumerate(_raw_pairs(cfg, split, streaming), start=1):
+        s, t = clean_line(s), clean_line(t)
+        yield {"line_no": i, "src": s if s and t else "", "tgt": t if s and t else ""}
+        kept += bool(s and t)
+        if limit and kept >= limit:
+            return
+
+
+_TOKENIZERS: dict[str, Tokenizer] = {}  # encode_rows's, one per worker process
+
+
+def encode_rows(batch: dict, src_proto: bytes, tgt_proto: bytes | None, max_len: int) -> dict:
+    """``Dataset.map`` function: ids of both sides and a ``drop`` code (0 = kept, 1 = an empty
+    side, 2 = no tokens left, 3 = over ``max_len``; see ``Drops``); the tokenizer is built once
+    per worker process."""
+    key = hashlib.sha256(src_proto + (tgt_proto or b"")).hexdigest()
+    tok = _TOKENIZERS.get(key) or _TOKENIZERS.setdefault(key, Tokenizer(src_proto, tgt_proto))
+    src_ids, tgt_ids = tok.encode_src(batch["src"]), tok.encode_tgt(batch["tgt"])
+    drop = [
+        1 if not s_text else 2 if not s or not t else 3 if max(len(s), len(t)) > max_len else 0
+        for s_text, s, t in zip(batch["src"], src_ids, tgt_ids, strict=True)
+    ]
+    return {"src_ids": src_ids, "tgt_ids": tgt_ids, "drop": drop}
+
+
+def encode_dataset(ds, tok: Tokenizer, max_len: int, **kwargs):
+    """``ds`` (rows {line_no, src, tgt}) mapped by ``encode_rows`` in batches; ``kwargs`` go to
+    ``map``."""
+    protos = {"src_proto": tok.src_proto, "tgt_proto": tok.state_dict()["tgt"]}
+    fn_kwargs = {**protos, "max_len": max_len}
+    return ds.map(
+        encode_rows, batched=True, remove_columns=["src", "tgt"], fn_kwargs=fn_kwargs, **kwargs
+    )
+
+
+class Drops:
+    """Dropped pairs per reason: a count and the first lines (a log line, not a list of all)."""
+
+    def __init__(self, max_len: int):
+        self.reasons = {1: DROP_EMPTY, 2: DROP_NO_TOKENS, 3: drop_over_max_len(max_len)}
+        self.n_read = 0
+        self.count: Counter[int] = Counter()
+        self.first: dict[int, list[int]] = {}
+
+    def add(self, codes: np.ndarray, line_no: np.ndarray) -> None:
+        self.n_read += len(codes)
+        for code in np.unique(codes[codes > 0]).tolist():
+            lines = line_no[codes == code]
+            self.count[code] += len(lines)
+            self.first.setdefault(code, [])
+            self.first[code] += lines[: 10 - len(self.first[code])].tolist()
+
+    def log(self, what: str, origin: str) -> None:
+        drops = {self.reasons[c]: (n, self.first[c]) for c, n in sorted(self.count.items())}
+        log_drops(what, origin, self.n_read, drops)
+
+
+def table_lengths(table) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) int32 source and target token counts of a Table with ``src_ids`` and ``tgt_ids``."""
+    import pyarrow.compute as pc
+
+    return tuple(
+        pc.list_value_length(table.column(c)).to_numpy().astype(np.int32)
+        for c in ("src_ids", "tgt_ids")
+    )
+
+
+def table_batch(table) -> Batch:
+    """A pyarrow Table of pairs -> ``Batch`` (the teacher-forcing shift happens there)."""
+    return Batch.from_ids(table.column("src_ids").to_pylist(), table.column("tgt_ids").to_pylist())
 
 
 def cache_root(cfg: DataConfig) -> Path:
@@ -56,11 +160,8 @@ def cache_root(cfg: DataConfig) -> Path:
 def _text_key(cfg: DataConfig, split: str) -> str:
     """Content hash of a split's source: the files' sha256 or the HF dataset's fingerprint."""
     if cfg.hf is not None:
-        source = [
-            open_hf(cfg, split, streaming=False)._fingerprint,
-            cfg.hf.src_field,
-            cfg.hf.tgt_field,
-        ]
+        fingerprint = open_hf(cfg, split, streaming=False)._fingerprint
+        source = [fingerprint, cfg.hf.src_field, cfg.hf.tgt_field]
     else:
         source = [sha256_file(f) for f in split_files(cfg, split)]
     parts = [CACHE_VERSION, split, *source, getattr(cfg, f"max_{split}_pairs", None)]
@@ -144,8 +245,7 @@ class ArrowCorpus:
         return shard(batches, rank, world)
 
     def batch(self, idx: np.ndarray, pad_multiple: int = 1, max_width=None, pin=False) -> Batch:
-        """The pairs ``idx`` as a ``Batch`` on the CPU; unpadded and unpinned (``pad_multiple``,
-        ``max_width`` and ``pin`` are the memory backend's, see ``data.pad_multiple``)."""
+        """The pairs ``idx`` as an unpadded, unpinned ``Batch`` (the options are for ``memory``)."""
         return table_batch(self.ds[self.rows[idx].tolist()])
 
     def target_vocab(self, vocab_size: int) -> torch.Tensor:
@@ -168,11 +268,15 @@ class ArrowCorpus:
 
 
 def _tokenise(text, tok: Tokenizer, max_len: int, num_proc: int, folder: Path) -> None:
+    from datasets import Features, List, Value
+
+    ids = List(Value("int32"))
+    features = {"line_no": Value("int64"), "src_ids": ids, "tgt_ids": ids, "drop": Value("int8")}
     ds = encode_dataset(
         text,
         tok,
         max_len,
-        features=token_features(),
+        features=Features(features),
         num_proc=num_proc if num_proc > 1 else None,
         cache_file_name=str(folder / "ids.arrow"),
         new_fingerprint=folder.name,

@@ -1,27 +1,28 @@
 """A run's data, prepared in one place: both splits read and cleaned, leakage reported, the
-tokenizer trained (or reused), the training split opened as a ``Corpus`` of the configured
-``data.backend`` (``memory``: text.py's ``TokenizedPairs``, ``arrow``: ``ArrowCorpus``, ``stream``:
-``StreamCorpus``; this is the one place that asks which), the validation pairs encoded (in memory
-with every backend); then each epoch's batches and this rank's share. Rank 0 reports leakage,
-trains the tokenizer and builds the caches while the others wait at ``barrier`` (training's).
+tokenizer trained (or reused), the training split opened as a ``Corpus`` of ``data.backend``
+(``TokenizedPairs``, ``ArrowCorpus`` or ``StreamCorpus``: the one place that asks which), the
+validation pairs encoded in memory; then each epoch's batches and this rank's share. Rank 0 does
+the slow steps while the others wait at ``barrier`` (training's). Leakage: evaluation pairs also in
+the training split (they inflate a score) and pairs repeated within it (they weigh more unchosen),
+compared with whitespace runs collapsed; ``data.dedup`` removes both.
 """
 
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from seq2seq.config import Config, TrainConfig
-from seq2seq.data.arrow import arrow_text, open_arrow, text_sentences
+from seq2seq.data.arrow import arrow_text, clean_rows, open_arrow, text_sentences
 from seq2seq.data.batch import Batch
-from seq2seq.data.corpus import clean_rows, stream_sentences
-from seq2seq.data.leakage import dedup, report_leakage
-from seq2seq.data.stream import StreamCorpus
+from seq2seq.data.stream import StreamCorpus, stream_sentences
 from seq2seq.data.text import (
     DataError,
     ParallelText,
@@ -38,18 +39,16 @@ from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger("seq2seq")
 
+DROP_DUPLICATE = "duplicate of an earlier training pair"
+DROP_IN_EVAL = "also in a validation or test split"
+
 
 class Ranks(Protocol):
     """This process's place among a run's processes (``training.distributed.DistInfo``)."""
 
-    @property
-    def rank(self) -> int: ...
-
-    @property
-    def world(self) -> int: ...
-
-    @property
-    def is_main(self) -> bool: ...
+    rank: int
+    world: int
+    is_main: bool
 
 
 class Corpus(Protocol):
@@ -57,25 +56,20 @@ class Corpus(Protocol):
 
     def __len__(self) -> int:
         """Kept pairs."""
-        ...
 
     def epoch_batches(
         self, batch_tokens: int, seed: int, epoch: int, rank: int = 0, world: int = 1
     ) -> Sequence:
-        """This rank's batches of ``epoch``, a pure function of (seed, epoch): every ``world``-th
-        from ``rank`` on, the remainder dropped so every rank gets the same number."""
-        ...
+        """This rank's batches of ``epoch`` (``batch.shard``), a pure function of (seed, epoch)."""
 
     def batch(
         self, item, pad_multiple: int = 1, max_width: int | None = None, pin: bool = False
     ) -> Batch:
         """One element of ``epoch_batches`` as a ``Batch`` on the CPU; the memory backend rounds
         its lengths up to ``pad_multiple`` (at most ``max_width``), in pinned memory if ``pin``."""
-        ...
 
     def target_vocab(self, vocab_size: int) -> torch.Tensor:
         """(V,) bool: every target id of the kept pairs, and EOS (``batch.target_vocab_mask``)."""
-        ...
 
 
 @dataclass
@@ -119,9 +113,22 @@ def prepare_data(
             step, and again after encoding), or unreadable or misaligned files.
         ConfigError: sentencepiece refused the tokenizer settings.
     """
-    on_disk = cfg.data.backend != "memory"
-    training_split = _disk_train if on_disk else _memory_train
-    tok, train, valid_text = training_split(cfg, run_dir, tok, ranks, barrier)
+
+    def tokenizer(sentences: Callable[[], tuple[Iterable[str], Iterable[str]]]) -> Tokenizer:
+        """``tok``, else the one rank 0 trains on ``sentences()`` (source, target)."""
+        if tok is not None:
+            return tok
+        if ranks.is_main:
+            t = cfg.tokenizer
+            log.info("training %s sentencepiece model(s), vocab %d", t.type, t.vocab_size)
+            Tokenizer.train(*sentences(), t).save(run_dir)
+        barrier()
+        return Tokenizer.load(run_dir)
+
+    if cfg.data.backend == "memory":
+        tok, train, valid_text = _memory_train(cfg, ranks, tokenizer)
+    else:
+        tok, train, valid_text = _disk_train(cfg, ranks, barrier, tokenizer)
     # joined validation lines may be valid_concat_k times as long as a single pair
     valid_len = cfg.data.max_len * cfg.data.valid_concat_k
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
@@ -141,8 +148,7 @@ def prepare_data(
 
 
 def epoch_batches(corpus: Corpus, t: TrainConfig, epoch: int, ranks: Ranks) -> Sequence:
-    """This rank's share of the epoch's batches (``Corpus.epoch_batches`` by ``t``'s budget and
-    seed).
+    """This rank's share of the epoch's batches (``Corpus.epoch_batches``, ``t``'s budget and seed).
 
     Raises:
         DataError: the epoch gives no batch for each rank.
@@ -170,7 +176,7 @@ def make_batch(
 
 
 def _memory_train(
-    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+    cfg: Config, ranks: Ranks, tokenizer: Callable[..., Tokenizer]
 ) -> tuple[Tokenizer, TokenizedPairs, ParallelText]:
     """``data.backend: memory``: the training split read into lists, deduplicated on request,
     encoded, then joined ``concat_k`` pairs at a time."""
@@ -189,13 +195,13 @@ def _memory_train(
             "blank side or was removed (data.max_src_words, data.dedup; the log counts them); "
             "give parallel files with text on both sides"
         )
-    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, lambda: (text.src, text.tgt))
+    tok = tokenizer(lambda: (text.src, text.tgt))
     train = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, cfg.data.max_len, "train")
     return tok, concat_pairs(train, cfg.data.concat_k, cfg.train.seed), valid_text
 
 
 def _disk_train(
-    cfg: Config, run_dir: Path, tok: Tokenizer | None, ranks: Ranks, barrier: Callable[[], None]
+    cfg: Config, ranks: Ranks, barrier: Callable[[], None], tokenizer: Callable[..., Tokenizer]
 ) -> tuple[Tokenizer, Corpus, ParallelText]:
     """``data.backend`` arrow or stream: the training split stays on disk. Rank 0 builds the
     caches (and trains the tokenizer) first; the other ranks wait, then open them."""
@@ -212,40 +218,24 @@ def _disk_train(
             return text_sentences(text, "src"), text_sentences(text, "tgt")
         return stream_sentences(d, "src"), stream_sentences(d, "tgt")
 
-    tok = _tokenizer(cfg, run_dir, tok, ranks, barrier, sentences)
+    tok = tokenizer(sentences)
     opener = open_arrow if d.backend == "arrow" else StreamCorpus
     corpus = opener(d, tok) if ranks.is_main else None  # rank 0 first: it builds the cache
     barrier()
     return tok, opener(d, tok) if corpus is None else corpus, valid_text
 
 
-def _tokenizer(
-    cfg: Config,
-    run_dir: Path,
-    tok: Tokenizer | None,
-    ranks: Ranks,
-    barrier: Callable[[], None],
-    sentences: Callable[[], tuple[Iterable[str], Iterable[str]]],
-) -> Tokenizer:
-    """``tok`` when given; else rank 0 trains one on ``sentences()`` (source, target) and writes
-    it to ``run_dir``, and every rank loads it."""
-    if tok is not None:
-        return tok
-    if ranks.is_main:
-        log.info(
-            "training %s sentencepiece model(s), vocab %d",
-            cfg.tokenizer.type,
-            cfg.tokenizer.vocab_size,
-        )
-        Tokenizer.train(*sentences(), cfg.tokenizer).save(run_dir)
-    barrier()
-    return Tokenizer.load(run_dir)
-
-
-def _read(cfg: Config, split: str, max_pairs: int | None) -> ParallelText:
+def _read(cfg: Config, split: str, n: int | None) -> ParallelText:
+    """The split's first ``n`` pairs (default: all); lines past the last kept one count as not
+    read."""
     text = load_split(cfg.data, split)
-    if max_pairs:
-        _truncate(text, max_pairs)
+    if not n or len(text) <= n:
+        return text
+    last = text.line_no[n - 1]
+    del text.src[n:], text.tgt[n:], text.line_no[n:]
+    text.n_read = last
+    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
+    text.dropped = {k: v for k, v in text.dropped.items() if v}
     return text
 
 
@@ -272,14 +262,10 @@ def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelTex
             out["test"] = load_split(cfg.data, "test")
         except DataError as e:
             default = "test" not in cfg.data.model_fields_set and cfg.data.hf is None
-            log.info(
-                "leakage: no test split to check (%s)%s",
-                e,
-                f"; data.test is the default {cfg.data.test}: set it to your test prefix, or "
-                "to null"
-                if default
-                else "",
+            fix = (
+                f"data.test is the default {cfg.data.test}: set it to your test prefix, or to null"
             )
+            log.info("leakage: no test split to check (%s)%s", e, f"; {fix}" if default else "")
     return out
 
 
@@ -291,12 +277,74 @@ def _valid_files(cfg: Config) -> str:
     return " and ".join(str(f) for f in split_files(d, "valid"))
 
 
-def _truncate(text: ParallelText, n: int) -> None:
-    """Keep the first ``n`` pairs; lines past the last kept one count as not read."""
-    if len(text) <= n:
+def pair_key(src: str, tgt: str) -> tuple[str, str]:
+    """The pair as the checks compare it: whitespace runs collapsed, ends stripped."""
+    return " ".join(src.split()), " ".join(tgt.split())
+
+
+def report_leakage(
+    train: Iterable[tuple[str, str]], evals: dict[str, ParallelText], duplicates: bool = True
+) -> None:
+    """Log one line per evaluation split (its pairs, and its sources, also in training) and, with
+    ``duplicates``, one for the pairs repeated in the training split (counted by 64-bit hash, 8
+    bytes a pair); ``train`` is read once.
+    """
+    keys = {
+        name: [pair_key(s, t) for s, t in zip(e.src, e.tgt, strict=True)]
+        for name, e in evals.items()
+    }
+    wanted = {k for ks in keys.values() for k in ks}
+    wanted_src = {k[0] for k in wanted}
+    found, found_src = set(), set()
+    hashes = array("q")  # 8 bytes a pair: a large corpus is counted without holding its text
+    for s, t in train:
+        k = pair_key(s, t)
+        if k in wanted:
+            found.add(k)
+        if k[0] in wanted_src:
+            found_src.add(k[0])
+        if duplicates:
+            hashes.append(hash(k))
+    for name, ks in keys.items():
+        pairs, sources = sum(k in found for k in ks), sum(k[0] in found_src for k in ks)
+        (log.warning if pairs or sources else log.info)(
+            "leakage: %s: %d of %d pairs, and %d of %d source sentences (with any translation), "
+            "also in the training split (%s)",
+            name,
+            pairs,
+            len(ks),
+            sources,
+            len(ks),
+            evals[name].origin,
+        )
+    if not duplicates:
         return
-    last = text.line_no[n - 1]
-    del text.src[n:], text.tgt[n:], text.line_no[n:]
-    text.n_read = last
-    text.dropped = {k: [i for i in v if i <= last] for k, v in text.dropped.items()}
-    text.dropped = {k: v for k, v in text.dropped.items() if v}
+    counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)[1]
+    extra, repeated = int((counts - 1).sum()), int((counts > 1).sum())
+    (log.warning if extra else log.info)(
+        "leakage: train: %d duplicate pairs (%d distinct pairs occur more than once)%s",
+        extra,
+        repeated,
+        "; data.dedup: true removes them" if extra else "",
+    )
+
+
+def dedup(text: ParallelText, evals: dict[str, ParallelText]) -> None:
+    """Drop, in place, every training pair already seen earlier in ``text`` or present in an
+    evaluation split; the drops are counted with line numbers like every other drop."""
+    held_out = {pair_key(s, t) for e in evals.values() for s, t in zip(e.src, e.tgt, strict=True)}
+    seen: set[tuple[str, str]] = set()
+    keep, dropped = [], {DROP_DUPLICATE: [], DROP_IN_EVAL: []}
+    for i, (s, t) in enumerate(zip(text.src, text.tgt, strict=True)):
+        k = pair_key(s, t)
+        if k in held_out:
+            dropped[DROP_IN_EVAL].append(text.line_no[i])
+        elif k in seen:
+            dropped[DROP_DUPLICATE].append(text.line_no[i])
+        else:
+            seen.add(k)
+            keep.append(i)
+    text.src[:] = [text.src[i] for i in keep]
+    text.tgt[:] = [text.tgt[i] for i in keep]
+    text.line_no[:] = [text.line_no[i] for i in keep]
+    text.dropped.update({k: v for k, v in dropped.items() if v})

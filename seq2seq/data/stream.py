@@ -1,12 +1,6 @@
 """``data.backend: stream``: the training split read, cleaned and tokenised on the fly, for corpora
-that do not fit on disk twice.
-
-Kept pairs are gathered into consecutive buffers of ``data.shuffle_buffer`` pairs, each shuffled and
-cut by ``length_batches`` seeded with (seed, epoch, buffer): pairs mix within a buffer, never
-across (shuffle a sorted corpus once beforehand). A counting pass at start-up keeps each buffer's
-length histogram (the epoch's batch count) and distinct target ids (``target_vocab``). Every rank
-reads the whole stream and keeps its share. A resume replays the epoch's stream up to its batch
-(``StreamEpoch``): exact, for up to one epoch of tokenisation.
+that do not fit on disk twice (docs/data.md). Every rank reads the whole stream and keeps its share;
+a resume replays the epoch's stream up to its batch (``StreamEpoch``).
 """
 
 from __future__ import annotations
@@ -18,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from seq2seq.config import DataConfig
+from seq2seq.data.arrow import Drops, clean_rows, encode_dataset, table_batch, table_lengths
 from seq2seq.data.batch import Batch, cut_runs, length_batches, target_vocab_mask
-from seq2seq.data.corpus import Drops, clean_rows, encode_dataset, table_batch, table_lengths
 from seq2seq.data.text import split_origin
 from seq2seq.data.tokenizer import Tokenizer
 
@@ -54,23 +48,18 @@ class StreamCorpus:
         gathered by the counting pass at start-up: no further pass over the stream."""
         return target_vocab_mask(self.tgt_ids_seen, vocab_size)
 
-    def dataset(self):
-        """The ``datasets.IterableDataset`` of rows {line_no, src_ids, tgt_ids, drop}."""
-        from datasets import IterableDataset
-
-        rows = IterableDataset.from_generator(
-            clean_rows, gen_kwargs={"cfg_json": self.cfg.model_dump_json(), "split": self.split}
-        )
-        return encode_dataset(rows, self.tok, self.cfg.max_len)
-
     def _buffers(self, drops: Drops | None = None) -> Iterator:
         """Consecutive buffers of ``shuffle_buffer`` kept pairs, as pyarrow Tables."""
         import pyarrow as pa
+        from datasets import IterableDataset
 
+        gen_kwargs = {"cfg_json": self.cfg.model_dump_json(), "split": self.split}
+        rows = IterableDataset.from_generator(clean_rows, gen_kwargs=gen_kwargs)
         size, parts, n = self.cfg.shuffle_buffer, [], 0
         ids = pa.list_(pa.int32())
         # Rows come as Python lists: datasets' own Arrow formatting of an IterableDataset is slower.
-        for chunk in itertools.chain(self.dataset().iter(batch_size=1000), [None]):
+        chunks = encode_dataset(rows, self.tok, self.cfg.max_len).iter(batch_size=1000)
+        for chunk in itertools.chain(chunks, [None]):
             if chunk is not None:
                 codes = np.asarray(chunk["drop"], dtype=np.int8)
                 if drops is not None:
@@ -94,7 +83,7 @@ class StreamCorpus:
         for pairs, counts in self.lengths:
             need = np.maximum(pairs[:, 1], pairs[:, 0] + 1)  # columns (target, source)
             total += len(cut_runs(zip(need.tolist(), counts.tolist(), strict=True), batch_tokens))
-        return StreamEpoch(self, batch_tokens, seed, epoch, total, rank, world)
+        return StreamEpoch(self, (batch_tokens, seed, epoch), total, rank, world)
 
     def global_batches(self, batch_tokens: int, seed: int, epoch: int) -> Iterator:
         """Every batch of the epoch in order, as pyarrow Tables; buffer i is shuffled and cut by
@@ -104,8 +93,7 @@ class StreamCorpus:
                 yield buf.take(idx)
 
     def batch(self, table, pad_multiple: int = 1, max_width=None, pin=False) -> Batch:
-        """One element of ``epoch_batches`` as a ``Batch`` on the CPU; unpadded and unpinned
-        (``pad_multiple``, ``max_width`` and ``pin`` are the memory backend's)."""
+        """``table`` as an unpadded, unpinned ``Batch`` (the options are for ``memory``)."""
         return table_batch(table)
 
 
@@ -115,17 +103,8 @@ class StreamEpoch(Sequence):
     batches are a pure function of (seed, epoch)). The training loop asks in order, so only a
     resume, which starts at the checkpoint's batch, reads batches it does not train on."""
 
-    def __init__(
-        self,
-        corpus: StreamCorpus,
-        batch_tokens: int,
-        seed: int,
-        epoch: int,
-        total: int,
-        rank: int,
-        world: int,
-    ):
-        self.corpus, self.args = corpus, (batch_tokens, seed, epoch)
+    def __init__(self, corpus: StreamCorpus, args: tuple, total: int, rank: int, world: int):
+        self.corpus, self.args = corpus, args  # (batch_tokens, seed, epoch)
         self.rank, self.world = rank, world
         self.n = (total - total % world) // world
         self.pos, self.it = 0, self._mine()
@@ -157,3 +136,8 @@ def _flat(ids) -> np.ndarray:
     import pyarrow.compute as pc
 
     return pc.list_flatten(ids).to_numpy(zero_copy_only=False)
+
+
+def stream_sentences(cfg: DataConfig, side: str) -> Iterator[str]:
+    """One side's sentences of the kept pairs, streamed (for tokenizer training)."""
+    return (row[side] for row in clean_rows(cfg.model_dump_json(), "train") if row[side])

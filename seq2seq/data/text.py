@@ -1,8 +1,6 @@
 """Parallel corpora: files or Hugging Face datasets -> cleaned pairs -> token ids (batched in
-``batch.py``), by the reading policy of docs/data.md ("Data hygiene"): a line ends at ``\\n`` only
-(other line-break-like characters become a space, NULs are removed with a warning), invalid UTF-8
-or misaligned files stop with the file and line, and every dropped pair (an empty side, no tokens,
-over ``max_len``) is counted in the log with its line numbers.
+``batch.py``), by the reading policy of docs/data.md ("Data hygiene"): every dropped pair is
+counted in the log with its line numbers.
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def sha256_file(path: str | Path) -> str:
 
 
 def iter_lines(path: str | Path) -> Iterator[str]:
-    """A text file (plain or ``.gz``) one line at a time, by the module's reading policy: split on
+    """A text file (plain or ``.gz``) one line at a time, by docs/data.md's reading policy: split on
     ``\\n`` only, a leading BOM and the ``\\r`` of ``\\r\\n`` dropped, ``decode_line`` applied.
 
     Raises:
@@ -106,14 +104,13 @@ def iter_lines(path: str | Path) -> Iterator[str]:
                     raw = raw[3:]
                 yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
         except (OSError, EOFError) as e:
-            damaged = path.suffix == ".gz" and isinstance(e, (EOFError, gzip.BadGzipFile))
             where = f"after line {i}" if i else "at its start"
-            fix = (
-                "the gzip file is damaged or truncated (gzip -t checks it); fetch or compress it "
-                "again"
-                if damaged
-                else "check the file"
-            )
+            fix = "check the file"
+            if path.suffix == ".gz" and isinstance(e, (EOFError, gzip.BadGzipFile)):
+                fix = (
+                    "the gzip file is damaged or truncated (gzip -t checks it); fetch or compress "
+                    "it again"
+                )
             raise DataError(f"{path}: cannot read {where} ({e}); {fix}") from None
 
 
@@ -314,14 +311,10 @@ def drop_long_sources(text: ParallelText, max_words: int) -> None:
 def join_lines(
     text: ParallelText, k_max: int, n: int | None = None
 ) -> tuple[ParallelText, list[int]]:
-    """``text`` plus its first ``n`` (default: all) pairs joined k = 2..``k_max`` at a time:
-    consecutive, non-overlapping groups (lines 1-2, 3-4, ... for k = 2), both sides joined with
-    a space, so every k covers the same sentences. Long inputs made of real sentences (the
-    study's test and validation sets).
-
-    Returns:
-        The joined text (a joined pair's ``line_no`` is its first line's) and k for each pair.
-    """
+    """``text`` plus its first ``n`` (default: all) pairs joined k = 2..``k_max`` at a time, both
+    sides with a space, in consecutive, non-overlapping groups (lines 1-2, 3-4, ... for k = 2): long
+    inputs of real sentences. Returns the joined text (a joined pair's ``line_no`` is its first
+    line's) and k for each pair."""
     n = len(text) if n is None else min(n, len(text))
     out = ParallelText(list(text.src), list(text.tgt), list(text.line_no), text.origin)
     out.dropped, out.n_read = dict(text.dropped), text.n_read

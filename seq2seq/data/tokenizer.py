@@ -1,11 +1,8 @@
 """sentencepiece subword tokenisation (Kudo & Richardson 2018), the one home of ``sentencepiece``.
 
 Ids are fixed: pad 0, unk 1, bos 2, eos 3. The models travel inside each checkpoint as serialized
-protos. An unseen character becomes ``<unk>`` (``byte_fallback: true`` spells it as UTF-8 bytes
-instead); ``<unk>`` pieces are removed from outputs (``keep_unk=True`` keeps them), and invalid
-UTF-8 in an output decodes to U+FFFD. Normalisation is per side (``TokenizerConfig``: the source
-``nmt_nfkc``, the target ``identity``); a joint vocabulary with two rules is one set of pieces in
-two models that differ only in their normalizer. A checkpoint from before that holds one model.
+protos. ``<unk>`` pieces are removed from outputs (``keep_unk=True`` keeps them), and invalid UTF-8
+in an output decodes to U+FFFD. Normalisation is per side (docs/data.md, "The tokenizer").
 """
 
 from __future__ import annotations
@@ -217,16 +214,12 @@ def _run_trainer(sentences: Iterable[str], cfg: TokenizerConfig, buf, rule: str)
     )
 
 
-def _normalizer(rule: str):
-    return spm.SentencePieceNormalizer(rule_name=rule)
-
-
 def _apply_rule(sentences: Iterable[str], rule: str) -> Iterator[str]:
     """``sentences`` as a model with normalizer ``rule`` sees them (a joint model's input)."""
     if rule == "identity":
         yield from sentences
         return
-    norm = _normalizer(rule)
+    norm = spm.SentencePieceNormalizer(rule_name=rule)
     for x in sentences:
         yield norm.normalize(x).replace("▁", " ").strip()
 
@@ -237,7 +230,9 @@ def _with_rule(proto: bytes, rule: str) -> bytes:
 
     model = pb.ModelProto()
     model.ParseFromString(proto)
-    model.normalizer_spec.ParseFromString(_normalizer(rule).serialized_normalizer_spec())
+    model.normalizer_spec.ParseFromString(
+        spm.SentencePieceNormalizer(rule_name=rule).serialized_normalizer_spec()
+    )
     return model.SerializeToString()
 
 
@@ -256,13 +251,13 @@ class Tokenizer:
         self.tgt_proto = tgt_proto if tgt_proto is not None else src_proto
         self.one_model = self.tgt_proto == self.src_proto
         self.src_sp = spm.SentencePieceProcessor(model_proto=self.src_proto)
-        self.tgt_sp = (
-            self.src_sp
-            if self.one_model
-            else spm.SentencePieceProcessor(model_proto=self.tgt_proto)
-        )
+        self.tgt_sp = self.src_sp
+        if not self.one_model:
+            self.tgt_sp = spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
         self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
+        self.src_vocab_size = self.src_sp.get_piece_size()
+        self.tgt_vocab_size = self.tgt_sp.get_piece_size()
 
     @classmethod
     def train(cls, src: Sequence[str], tgt: Sequence[str], cfg: TokenizerConfig) -> Tokenizer:
@@ -280,14 +275,6 @@ class Tokenizer:
             _train_proto(src, cfg, "source", src_rule),
             _train_proto(tgt, cfg, "target", tgt_rule),
         )
-
-    @property
-    def src_vocab_size(self) -> int:
-        return self.src_sp.get_piece_size()
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.tgt_sp.get_piece_size()
 
     def encode_src(self, sentences: Iterable[str]) -> list[list[int]]:
         return self.src_sp.encode(list(sentences))
@@ -320,11 +307,9 @@ class Tokenizer:
         """Write ``spm.model`` (one model) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
         remove the other layout's files so ``load`` can never pick up a stale model."""
         d = Path(directory)
-        files = (
-            {"spm.model": self.src_proto}
-            if self.one_model
-            else {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
-        )
+        files = {"spm.model": self.src_proto}
+        if not self.one_model:
+            files = {"spm.src.model": self.src_proto, "spm.tgt.model": self.tgt_proto}
         for name in ("spm.model", "spm.src.model", "spm.tgt.model"):
             if name in files:
                 atomic_write_bytes(d / name, files[name])

@@ -1,12 +1,11 @@
-"""``seq2seq/data/corpus.py``: the disk backends' reading of files and Hugging Face datasets."""
+"""The disk backends' reading of files and Hugging Face datasets (``seq2seq/data/arrow.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from seq2seq.config import DataConfig, HFSource
-from seq2seq.data.arrow import open_arrow
-from seq2seq.data.corpus import clean_rows
+from seq2seq.data.arrow import clean_rows, open_arrow
 from seq2seq.data.stream import StreamCorpus
 from seq2seq.data.text import DataError, iter_lines
 from tests.corpora import table_ids, write_bytes

@@ -80,7 +80,7 @@ def test_an_hf_dict_field_is_refused_naming_the_field_the_row_and_the_key(
 def test_an_hf_field_that_does_not_reach_text_is_one_line_naming_it(
     tmp_path, field, message, streaming
 ):
-    from seq2seq.data.corpus import clean_rows
+    from seq2seq.data.arrow import clean_rows
 
     hf = HFSource(path=hf_dataset(tmp_path / "ds", translation_rows(SENTENCES[:3])))
     cfg = DataConfig(hf=hf.model_copy(update={"src_field": field, "tgt_field": "translation.en"}))

@@ -1,5 +1,5 @@
-"""``seq2seq/data/leakage.py``: evaluation pairs seen in training and repeated pairs are reported,
-and ``data.dedup`` drops them."""
+"""Leakage (``seq2seq/data/prepare.py``): evaluation pairs seen in training and repeated pairs
+are reported, and ``data.dedup`` drops them."""
 
 from __future__ import annotations
 
