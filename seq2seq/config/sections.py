@@ -43,7 +43,13 @@ class DataConfig(_Section):
     max_train_pairs: int | None = Field(None, ge=1, description="use only the first N pairs")
     max_valid_pairs: int | None = Field(None, ge=1, description="use only the first N valid pairs")
     concat_k: int = Field(1, ge=1, description="also train on pairs concatenated up to k at a time")
-    valid_concat_k: int = Field(1, ge=1, description="also validate on lines joined 2..K at a time")
+    valid_concat_k: int = Field(
+        1,
+        ge=1,
+        description="also validate on validation lines joined k = 2..K at a time (consecutive, "
+        "non-overlapping groups of the first lines, as the study joins test lines), so "
+        "best.pt is chosen on long inputs too",
+    )
     max_src_words: int | None = Field(
         None, ge=1, description="train only on pairs of at most N source words (RNNsearch-30/50)"
     )
@@ -154,7 +160,12 @@ class TrainConfig(_Section):
         None, ge=1, description="cosine: the update the rate reaches min_lr and stays (max_steps)"
     )
     plateau_factor: float = Field(0.5, gt=0, lt=1)
-    plateau_patience: int = Field(2, ge=0, description="plateau: scale after N+1 flat validations")
+    plateau_patience: int = Field(
+        2,
+        ge=0,
+        description="plateau: scale the LR once more than N validations in a row did not "
+        "improve (as torch's ReduceLROnPlateau)",
+    )
     min_lr: float = Field(0.0, ge=0)
     clip_norm: float | None = Field(1.0, gt=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
