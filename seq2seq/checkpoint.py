@@ -107,19 +107,15 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             warnings.simplefilter("ignore")
             ckpt = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types, with long messages, for a damaged file
-        others = [
-            q for q in (p.with_name(n) for n in ("best.pt", "last.pt")) if q != p and q.is_file()
-        ]
-        fix = (
-            f"pass {others[0]} instead (another checkpoint of the run), or retrain"
-            if others
-            else "pass a checkpoint that was written whole, or train again"
-        )
-        msg = (
+        fix = "pass a checkpoint that was written whole, or train again"
+        for other in (p.with_name(n) for n in ("best.pt", "last.pt") if n != p.name):
+            if other.is_file():
+                fix = f"pass {other} instead (another checkpoint of the run), or retrain"
+                break
+        raise CheckpointError(
             f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
             f"corrupt or truncated; {fix}"
-        )
-        raise CheckpointError(msg) from None
+        ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a seq2seq checkpoint")
     if ckpt.get("version", 0) > VERSION:
@@ -202,15 +198,11 @@ def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
         if not isinstance(tuned, dict):
             raise ValueError("expected decode keys, e.g. method: beam")
         decode = cfg.decode.with_method(tuned.pop("method", cfg.decode.method), **tuned)
-    except ValidationError as e:
-        raise CheckpointError(
-            f"{_one_line(e, str(path))}; delete it and rerun seq2seq tune-decode"
-        ) from None
-    except (yaml.YAMLError, ValueError) as e:
-        first = str(e).strip().splitlines()[0]
-        raise CheckpointError(
-            f"{path}: not valid decode settings ({first}); delete it and rerun seq2seq tune-decode"
-        ) from None
+    except (yaml.YAMLError, ValueError) as e:  # a pydantic ValidationError is a ValueError
+        said = f"{path}: not valid decode settings ({str(e).strip().splitlines()[0]})"
+        if isinstance(e, ValidationError):
+            said = _one_line(e, str(path))
+        raise CheckpointError(f"{said}; delete it and rerun seq2seq tune-decode") from None
     return cfg.model_copy(update={"decode": decode})
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from seq2seq.data.text import read_lines
 from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, sacrebleu_seed
-from seq2seq.evaluation.report import EvalTexts, check_aligned, text_warnings
+from seq2seq.evaluation.report import MADE_WITH, EvalTexts, check_aligned, text_warnings
 
 PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
 AR_CONFIDENCE = 1000  # bootstrap resamples for the intervals of an ``ar`` test
@@ -101,9 +101,7 @@ def paired_report(
     rows = []
     for i, s in enumerate(systems):
         row: dict = {"name": s.name, "baseline": i == 0}
-        row.update(
-            s.made_with or dict.fromkeys(("checkpoint", "ensemble", "decode", "decode_source"))
-        )
+        row.update(s.made_with or dict.fromkeys(MADE_WITH))
         for n, key in keys.items():
             r = scores[key][i]
             row[n] = {k: _num(getattr(r, k)) for k in ("score", "mean", "ci", "p_value")}

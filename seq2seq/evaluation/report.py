@@ -20,6 +20,9 @@ from seq2seq.evaluation.metrics import (
     tokenisation_warnings,
 )
 
+# what ``runs.Translator.made_with`` says of translated hypotheses; all null for a file
+MADE_WITH = ("checkpoint", "ensemble", "decode", "decode_source")
+
 
 @dataclass
 class EvalTexts:
@@ -94,10 +97,7 @@ def evaluation_report(
     warnings = text_warnings([(texts.hyp_name, hyps)], texts)
     report: dict = {
         "hyp": texts.hyp_name,
-        "checkpoint": None,
-        "ensemble": None,
-        "decode": None,
-        "decode_source": None,
+        **dict.fromkeys(MADE_WITH),
         **(made_with or {}),
         "refs": list(texts.ref_names),
         "sentences": len(hyps),

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -122,12 +121,6 @@ def _ffn(spec, ffn, norm) -> None:
     _norm(spec.layer_norm, norm)
 
 
-def _positions(model: Transformer):
-    if model.cfg.learned_positions:
-        return _np(model.pos)
-    return _np(sinusoidal_positions(model.cfg.max_positions, model.cfg.d_model))
-
-
 def transformer_spec(model: Transformer, tok: Tokenizer):
     """CTranslate2's ``TransformerSpec`` holding ``model``'s weights and ``tok``'s pieces
     (validated by the caller). See the module docstring for the mapping."""
@@ -136,18 +129,9 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     from ctranslate2.specs import transformer_spec as ts
 
     cfg = model.cfg
-    encoder = ts.TransformerEncoderSpec(
-        cfg.n_encoder_layers,
-        cfg.n_heads,
-        pre_norm=cfg.pre_norm,
-        activation=common_spec.Activation.RELU,
-    )
-    decoder = ts.TransformerDecoderSpec(
-        cfg.n_decoder_layers,
-        cfg.n_heads,
-        pre_norm=cfg.pre_norm,
-        activation=common_spec.Activation.RELU,
-    )
+    stack = {"pre_norm": cfg.pre_norm, "activation": common_spec.Activation.RELU}
+    encoder = ts.TransformerEncoderSpec(cfg.n_encoder_layers, cfg.n_heads, **stack)
+    decoder = ts.TransformerDecoderSpec(cfg.n_decoder_layers, cfg.n_heads, **stack)
     spec = ts.TransformerSpec(encoder, decoder)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.decoder_start_token = tok.tgt_sp.id_to_piece(tok.bos_id)
@@ -155,7 +139,9 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     spec.config.eos_token = tok.tgt_sp.id_to_piece(tok.eos_id)
     spec.config.unk_token = tok.tgt_sp.id_to_piece(tok.unk_id)
 
-    positions = _positions(model)
+    positions = _np(
+        model.pos if cfg.learned_positions else sinusoidal_positions(cfg.max_positions, cfg.d_model)
+    )
     encoder.embeddings[0].weight = _np(model.src_embed.weight)
     encoder.scale_embeddings = True  # x sqrt(d_model), as Transformer._embed
     encoder.position_encodings.encodings = positions
@@ -186,15 +172,6 @@ def _pieces(sp) -> list[str]:
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
-def check_convertible(cfg_model: Any, source: Path) -> None:
-    """Raises ExportError for a model family CTranslate2 cannot run (every RNN family)."""
-    if cfg_model.name != "transformer":
-        raise ExportError(
-            f"{source}: --format ctranslate2 converts the transformer family only; this run is "
-            f"{cfg_model.name}, and CTranslate2 has no RNN decoders (export it without --format)"
-        )
-
-
 def export_ctranslate2(
     run: str | Path,
     out: str | Path,
@@ -212,8 +189,11 @@ def export_ctranslate2(
     """
     qtype = quantization(dtype, quantize)
     source, ckpt, (model, tok, cfg) = read_source(run, Path(out), overwrite)
-    check_convertible(cfg.model, source)
-    import_ctranslate2()
+    if cfg.model.name != "transformer":  # every RNN family
+        raise ExportError(
+            f"{source}: --format ctranslate2 converts the transformer family only; this run is "
+            f"{cfg.model.name}, and CTranslate2 has no RNN decoders (export it without --format)"
+        )
     spec = transformer_spec(model, tok)
     spec.validate()
     spec.optimize(quantization=qtype)

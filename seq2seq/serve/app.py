@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,12 @@ from starlette.concurrency import run_in_threadpool
 from seq2seq.decoding.quantize import quantize_model
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
+    MAX_BEAM,
     Limits,
     RequestError,
     Stopped,
     TranslateRequest,
     check_request,
-    limits_info,
     translate_checked,
 )
 from seq2seq.serve.runs import ServedModel, load_runs
@@ -202,11 +203,8 @@ def create_app(
     app = FastAPI(title="seq2seq serve", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.translations = queue
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
-    pages = {
-        route: (resources.files("seq2seq.serve").joinpath("static", name).read_bytes(), media)
-        for route, (name, media) in STATIC.items()
-    }
-    for route, (body, media) in pages.items():
+    for route, (name, media) in STATIC.items():
+        body = resources.files("seq2seq.serve").joinpath("static", name).read_bytes()
         app.add_api_route(route, _static(body, media), methods=["GET"], include_in_schema=False)
 
     # The routes other than /translate are async: they run on the event loop, never behind
@@ -216,7 +214,7 @@ def create_app(
         """The loaded models (name, family, parameters, training summary), limits, study."""
         return {
             "models": [m.info for m in served],
-            "limits": limits_info(limits),
+            "limits": {**asdict(limits), "max_beam": MAX_BEAM},
             "study": study is not None,
         }
 
@@ -251,15 +249,12 @@ def _static(body: bytes, media: str):
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(Busy)
-    async def busy(request: Request, e: Busy) -> JSONResponse:
-        response = _error(str(e), e.status)
-        response.headers["Retry-After"] = str(e.retry_after)
-        return response
-
     @app.exception_handler(RequestError)
     async def refused(request: Request, e: RequestError) -> JSONResponse:
-        return _error(str(e), e.status)
+        response = _error(str(e), e.status)
+        if isinstance(e, Busy):
+            response.headers["Retry-After"] = str(e.retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, e: RequestValidationError) -> JSONResponse:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -122,15 +122,6 @@ def split_lines(text: str) -> list[str]:
 
 class Stopped(Exception):
     """A translation given up before its next model: its client left or its time ran out."""
-
-
-def translate_request(
-    served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
-) -> dict[str, Any]:
-    """Answer one request: ``{"sources": [cleaned line, ...], "models": [one result per chosen
-    model, in server order]}`` (``check_request`` then ``translate_checked``; raises as they do).
-    """
-    return translate_checked(*check_request(served, req, limits), req)
 
 
 def check_request(
@@ -323,8 +314,3 @@ def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> lis
     tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.device)
     maps = m.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
     return ((maps[0].double() * 1e4).round() / 1e4).tolist()
-
-
-def limits_info(limits: Limits) -> dict[str, int | float]:
-    """The limits as JSON values, for the page and scripts (``GET /models``)."""
-    return {**asdict(limits), "max_beam": MAX_BEAM}

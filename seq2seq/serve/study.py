@@ -36,14 +36,16 @@ def load_study(folder: str | Path) -> dict[str, Any]:
             f"{path}: not a results.json written by seq2seq compare ({type(e).__name__}: {e})"
         ) from None
     modes = sorted({mode for m in models for mode in m["decodes"]}, key=_mode_order)
-    findings = raw.get("findings")
+    # the sentence under the plot: the Multi30k study's verdict, or a synthetic study's BLEU finding
+    found = raw.get("findings")
+    finding = found.get("verdict") or found.get("bleu") if isinstance(found, dict) else None
     return {
         "budget": raw.get("budget"),
         "machine": raw.get("machine"),
         "exact_match": bool(raw.get("exact_match")),
         "buckets": buckets,
         "modes": modes,
-        "findings": _finding(findings),
+        "findings": finding,
         "models": models,
     }
 
@@ -73,14 +75,6 @@ def _model(m: dict) -> dict[str, Any]:
         "parameters": m.get("parameters"),
         "decodes": decodes,
     }
-
-
-def _finding(findings: Any) -> str | None:
-    """The sentence under the plot: the Multi30k study's verdict, or a synthetic study's BLEU
-    finding."""
-    if not isinstance(findings, dict):
-        return None
-    return findings.get("verdict") or findings.get("bleu")
 
 
 def _mode_order(mode: str) -> tuple[int, str]:
