@@ -40,8 +40,7 @@ from seq2seq.serve.engine import (
     check_request,
     translate_checked,
 )
-from seq2seq.serve.runs import ServedModel, load_runs
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import ServedModel, load_runs, load_study
 
 log = logging.getLogger("seq2seq")
 
