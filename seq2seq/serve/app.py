@@ -190,7 +190,7 @@ def create_app(
     served: Sequence[ServedModel], study: dict | None = None, limits: Limits = Limits()
 ) -> FastAPI:
     """The application over models loaded once (``runs.load_runs``) and an optional study
-    (``study.load_study``)."""
+    (``runs.load_study``)."""
     queue = TranslationQueue(limits)
 
     @asynccontextmanager
@@ -302,8 +302,8 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_server(app: FastAPI, sock: socket.socket) -> uvicorn.Server:
-    """A uvicorn server for ``app`` on ``sock`` (run it with ``server.run(sockets=[sock])``)."""
+def make_server(app: FastAPI) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (run it with ``server.run(sockets=[sock])``)."""
     return uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
 
 
@@ -311,7 +311,7 @@ def start_in_thread(app: FastAPI, host: str = "127.0.0.1") -> tuple[uvicorn.Serv
     """Serve ``app`` on a free port from a daemon thread (tests, screenshots); returns the
     server (``server.should_exit = True`` stops it) and the page's URL, once it accepts."""
     sock = listen(host, 0)
-    server = make_server(app, sock)
+    server = make_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started and thread.is_alive():
@@ -355,4 +355,4 @@ def serve(
         )
     names = ", ".join(f"{m.name} ({m.info['family']}, {m.device})" for m in served)
     log.info("serving %s at %s (Ctrl-C to stop)", names, url(host, sock.getsockname()[1]))
-    make_server(app, sock).run(sockets=[sock])
+    make_server(app).run(sockets=[sock])

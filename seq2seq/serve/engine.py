@@ -1,11 +1,9 @@
 """One ``POST /translate`` request: text -> every chosen model's greedy and beam translations, with
-log-probabilities, decode times and cross-attention maps (docs/serve.md gives the JSON).
+log-probabilities, decode times and cross-attention maps (docs/serve.md gives the JSON). Text is
+read as ``translate`` reads it (``split_lines``, ``data.text.clean_line``, a blank line answered
+``null``), but an over-long source is refused (413), not cut.
 
 Shape notation: L decoder layers, H heads, T output tokens (EOS included), S source tokens.
-
-Text is read as ``translate`` reads it (docs/data.md, data hygiene): lines split at ``\\n`` only
-(``split_lines``), cleaned by ``data.text.clean_line``, a blank line answered ``null``. Unlike
-``translate``, the server refuses an over-long source (413) instead of cutting it.
 """
 
 from __future__ import annotations
@@ -84,7 +82,16 @@ class TranslateRequest(BaseModel):
     @field_validator("text")
     @classmethod
     def _text_is_unicode(cls, text: str) -> str:
-        check_unicode(text)
+        """Refuse a lone UTF-16 surrogate (JSON's ``"\\ud83d"``), which is no character: one line
+        naming its position (from 1)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"character {e.start + 1} is a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}), "
+                "not text; send valid Unicode (in JSON a \\ud83d escape needs its pair, e.g. "
+                "\\ud83d\\ude00)"
+            ) from None
         return text
 
     @model_validator(mode="after")
@@ -92,23 +99,6 @@ class TranslateRequest(BaseModel):
         if self.beam is not None and self.n_best > self.beam:
             raise ValueError(f"n_best ({self.n_best}) cannot exceed beam ({self.beam})")
         return self
-
-
-def check_unicode(text: str) -> None:
-    """Refuse text the tokenizer cannot encode: JSON may carry a lone UTF-16 surrogate
-    (``"\\ud83d"``), which is no character at all.
-
-    Raises:
-        ValueError: one line naming the first such character's position (from 1).
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(
-            f"character {e.start + 1} is a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}), "
-            "not text; send valid Unicode (in JSON a \\ud83d escape needs its pair, e.g. "
-            "\\ud83d\\ude00)"
-        ) from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -201,13 +191,12 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
 
 
 SERVE_BEAM = 5
-"""The beam of a run whose decode settings search greedily (every zoo config until tune-decode
-has tuned it): the page still shows a beam translation beside greedy's."""
 
 
 def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
     """The request's beam, else the run's ``decode.beam_size`` when its settings search with a
-    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``."""
+    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM`` (every zoo config until
+    tune-decode has tuned it): the page still shows a beam translation beside greedy's."""
     if req.beam is not None:
         return req.beam
     return base.beam_size if base.method == "beam" else SERVE_BEAM
