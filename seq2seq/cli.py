@@ -53,31 +53,23 @@ def _options(
     pass
 
 
-# The one-line summaries of ``seq2seq --help``: short enough for an 80-column terminal (click cuts
-# a longer first sentence mid-phrase with "...").
-SUMMARIES = {
-    "train": "Train a model into a run folder (checkpoints, logs).",
-    "translate": "Translate text line by line with a trained model.",
-    "eval": "Score translations (BLEU, chrF, TER) with sacrebleu.",
-    "paired": "Compare systems with sacreBLEU's paired significance tests.",
-    "average": "Average a run's last or best checkpoints into one.",
-    "tune-decode": "Choose beam size and length penalty on validation.",
-    "compare": "The bottleneck-versus-attention study.",
-    "synth": "Write a synthetic parallel corpus (copy, reverse, ...).",
-    "serve": "Serve a local page and JSON API over trained runs.",
-    "export": "Write a run's weights and tokenizer for deployment.",
+# Each command and its one-line summary in ``seq2seq --help``: short enough for an 80-column
+# terminal (click cuts a longer first sentence mid-phrase with "...").
+COMMANDS = {
+    "train": (training.train, "Train a model into a run folder (checkpoints, logs)."),
+    "translate": (translate.translate, "Translate text line by line with a trained model."),
+    "eval": (evaluate.evaluate, "Score translations (BLEU, chrF, TER) with sacrebleu."),
+    "paired": (evaluate.paired, "Compare systems with sacreBLEU's paired significance tests."),
+    "average": (training.average, "Average a run's last or best checkpoints into one."),
+    "tune-decode": (tune.tune_decode, "Choose beam size and length penalty on validation."),
+    "compare": (study.compare, "The bottleneck-versus-attention study."),
+    "synth": (study.synth, "Write a synthetic parallel corpus (copy, reverse, ...)."),
+    "serve": (serve.serve, "Serve a local page and JSON API over trained runs."),
+    "export": (export.export, "Write a run's weights and tokenizer for deployment."),
 }
-
-app.command(short_help=SUMMARIES["train"])(training.train)
-app.command(short_help=SUMMARIES["translate"])(translate.translate)
-app.command("eval", short_help=SUMMARIES["eval"])(evaluate.evaluate)
-app.command(short_help=SUMMARIES["paired"])(evaluate.paired)
-app.command(short_help=SUMMARIES["average"])(training.average)
-app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode)
-app.command(short_help=SUMMARIES["compare"])(study.compare)
-app.command(short_help=SUMMARIES["synth"])(study.synth)
-app.command(short_help=SUMMARIES["serve"])(serve.serve)
-app.command(short_help=SUMMARIES["export"])(export.export)
+SUMMARIES = {name: summary for name, (_, summary) in COMMANDS.items()}
+for name, (command, summary) in COMMANDS.items():
+    app.command(name, short_help=summary)(command)
 
 
 MOVED_PAIRED = (

@@ -133,19 +133,13 @@ def text_warnings(systems: Sequence[tuple[str, Sequence[str]]], texts: EvalTexts
 
 
 def format_report(report: dict) -> str:
-    """The scores, each with its signature, and the by-length table, as plain text."""
+    """The scores, each with its signature, and the by-length table (aligned), as plain text."""
     scored = [n for n in METRICS if n in report]
     out = [f"{report[n]['text']}\n  signature: {report[n]['signature']}" for n in scored]
     if "by_length" in report:
         out.append(f"BLEU by source length ({report['hyp']}):")
-        out.append(format_buckets(report["by_length"]["buckets"]))
+        out.append(f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}")
+        for r in report["by_length"]["buckets"]:
+            bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
+            out.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
     return "\n".join(out)
-
-
-def format_buckets(rows: Sequence[dict]) -> str:
-    """The by-length rows as an aligned plain-text table."""
-    lines = [f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}"]
-    for r in rows:
-        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
-        lines.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
-    return "\n".join(lines)
