@@ -32,12 +32,8 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
-    """Atomically save ``payload`` (adds the format tag and version).
-
-    Raises:
-        CheckpointError: a floating-point tensor of the model holds NaN or inf (never written; the
-            file already at ``path`` stays as it was).
-    """
+    """Atomically save ``payload`` (adds the format tag and version); raises CheckpointError for a
+    model weight that holds NaN or inf (never written: the file at ``path`` stays as it was)."""
     for name, t in payload.get("model", {}).items():
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise CheckpointError(f"refusing to write {path}: model weight {name} is not finite")
@@ -69,12 +65,8 @@ CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file'
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """A run directory means its ``best.pt`` (else ``last.pt``), an export folder its
-    ``model.pt``; a file means itself.
-
-    Raises:
-        CheckpointError: nothing usable at ``path`` (a CTranslate2 export says that only
-            ``translate`` reads it).
-    """
+    ``model.pt``, a file itself; raises CheckpointError for nothing usable at ``path`` (of a
+    CTranslate2 export it says that only ``translate`` reads it)."""
     p = Path(path)
     if p.is_dir():
         for name in ("best.pt", "last.pt", EXPORT_FILE):
@@ -96,11 +88,8 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load and check a checkpoint.
-
-    Raises:
-        CheckpointError: missing, truncated/corrupt, not ours, or from a newer format version.
-    """
+    """Load and check a checkpoint; raises CheckpointError for one missing, truncated or corrupt,
+    not ours, or from a newer format version."""
     p = resolve_checkpoint(path)
     try:
         with warnings.catch_warnings():  # a damaged file makes torch warn before it raises
@@ -138,11 +127,8 @@ def model_from_checkpoint(
 ) -> tuple[Seq2SeqModel, Tokenizer, Config]:
     """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint; the model
     carries the target vocabulary as the plain attribute ``model.target_vocab`` ((V,) bool on the
-    CPU, or None; ``to()`` leaves it, the searches move it).
-
-    Raises:
-        CheckpointError: the weights do not fit the architecture in the checkpoint's config.
-    """
+    CPU, or None; ``to()`` leaves it, the searches move it). Raises CheckpointError for weights
+    that do not fit the architecture in the checkpoint's config."""
     cfg = config_of(ckpt, source)
     tok = Tokenizer.from_state_dict(ckpt["tokenizer"])
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
@@ -164,11 +150,8 @@ def pack_target_vocab(mask: torch.Tensor | None) -> dict[str, list[int]]:
 
 def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> torch.Tensor | None:
     """A checkpoint's target vocabulary as the (V,) bool mask the searches read from
-    ``model.target_vocab``; None without one (the searches then allow every piece).
-
-    Raises:
-        CheckpointError: an id outside the tokenizer's target vocabulary.
-    """
+    ``model.target_vocab``; None without one (the searches then allow every piece). Raises
+    CheckpointError for an id outside the tokenizer's target vocabulary."""
     ids = ckpt.get("target_vocab")
     if ids is None:
         return None
@@ -185,11 +168,8 @@ DECODE_FILE = "decode.yaml"  # a run's tuned search (seq2seq tune-decode), besid
 
 def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
     """``cfg`` with the decode settings of ``run_dir/decode.yaml`` (written by ``seq2seq
-    tune-decode``) on top of its own, when that file exists.
-
-    Raises:
-        CheckpointError: the file is not valid YAML or holds invalid decode settings.
-    """
+    tune-decode``) on top of its own, when that file exists; raises CheckpointError for a file
+    that is not valid YAML or holds invalid decode settings."""
     path = run_dir / DECODE_FILE
     if not path.is_file():
         return cfg

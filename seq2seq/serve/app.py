@@ -115,11 +115,8 @@ class TranslationQueue:
 
     async def run(self, work: Callable[[Callable[[], bool]], Any], request: Request) -> Any:
         """``work(stop)``'s result, computed in a worker thread; ``stop()`` turns true once the
-        answer is no longer wanted.
-
-        Raises:
-            Busy: every worker and queue place is taken, or the time limit passed.
-        """
+        answer is no longer wanted. Raises Busy when every worker and queue place is taken, or
+        the time limit passed."""
         lim = self.limits
         with self.lock:
             full = self.taken >= lim.workers + lim.max_queued
@@ -284,11 +281,8 @@ def validation_message(errors: Sequence[dict]) -> str:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A bound, listening TCP socket (port 0 picks a free port).
-
-    Raises:
-        ServeError: the address cannot be used (port taken, unknown host, no permission).
-    """
+    """A bound, listening TCP socket (port 0 picks a free port); raises ServeError for an address
+    that cannot be used (port taken, unknown host, no permission)."""
     try:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         sock = socket.socket(info[0], socket.SOCK_STREAM)

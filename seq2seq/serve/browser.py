@@ -21,11 +21,8 @@ CHROMIUM_ARGS = (
 
 
 def chromium_path() -> str:
-    """``$SEQ2SEQ_CHROMIUM``, else ``/usr/bin/chromium``.
-
-    Raises:
-        ServeError: no such file (says how to install Debian's package).
-    """
+    """``$SEQ2SEQ_CHROMIUM``, else ``/usr/bin/chromium``; raises ServeError, saying how to install
+    Debian's package, where there is no such file."""
     path = os.environ.get("SEQ2SEQ_CHROMIUM", "/usr/bin/chromium")
     if not os.path.isfile(path):
         raise ServeError(
@@ -38,12 +35,8 @@ def chromium_path() -> str:
 @contextmanager
 def chromium_page(width: int = 1500, height: int = 1000) -> Iterator:
     """A Playwright ``Page`` in headless Chromium with a ``width`` x ``height`` viewport (CSS
-    pixels); the browser closes on exit.
-
-    Raises:
-        ServeError: Chromium not found (see ``chromium_path``).
-        ImportError: playwright is not installed (``pip install -e '.[browser]'``).
-    """
+    pixels); the browser closes on exit. Raises ServeError as ``chromium_path``, ImportError
+    without playwright (``pip install -e '.[browser]'``)."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium_path()

@@ -117,11 +117,8 @@ class Stopped(Exception):
 def check_request(
     served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
 ) -> tuple[list[str], list[ServedModel]]:
-    """Every check before any decoding: the cleaned source lines and the chosen models.
-
-    Raises:
-        RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
-    """
+    """Every check before any decoding: the cleaned source lines and the chosen models. Raises
+    RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model."""
     if len(req.text) > limits.max_chars:
         raise RequestError(
             413, f"text has {len(req.text)} characters; the limit is {limits.max_chars}"
@@ -163,11 +160,8 @@ def translate_checked(
 
 
 def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[ServedModel]:
-    """The models named (in server order), or all of them for None.
-
-    Raises:
-        RequestError: 422 for a name the server does not hold, or an empty list.
-    """
+    """The models named (in server order), or all of them for None; raises RequestError (422) for
+    a name the server does not hold, or an empty list."""
     if names is None:
         return list(served)
     known = {m.name for m in served}

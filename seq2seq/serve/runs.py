@@ -121,11 +121,8 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
 
 def served_model(run: Translator, name: str) -> ServedModel:
     """A loaded run, its attention probed and described; says where its decode settings came
-    from (``Translator.decode_settings``).
-
-    Raises:
-        ConfigError: decode settings that leave no room for output.
-    """
+    from (``Translator.decode_settings``). Raises ConfigError for decode settings that leave no
+    room for output."""
     run.decode_settings()
     source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
     attention = attention_shape(run.model, run.device)
