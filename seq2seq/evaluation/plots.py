@@ -68,11 +68,8 @@ def figure_rgb(fig: Figure) -> np.ndarray:
 
 def plot_translations(results, tok, first_line_no: int, directory: str | Path) -> list[Path]:
     """One heatmap per translated line (``translation_figure``), ``<directory>/line<N>.png``;
-    ``results[0]`` is input line ``first_line_no``, blank lines are skipped.
-
-    Raises:
-        ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
-    """
+    ``results[0]`` is input line ``first_line_no``, blank lines are skipped. Raises ValueError as
+    ``translation_figure``."""
     paths = []
     for k, r in enumerate(results):
         if not r.hypotheses:

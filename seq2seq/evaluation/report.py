@@ -41,8 +41,8 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
 
     Raises:
         DataError: a file is missing, unreadable or not UTF-8.
-        ValueError: the files differ in line count (both named), or a reference file has no
-            non-blank line (a score over zero reference tokens is refused).
+        ValueError: the files differ in line count (``check_aligned``), or a reference file has
+            no non-blank line (a score over zero reference tokens is refused).
     """
     hyps = read_lines(hyp) if hyp is not None else []
     ref_lines = [read_lines(r) for r in refs]
@@ -62,11 +62,8 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
 
 
 def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
-    """Every (name, lines) stream must have as many lines as the first one.
-
-    Raises:
-        ValueError: one line naming both files and both counts.
-    """
+    """Every (name, lines) stream must have as many lines as the first one; raises ValueError,
+    one line naming both files and both counts."""
     first, lines = streams[0]
     for name, other in streams[1:]:
         if len(other) != len(lines):
@@ -87,12 +84,8 @@ def evaluation_report(
 ) -> dict:
     """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
     the warnings (``text_warnings``), (``by_length``) BLEU by source length, and ``made_with``,
-    how the hypotheses were translated (``runs.Translator.made_with``; null for a file).
-
-    Raises:
-        ValueError: the hypotheses do not align with the references, or the target language's
-            BLEU tokenizer is not installed.
-    """
+    how the hypotheses were translated (``runs.Translator.made_with``; null for a file). Raises
+    ValueError as ``metrics.corpus_score``."""
     hyps, refs = texts.hyps, texts.refs
     warnings = text_warnings([(texts.hyp_name, hyps)], texts)
     report: dict = {

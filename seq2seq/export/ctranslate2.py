@@ -72,11 +72,8 @@ def import_ctranslate2():
 
 def quantization(dtype: str, quantize: str | None) -> str:
     """CTranslate2's weight type for ``--dtype`` and ``--quantize``: float32, float16, bfloat16,
-    int8 (int8 weights, the rest fp32), int8_float16, int8_bfloat16.
-
-    Raises:
-        ExportError: an unknown ``quantize``.
-    """
+    int8 (int8 weights, the rest fp32), int8_float16, int8_bfloat16; raises ExportError for an
+    unknown ``dtype`` or ``quantize``."""
     check_dtype(dtype)
     if quantize not in (None, "int8"):
         raise ExportError(f"--quantize {quantize}: only int8 is offered")
@@ -181,12 +178,8 @@ def export_ctranslate2(
 ) -> Exported:
     """Convert ``run``'s Transformer into the CTranslate2 folder ``out``, atomically: CTranslate2's
     ``model.bin``, ``config.json`` and vocabulary JSON files, our sentencepiece models,
-    ``seq2seq_export.json`` and the run's decode.yaml.
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.
-        ExportError: ctranslate2 missing; a non-Transformer run; as ``check_output``.
-    """
+    ``seq2seq_export.json`` and the run's decode.yaml. Raises as ``read_source``, and
+    ExportError for ctranslate2 missing or a non-Transformer run."""
     qtype = quantization(dtype, quantize)
     source, ckpt, (model, tok, cfg) = read_source(run, Path(out), overwrite)
     if cfg.model.name != "transformer":  # every RNN family

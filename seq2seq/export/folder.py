@@ -43,11 +43,8 @@ class Exported:
 
 def read_source(run: str | Path, out: Path, overwrite: bool) -> tuple[Path, dict, Any]:
     """The checkpoint ``run`` names, once ``out`` is known to be writable: its path, its dict
-    and its (model, tokenizer, config) (a checkpoint whose weights misfit its config is refused).
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.  ExportError: as ``check_output``.
-    """
+    and its (model, tokenizer, config). Raises CheckpointError for nothing readable at ``run``
+    (or weights that misfit its config), ExportError as ``check_output``."""
     source = resolve_checkpoint(run)
     check_output(out, source, overwrite)
     ckpt = load_checkpoint(source)

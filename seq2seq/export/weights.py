@@ -29,12 +29,8 @@ def check_dtype(dtype: str) -> torch.dtype:
 
 def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torch.Tensor]:
     """The floating-point tensors of a state dict in ``dtype`` (others as they are); tensors that
-    share storage (tied embeddings) are cast once and stay shared.
-
-    Raises:
-        ExportError: a weight has values beyond ``dtype``'s range (fp16's 65504), which would
-            become inf.
-    """
+    share storage (tied embeddings) are cast once and stay shared. Raises ExportError for a
+    weight with values beyond ``dtype``'s range (fp16's 65504), which would become inf."""
     target = check_dtype(dtype)
     done: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], torch.Tensor] = {}
     out = {}
@@ -77,12 +73,8 @@ def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
 def export_checkpoint(
     run: str | Path, out: str | Path, dtype: str = "fp32", overwrite: bool = False
 ) -> Exported:
-    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run``, atomically.
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.
-        ExportError: as ``check_output``, ``check_dtype`` and ``cast_weights``.
-    """
+    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run``, atomically; raises as
+    ``read_source``, ``check_dtype`` and ``cast_weights``."""
     check_dtype(dtype)
     source, ckpt, _ = read_source(run, Path(out), overwrite)
     payload = export_payload(ckpt, source, dtype)
