@@ -1,8 +1,6 @@
 """What ``eval`` reports: the files read and checked line for line, every metric with its
 signature, tokenisation warnings, BLEU by source length; as one JSON-ready dict and as text.
-
-Scoring is text against text: the hypotheses are a file, or translations someone else made.
-"""
+Scoring is text against text: the hypotheses are a file, or translations someone else made."""
 
 from __future__ import annotations
 

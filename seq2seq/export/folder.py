@@ -68,13 +68,10 @@ def write_export(
 
 
 def check_output(out: Path, source: Path, overwrite: bool) -> None:
-    """Refuse, in one line, an output folder the export may not write.
-
-    Raises:
-        ExportError: ``out`` is a file; it exists and ``overwrite`` is not given; with
-            ``overwrite`` it holds something other than an earlier export (it is never emptied
-            for us); or the checkpoint being exported lies inside it (the run folder itself).
-    """
+    """Refuse, in one line (ExportError), an output folder the export may not write: ``out`` is a
+    file; it exists and ``overwrite`` is not given; with ``overwrite`` it holds something other
+    than an earlier export (it is never emptied for us); or the checkpoint being exported lies
+    inside it (the run folder itself)."""
     if out.exists() and not out.is_dir():
         raise ExportError(f"-o {out}: is a file; give a folder for the export")
     src = source.resolve()

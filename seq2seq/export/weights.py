@@ -1,11 +1,6 @@
-"""``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else.
-
-``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos,
-the target vocabulary when the run's checkpoint has one) without what only a resume needs
-(optimizer, gradient scaler, RNG states, training position); ``exported_from`` records the
-checkpoint read, its step and the weights' dtype. fp16 or bf16 weights are widened back to fp32
-when loaded, so decoding computes in fp32 with rounded weights (docs/overview.md).
-"""
+"""``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else,
+as ``DIR/model.pt`` (``export_payload``). fp16 or bf16 weights are widened back to fp32 when
+loaded, so decoding computes in fp32 with rounded weights (docs/overview.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +48,10 @@ def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torc
 
 
 def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
-    """The checkpoint dict of an export: config, weights (in ``dtype``), tokenizer, target
-    vocabulary (when ``ckpt`` has one), provenance."""
+    """The checkpoint dict of an export: a checkpoint like any other (config, weights in ``dtype``,
+    tokenizer protos, the target vocabulary when ``ckpt`` has one) without what only a resume
+    needs (optimizer, gradient scaler, RNG states, training position); ``exported_from`` records
+    the checkpoint read, its step and the weights' dtype."""
     state = ckpt.get("train_state") or {}
     return {
         "config": ckpt["config"],

@@ -203,8 +203,6 @@ def create_app(
         body = resources.files("seq2seq.serve").joinpath("static", name).read_bytes()
         app.add_api_route(route, _static(body, media), methods=["GET"], include_in_schema=False)
 
-    # The routes other than /translate are async: they run on the event loop, never behind
-    # the translations (which wait for their own worker threads).
     @app.get("/models")
     async def models() -> dict[str, Any]:
         """The loaded models (name, family, parameters, training summary), limits, study."""

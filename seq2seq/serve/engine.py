@@ -145,12 +145,8 @@ def translate_checked(
     req: TranslateRequest,
     stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
-    """The answer for ``check_request``'s lines and models, one model after the other.
-
-    Raises:
-        Stopped: ``stop()`` was true before a model, or once its lock was free (a model's
-            decoding is never cut short).
-    """
+    """The answer for ``check_request``'s lines and models, one model after the other; raises
+    Stopped when ``stop()`` is true before a model (see ``translate_with``)."""
     models = []
     for m in chosen:
         if stop():
@@ -211,12 +207,9 @@ def translate_with(
     stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """Greedy (and, with ``beam`` > 1, beam) translations of ``sources`` by one model, holding its
-    lock; decode times are wall milliseconds for all the lines together.
-
-    Raises:
-        Stopped: ``stop()`` was true once the lock was free (another request may have held it
-            long).
-    """
+    lock; decode times are wall milliseconds for all the lines together. Raises Stopped when
+    ``stop()`` is true once the lock is free (another request may have held it long); a model's
+    decoding is never cut short."""
     greedy_cfg, beam_cfg = decode_configs(m.cfg.decode, req)
     beam: list[Translation | None] = [None] * len(sources)
     beam_ms = None

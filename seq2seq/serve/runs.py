@@ -59,7 +59,7 @@ def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[Se
     Raises:
         ServeError: an empty, duplicate or malformed NAME (before anything is loaded).
         CheckpointError: a path holds no readable checkpoint.
-        ConfigError: an unknown device, or CUDA asked for but absent.
+        ConfigError: an unknown device, CUDA asked for but absent, or no room for output.
     """
     return [served_model(load(path, device), name) for name, path in name_runs(paths)]
 
@@ -92,13 +92,8 @@ def split_name(arg: str | Path) -> tuple[str | None, Path]:
 def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
     checkpoint's folder's name (or the file's stem), with ``-2``, ``-3`` ... added where another
-    run has it (a given name is kept; a folder's name steps aside).
-
-    Raises:
-        ServeError: a NAME that ``split_name`` refuses, or one given twice (before any path is
-            looked at).
-        CheckpointError: a path holds no checkpoint.
-    """
+    run has it (a given name is kept; a folder's name steps aside). Raises as ``load_runs``: a
+    NAME refused or given twice before any path is looked at."""
     specs = [split_name(p) for p in paths]
     given = [name for name, _ in specs if name is not None]
     for name in given:
