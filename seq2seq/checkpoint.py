@@ -55,9 +55,8 @@ def link_checkpoint(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-# ``seq2seq export -o DIR`` writes the weights and tokenizer as DIR/model.pt (a checkpoint
-# without optimizer, RNG or training state); ``--format ctranslate2`` writes CTranslate2's files
-# and this one, which says what the folder is (see ``export/ctranslate2.py``).
+# An export folder's checkpoint (``export/weights.py``), and the file that says a folder is a
+# CTranslate2 export (``export/ctranslate2.py``).
 EXPORT_FILE = "model.pt"
 CTRANSLATE2_META = "seq2seq_export.json"
 CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file's format and version

@@ -22,15 +22,12 @@ NO_ATTENTION = (
 
 def translation_figure(result, tok, title: str | None = None) -> Figure:
     """The heatmap of a translation's best hypothesis's (T, S) cross-attention (weights in
-    [0, 1]): source pieces across (x), output pieces down (y).
+    [0, 1]): source pieces across (x), output pieces down (y). Raises ValueError for a model that
+    returned no attention (the ``rnn`` bottleneck has none), or pieces that misfit its shape.
 
     Args:
         result: a ``translate.Translation`` decoded with attention, not blank.
         tok: the ``Tokenizer`` that encoded the source (gives the source and output pieces).
-
-    Raises:
-        ValueError: the model returned no attention (the ``rnn`` bottleneck has none), or the
-            pieces do not match its shape.
     """
     h = result.hypotheses[0]
     if h.attention is None:

@@ -97,10 +97,7 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
     """Make ``out`` with ``fill(tmp)``: a new folder beside it that ``fill`` writes into, every
     file fsync'ed, then renamed to ``out`` (an earlier ``out`` is moved aside first and removed
     after). An error in ``fill`` removes the temporary folder and leaves ``out`` as it was.
-
-    Returns:
-        Each file's name (relative to ``out``) and size in bytes.
-    """
+    Returns each file's name (relative to ``out``) and size in bytes."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     old = None

@@ -50,13 +50,9 @@ def chromium_page(width: int = 1500, height: int = 1000) -> Iterator:
 
 def translate_in_page(page, url: str, text: str, timeout_ms: int = 60_000) -> dict[str, float]:
     """Open the page at ``url`` (if not there yet), type ``text`` into it, press Enter and wait
-    until every model's translation is shown.
-
-    Returns:
-        ``{"page_ms": ..., "wall_ms": ...}``: milliseconds from the Enter key to the last model's
-        card filled, as the page measures it (``performance.now()``) and as seen from here
-        (including the browser round trips).
-    """
+    until every model's translation is shown; returns ``{"page_ms", "wall_ms"}``, milliseconds
+    from the Enter key to the last model's card filled, as the page measures it
+    (``performance.now()``) and as seen from here (including the browser round trips)."""
     if page.url != url:
         page.goto(url)
     page.wait_for_selector("body[data-state=ready], body[data-state=done]", timeout=timeout_ms)

@@ -65,15 +65,10 @@ def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[Se
 
 
 def split_name(arg: str | Path) -> tuple[str | None, Path]:
-    """``(NAME, PATH)`` of a ``NAME=PATH`` string, ``(None, path)`` for a plain path.
-
-    A ``Path``, and a string naming a file or folder that exists (``runs/lr=0.1``), is a path
-    whatever it holds; any other string with ``=`` is split at its first ``=``.
-
-    Raises:
-        ServeError: the NAME is empty or not a simple label (letters, digits, ``.``, ``_``,
-            ``-``; a letter or digit first; at most 64 characters), or the PATH is empty.
-    """
+    """``(NAME, PATH)`` of a ``NAME=PATH`` string, ``(None, path)`` for a plain path: a ``Path``,
+    and a string naming a file or folder that exists (``runs/lr=0.1``), is a path whatever it
+    holds; any other string with ``=`` is split at its first ``=``. Raises ServeError for an
+    empty PATH, or a NAME that is empty or not a simple label (``NAME_RE``)."""
     if isinstance(arg, Path) or "=" not in arg or Path(arg).exists():
         return None, Path(arg)
     name, path = arg.split("=", 1)
@@ -174,16 +169,14 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
 
 def load_study(folder: str | Path) -> dict[str, Any]:
     """``--study DIR``: read the ``results.json`` of a ``seq2seq compare --out DIR`` study and keep
-    what the page's BLEU-by-length plot needs; requests only ever get this copy.
+    what the page's BLEU-by-length plot needs; requests only ever get this copy. Raises ServeError
+    for no results.json there, or one that is not a compare study's.
 
     Returns:
         ``{"budget", "machine", "exact_match", "buckets", "modes", "findings", "models"}``; each
         model has ``name``, ``family``, ``attention``, ``steps``, ``parameters`` and, per decode
         mode (``greedy``, ``beam5``, ... or the Multi30k study's ``beam``), ``bleu``, ``chrf``
         and ``by_length`` rows ``{"bucket", "sentences", "bleu", "exact"}``.
-
-    Raises:
-        ServeError: no results.json there, or one that is not a compare study's.
     """
     path = Path(folder) / "results.json"
     if not path.is_file():
