@@ -1,8 +1,7 @@
 """Self-describing checkpoints, written atomically (``atomic.py``): one ``torch.save`` dict of
 format tag, resolved config, model weights, tokenizer protos, the target vocabulary (sorted ids of
 the pieces seen in the training targets, and EOS; older checkpoints have none and decode
-unmasked) and, for resuming, optimizer, scaler, RNG states and the training position.
-"""
+unmasked) and, for resuming, optimizer, scaler, RNG states and the training position."""
 
 from __future__ import annotations
 

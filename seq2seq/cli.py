@@ -1,8 +1,7 @@
 """The ``seq2seq`` command line: the typer app, its ``--version`` and ``-h``, and the registration
 of every command (the commands live in ``commands/``). Every user-facing problem (bad config, data
 or checkpoint) ends as one line on stderr and exit code 2; SEQ2SEQ_DEBUG=1 prints the traceback
-(with the errors the line was raised from) before it.
-"""
+(with the errors the line was raised from) before it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """``seq2seq serve``: a local page and JSON API to compare trained runs side by side: ``runs``
 loads them (and a ``compare`` results file) once, ``engine`` answers a request, ``app`` serves
-FastAPI routes with uvicorn, ``static/`` holds the page.
-"""
+FastAPI routes with uvicorn, ``static/`` holds the page."""
 
 
 class ServeError(ValueError):

@@ -192,14 +192,6 @@ def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
     return base.beam_size if base.method == "beam" else SERVE_BEAM
 
 
-def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
-    """The run's decode settings with the request's beam and length penalty (null: the run's):
-    (greedy, beam)."""
-    alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
-    greedy = base.with_method("greedy", length_penalty=alpha)
-    return greedy, base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
-
-
 def translate_with(
     m: ServedModel,
     sources: list[str],
@@ -210,7 +202,10 @@ def translate_with(
     lock; decode times are wall milliseconds for all the lines together. Raises Stopped when
     ``stop()`` is true once the lock is free (another request may have held it long); a model's
     decoding is never cut short."""
-    greedy_cfg, beam_cfg = decode_configs(m.cfg.decode, req)
+    base = m.cfg.decode  # with the request's beam and length penalty (null: the run's)
+    alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
+    greedy_cfg = base.with_method("greedy", length_penalty=alpha)
+    beam_cfg = base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
     beam: list[Translation | None] = [None] * len(sources)
     beam_ms = None
     with m.lock:

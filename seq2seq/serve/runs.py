@@ -1,7 +1,6 @@
 """What a server holds, fixed at start and read once: the runs, each behind its own lock, and the
 ``--study`` results. Nothing a request carries ever names a file: requests pick models by the
-names given here.
-"""
+names given here."""
 
 from __future__ import annotations
 
