@@ -101,7 +101,7 @@ def paired_report(
             if i in copies:  # sacrebleu counts no resample above a zero difference: p = 1/(n+1)
                 row[n]["p_value"] = 1.0
         rows.append(row)
-    used_seed = seed if seed is not None else os.environ.get("SACREBLEU_SEED", "12345")
+    used_seed = seed if seed is not None else env_seed
     return {
         "paired": test,
         "test": PAIRED_TESTS[test],
