@@ -90,9 +90,9 @@ def _click_error(e: Exception) -> None:
         # an option without its value comes without a context: the command is argv's
         named = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in SUMMARIES else None
         command = ctx.command.name if ctx is not None else named
-        if "UsageError" in kinds and command == "eval":
-            if "--paired" in sys.argv:  # the moved option, however its value was given
-                fail(MOVED_PAIRED, code=2)
+        # the moved option, however its value was given
+        if "UsageError" in kinds and command == "eval" and "--paired" in sys.argv:
+            fail(MOVED_PAIRED, code=2)
         hint = _option_hint(e.option_name, command) if "NoSuchOption" in kinds else ""
         if hint:  # ours, not click's spelling guess (--help for --lr)
             msg = e.message

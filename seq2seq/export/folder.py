@@ -119,11 +119,10 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
         if old is not None and not out.exists():
             os.replace(old / out.name, out)  # the earlier export back in its place
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
     return files
 
 
