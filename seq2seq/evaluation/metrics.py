@@ -126,12 +126,9 @@ def bleu_by_length(
     tgt_lang: str | None = None,
     lowercase: bool = False,
 ) -> list[dict]:
-    """Corpus BLEU of each source-length bucket (length in whitespace-separated words).
-
-    Returns:
-        One row per bucket, shortest first: ``{"bucket", "sentences", "bleu"}``; ``bleu`` is None
-        for a bucket with no sentence. An empty-source bucket ``"0"`` appears only when needed.
-    """
+    """Corpus BLEU of each source-length bucket (length in whitespace-separated words): one row
+    per bucket, shortest first, ``{"bucket", "sentences", "bleu"}`` (``bleu`` None for a bucket
+    with no sentence; an empty-source bucket ``"0"`` appears only when needed)."""
     labels = [bucket_label(len(s.split()), edges) for s in sources]
     order = ["0"] if "0" in labels else []
     order += [bucket_label(e, edges) for e in edges] + [bucket_label(edges[-1] + 1, edges)]

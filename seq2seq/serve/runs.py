@@ -32,8 +32,7 @@ class ServedModel:
     """One loaded run.
 
     Attributes:
-        name: the run's name in requests and on the page (NAME=PATH's NAME, else its folder's name,
-            made unique).
+        name: the run's name in requests and on the page (``name_runs``).
         attention: (L, H) decoder layers and heads of its cross-attention maps, or None for a
             model without attention (the fixed-vector ``rnn``).
         info: what the page shows about it (``model_info``).
