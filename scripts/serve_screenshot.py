@@ -18,8 +18,7 @@ from pathlib import Path
 
 from seq2seq.serve.app import create_app, start_in_thread
 from seq2seq.serve.browser import chromium_page, translate_in_page
-from seq2seq.serve.runs import load_runs
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import load_runs, load_study
 
 # 20 words, a line of Multi30k test_2016_flickr (de)
 TEXT = (

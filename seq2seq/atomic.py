@@ -101,11 +101,6 @@ class _Unclosed(io.RawIOBase):
         if not self.closed:
             self._raw.flush()
 
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.flush()
-        super().close()
-
     def fileno(self) -> int:
         return self._raw.fileno()
 
@@ -128,12 +123,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
-STDOUT = "-"
-
-
 def is_stdout(path: str | Path | None) -> bool:
     """True for the path ``-`` (standard output); ``./-`` names a file called ``-``."""
-    return path is not None and str(path) == STDOUT
+    return path is not None and str(path) == "-"
 
 
 @contextmanager

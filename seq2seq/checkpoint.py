@@ -1,8 +1,7 @@
 """Self-describing checkpoints, written atomically (``atomic.py``): one ``torch.save`` dict of
 format tag, resolved config, model weights, tokenizer protos, the target vocabulary (sorted ids of
 the pieces seen in the training targets, and EOS; older checkpoints have none and decode
-unmasked) and, for resuming, optimizer, scaler, RNG states and the training position.
-"""
+unmasked) and, for resuming, optimizer, scaler, RNG states and the training position."""
 
 from __future__ import annotations
 
@@ -32,12 +31,8 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
-    """Atomically save ``payload`` (adds the format tag and version).
-
-    Raises:
-        CheckpointError: a floating-point tensor of the model holds NaN or inf (never written; the
-            file already at ``path`` stays as it was).
-    """
+    """Atomically save ``payload`` (adds the format tag and version); raises CheckpointError for a
+    model weight that holds NaN or inf (never written: the file at ``path`` stays as it was)."""
     for name, t in payload.get("model", {}).items():
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise CheckpointError(f"refusing to write {path}: model weight {name} is not finite")
@@ -59,9 +54,8 @@ def link_checkpoint(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-# ``seq2seq export -o DIR`` writes the weights and tokenizer as DIR/model.pt (a checkpoint
-# without optimizer, RNG or training state); ``--format ctranslate2`` writes CTranslate2's files
-# and this one, which says what the folder is (see ``export/ctranslate2.py``).
+# An export folder's checkpoint (``export/weights.py``), and the file that says a folder is a
+# CTranslate2 export (``export/ctranslate2.py``).
 EXPORT_FILE = "model.pt"
 CTRANSLATE2_META = "seq2seq_export.json"
 CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file's format and version
@@ -69,12 +63,8 @@ CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file'
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """A run directory means its ``best.pt`` (else ``last.pt``), an export folder its
-    ``model.pt``; a file means itself.
-
-    Raises:
-        CheckpointError: nothing usable at ``path`` (a CTranslate2 export says that only
-            ``translate`` reads it).
-    """
+    ``model.pt``, a file itself; raises CheckpointError for nothing usable at ``path`` (of a
+    CTranslate2 export it says that only ``translate`` reads it)."""
     p = Path(path)
     if p.is_dir():
         for name in ("best.pt", "last.pt", EXPORT_FILE):
@@ -96,30 +86,23 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load and check a checkpoint.
-
-    Raises:
-        CheckpointError: missing, truncated/corrupt, not ours, or from a newer format version.
-    """
+    """Load and check a checkpoint; raises CheckpointError for one missing, truncated or corrupt,
+    not ours, or from a newer format version."""
     p = resolve_checkpoint(path)
     try:
         with warnings.catch_warnings():  # a damaged file makes torch warn before it raises
             warnings.simplefilter("ignore")
             ckpt = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types, with long messages, for a damaged file
-        others = [
-            q for q in (p.with_name(n) for n in ("best.pt", "last.pt")) if q != p and q.is_file()
-        ]
-        fix = (
-            f"pass {others[0]} instead (another checkpoint of the run), or retrain"
-            if others
-            else "pass a checkpoint that was written whole, or train again"
-        )
-        msg = (
+        fix = "pass a checkpoint that was written whole, or train again"
+        for other in (p.with_name(n) for n in ("best.pt", "last.pt") if n != p.name):
+            if other.is_file():
+                fix = f"pass {other} instead (another checkpoint of the run), or retrain"
+                break
+        raise CheckpointError(
             f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
             f"corrupt or truncated; {fix}"
-        )
-        raise CheckpointError(msg) from None
+        ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a seq2seq checkpoint")
     if ckpt.get("version", 0) > VERSION:
@@ -142,11 +125,8 @@ def model_from_checkpoint(
 ) -> tuple[Seq2SeqModel, Tokenizer, Config]:
     """Rebuild model (in eval mode, on CPU) and tokenizer from a loaded checkpoint; the model
     carries the target vocabulary as the plain attribute ``model.target_vocab`` ((V,) bool on the
-    CPU, or None; ``to()`` leaves it, the searches move it).
-
-    Raises:
-        CheckpointError: the weights do not fit the architecture in the checkpoint's config.
-    """
+    CPU, or None; ``to()`` leaves it, the searches move it). Raises CheckpointError for weights
+    that do not fit the architecture in the checkpoint's config."""
     cfg = config_of(ckpt, source)
     tok = Tokenizer.from_state_dict(ckpt["tokenizer"])
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.joint)
@@ -168,11 +148,8 @@ def pack_target_vocab(mask: torch.Tensor | None) -> dict[str, list[int]]:
 
 def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> torch.Tensor | None:
     """A checkpoint's target vocabulary as the (V,) bool mask the searches read from
-    ``model.target_vocab``; None without one (the searches then allow every piece).
-
-    Raises:
-        CheckpointError: an id outside the tokenizer's target vocabulary.
-    """
+    ``model.target_vocab``; None without one (the searches then allow every piece). Raises
+    CheckpointError for an id outside the tokenizer's target vocabulary."""
     ids = ckpt.get("target_vocab")
     if ids is None:
         return None
@@ -189,11 +166,8 @@ DECODE_FILE = "decode.yaml"  # a run's tuned search (seq2seq tune-decode), besid
 
 def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
     """``cfg`` with the decode settings of ``run_dir/decode.yaml`` (written by ``seq2seq
-    tune-decode``) on top of its own, when that file exists.
-
-    Raises:
-        CheckpointError: the file is not valid YAML or holds invalid decode settings.
-    """
+    tune-decode``) on top of its own, when that file exists; raises CheckpointError for a file
+    that is not valid YAML or holds invalid decode settings."""
     path = run_dir / DECODE_FILE
     if not path.is_file():
         return cfg
@@ -202,15 +176,11 @@ def with_tuned_decode(cfg: Config, run_dir: Path) -> Config:
         if not isinstance(tuned, dict):
             raise ValueError("expected decode keys, e.g. method: beam")
         decode = cfg.decode.with_method(tuned.pop("method", cfg.decode.method), **tuned)
-    except ValidationError as e:
-        raise CheckpointError(
-            f"{_one_line(e, str(path))}; delete it and rerun seq2seq tune-decode"
-        ) from None
-    except (yaml.YAMLError, ValueError) as e:
-        first = str(e).strip().splitlines()[0]
-        raise CheckpointError(
-            f"{path}: not valid decode settings ({first}); delete it and rerun seq2seq tune-decode"
-        ) from None
+    except (yaml.YAMLError, ValueError) as e:  # a pydantic ValidationError is a ValueError
+        said = f"{path}: not valid decode settings ({str(e).strip().splitlines()[0]})"
+        if isinstance(e, ValidationError):
+            said = _one_line(e, str(path))
+        raise CheckpointError(f"{said}; delete it and rerun seq2seq tune-decode") from None
     return cfg.model_copy(update={"decode": decode})
 
 

@@ -1,8 +1,7 @@
 """The ``seq2seq`` command line: the typer app, its ``--version`` and ``-h``, and the registration
 of every command (the commands live in ``commands/``). Every user-facing problem (bad config, data
 or checkpoint) ends as one line on stderr and exit code 2; SEQ2SEQ_DEBUG=1 prints the traceback
-(with the errors the line was raised from) before it.
-"""
+(with the errors the line was raised from) before it."""
 
 from __future__ import annotations
 
@@ -53,31 +52,23 @@ def _options(
     pass
 
 
-# The one-line summaries of ``seq2seq --help``: short enough for an 80-column terminal (click cuts
-# a longer first sentence mid-phrase with "...").
-SUMMARIES = {
-    "train": "Train a model into a run folder (checkpoints, logs).",
-    "translate": "Translate text line by line with a trained model.",
-    "eval": "Score translations (BLEU, chrF, TER) with sacrebleu.",
-    "paired": "Compare systems with sacreBLEU's paired significance tests.",
-    "average": "Average a run's last or best checkpoints into one.",
-    "tune-decode": "Choose beam size and length penalty on validation.",
-    "compare": "The bottleneck-versus-attention study.",
-    "synth": "Write a synthetic parallel corpus (copy, reverse, ...).",
-    "serve": "Serve a local page and JSON API over trained runs.",
-    "export": "Write a run's weights and tokenizer for deployment.",
+# Each command and its one-line summary in ``seq2seq --help``: short enough for an 80-column
+# terminal (click cuts a longer first sentence mid-phrase with "...").
+COMMANDS = {
+    "train": (training.train, "Train a model into a run folder (checkpoints, logs)."),
+    "translate": (translate.translate, "Translate text line by line with a trained model."),
+    "eval": (evaluate.evaluate, "Score translations (BLEU, chrF, TER) with sacrebleu."),
+    "paired": (evaluate.paired, "Compare systems with sacreBLEU's paired significance tests."),
+    "average": (training.average, "Average a run's last or best checkpoints into one."),
+    "tune-decode": (tune.tune_decode, "Choose beam size and length penalty on validation."),
+    "compare": (study.compare, "The bottleneck-versus-attention study."),
+    "synth": (study.synth, "Write a synthetic parallel corpus (copy, reverse, ...)."),
+    "serve": (serve.serve, "Serve a local page and JSON API over trained runs."),
+    "export": (export.export, "Write a run's weights and tokenizer for deployment."),
 }
-
-app.command(short_help=SUMMARIES["train"])(training.train)
-app.command(short_help=SUMMARIES["translate"])(translate.translate)
-app.command("eval", short_help=SUMMARIES["eval"])(evaluate.evaluate)
-app.command(short_help=SUMMARIES["paired"])(evaluate.paired)
-app.command(short_help=SUMMARIES["average"])(training.average)
-app.command("tune-decode", short_help=SUMMARIES["tune-decode"])(tune.tune_decode)
-app.command(short_help=SUMMARIES["compare"])(study.compare)
-app.command(short_help=SUMMARIES["synth"])(study.synth)
-app.command(short_help=SUMMARIES["serve"])(serve.serve)
-app.command(short_help=SUMMARIES["export"])(export.export)
+SUMMARIES = {name: summary for name, (_, summary) in COMMANDS.items()}
+for name, (command, summary) in COMMANDS.items():
+    app.command(name, short_help=summary)(command)
 
 
 MOVED_PAIRED = (
@@ -99,9 +90,9 @@ def _click_error(e: Exception) -> None:
         # an option without its value comes without a context: the command is argv's
         named = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in SUMMARIES else None
         command = ctx.command.name if ctx is not None else named
-        if "UsageError" in kinds and command == "eval":
-            if "--paired" in sys.argv:  # the moved option, however its value was given
-                fail(MOVED_PAIRED, code=2)
+        # the moved option, however its value was given
+        if "UsageError" in kinds and command == "eval" and "--paired" in sys.argv:
+            fail(MOVED_PAIRED, code=2)
         hint = _option_hint(e.option_name, command) if "NoSuchOption" in kinds else ""
         if hint:  # ours, not click's spelling guess (--help for --lr)
             msg = e.message

@@ -22,12 +22,11 @@ def setup_logging(verbose: bool = False) -> None:
         handler = RichHandler(
             console=console, show_path=False, show_time=True, markup=False, rich_tracebacks=False
         )
-        handler.setFormatter(logging.Formatter("%(message)s", datefmt="%H:%M:%S"))
+        fmt = "%(message)s"
     else:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
-        )
+        fmt = "%(asctime)s %(levelname)s %(message)s"
+    handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False

@@ -1,10 +1,5 @@
 """What the CPU offers for low precision: its model name and its bf16, VNNI and AMX flags, for
-``train.precision: auto`` (``training.precision``) and beside every benchmark figure.
-
-Flags come from ``/proc/cpuinfo`` (what the kernel enables) together with torch's own query
-(``torch.cpu.get_capabilities``, where this torch has it; cpuinfo's view, which also works off
-Linux): a flag either names counts.
-"""
+``train.precision: auto`` (``training.precision``) and beside every benchmark figure."""
 
 from __future__ import annotations
 
@@ -49,8 +44,9 @@ def _torch_capabilities() -> dict:
 
 @functools.cache
 def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags, lowercase (``avx512_bf16``, ``amx_bf16`` ...): /proc/cpuinfo's
-    ``flags`` line together with the features torch's query says are present."""
+    """The CPU's feature flags, lowercase (``avx512_bf16``, ``amx_bf16`` ...), from /proc/cpuinfo's
+    ``flags`` (what the kernel enables) and torch's query (``torch.cpu.get_capabilities``, cpuinfo's
+    view, also off Linux): a flag either names counts."""
     flags = set(_proc_cpuinfo().get("flags", "").lower().split())
     flags |= {k.lower() for k, v in _torch_capabilities().items() if v is True}
     return frozenset(flags)

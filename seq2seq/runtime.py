@@ -18,12 +18,9 @@ TRAIN_DEVICE = "train.device (from the config, --set or --device)"
 
 
 def pick_device(name: str, precision: str, said: str = TRAIN_DEVICE) -> torch.device:
-    """``auto`` -> cuda when torch sees one, else cpu. ``said`` names where ``name`` came from,
-    for the error: ``--device``, a checkpoint's ``train.device``, or (default) a training run's.
-
-    Raises:
-        ConfigError: an unknown name, cuda asked for but absent, or fp16 without CUDA.
-    """
+    """``auto`` -> cuda when torch sees one, else cpu. Raises ConfigError for an unknown name, cuda
+    asked for but absent, or fp16 without CUDA, naming where ``name`` came from (``said``:
+    ``--device``, a checkpoint's ``train.device``, or by default a training run's)."""
     if name not in ("auto", "cpu", "cuda"):
         raise ConfigError(f"{said} {name!r}: choose auto, cpu or cuda")
     if name == "cuda" and not torch.cuda.is_available():
@@ -77,11 +74,7 @@ def configure_device(device: torch.device, cudnn_sdp: bool = False) -> None:
 
 def inference_device(name: str, said: str = "--device") -> torch.device:
     """``auto | cpu | cuda`` for decoding, configured (``configure_device``, no cuDNN attention);
-    ``said`` names where ``name`` came from, for the error.
-
-    Raises:
-        ConfigError: an unknown name, or cuda asked for but absent.
-    """
+    raises ConfigError as ``pick_device`` does."""
     device = pick_device(name, "fp32", said)
     configure_device(device)
     return device

@@ -41,11 +41,8 @@ class Score:
 
 def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = False):
     """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf`` or ``ter``), as every score here
-    uses it (BLEU: 13a, or the target language's tokenizer).
-
-    Raises:
-        ValueError: an unknown metric, or the language's BLEU tokenizer is not installed.
-    """
+    uses it (BLEU: 13a, or the target language's tokenizer); raises ValueError for an unknown
+    metric, or a language whose BLEU tokenizer is not installed."""
     if name == "bleu":
         try:
             return BLEU(lowercase=lowercase, trg_lang=tgt_lang or "")
@@ -74,13 +71,9 @@ def corpus_score(
     lowercase: bool = False,
 ) -> Score:
     """One corpus-level score of ``name`` (``bleu``, ``chrf`` or ``ter``): one hypothesis per
-    line against one or more reference streams, each as long as ``hyps``.
-
-    Raises:
-        ValueError: no hypothesis (a score over zero segments is refused, never 0 or an
-            IndexError), a reference stream's length differs from the hypotheses', or the
-            language's tokenizer is not installed.
-    """
+    line against one or more reference streams, each as long as ``hyps``. Raises ValueError for
+    no hypothesis (a score over zero segments is refused, never 0 or an IndexError), a reference
+    stream whose length differs from the hypotheses', or a tokenizer that is not installed."""
     metric = sacrebleu_metric(name, tgt_lang, lowercase)
     result = _corpus(metric, name, hyps, refs)
     return Score(name, float(result.score), str(metric.get_signature()), str(result))
@@ -88,11 +81,7 @@ def corpus_score(
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
     """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len) against one reference
-    stream, as ``eval --bleu`` scores (``corpus_score``).
-
-    Raises:
-        ValueError: as ``corpus_score``.
-    """
+    stream, as ``eval --bleu`` scores (``corpus_score``, and raising as it does)."""
     return _corpus(bleu_metric(tgt_lang), "bleu", hyps, [refs])
 
 
@@ -109,11 +98,8 @@ def _corpus(metric, name: str, hyps: Sequence[str], refs: Sequence[Sequence[str]
 
 def parse_buckets(spec: str | None) -> tuple[int, ...]:
     """``"10,20,30"`` -> (10, 20, 30), the upper bounds of buckets 1-10, 11-20, 21-30, 31+;
-    None -> ``DEFAULT_BUCKETS``.
-
-    Raises:
-        ValueError: not a comma-separated list of increasing positive integers.
-    """
+    None -> ``DEFAULT_BUCKETS``. Raises ValueError for anything but a comma-separated list of
+    increasing positive integers."""
     if spec is None:
         return DEFAULT_BUCKETS
     fix = "give increasing positive word counts, e.g. 10,20,30"
@@ -140,12 +126,9 @@ def bleu_by_length(
     tgt_lang: str | None = None,
     lowercase: bool = False,
 ) -> list[dict]:
-    """Corpus BLEU of each source-length bucket (length in whitespace-separated words).
-
-    Returns:
-        One row per bucket, shortest first: ``{"bucket", "sentences", "bleu"}``; ``bleu`` is None
-        for a bucket with no sentence. An empty-source bucket ``"0"`` appears only when needed.
-    """
+    """Corpus BLEU of each source-length bucket (length in whitespace-separated words): one row
+    per bucket, shortest first, ``{"bucket", "sentences", "bleu"}`` (``bleu`` None for a bucket
+    with no sentence; an empty-source bucket ``"0"`` appears only when needed)."""
     labels = [bucket_label(len(s.split()), edges) for s in sources]
     order = ["0"] if "0" in labels else []
     order += [bucket_label(e, edges) for e in edges] + [bucket_label(edges[-1] + 1, edges)]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from seq2seq.data.text import read_lines
 from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, sacrebleu_seed
-from seq2seq.evaluation.report import EvalTexts, check_aligned, text_warnings
+from seq2seq.evaluation.report import MADE_WITH, EvalTexts, check_aligned, text_warnings
 
 PAIRED_TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomisation"}
 AR_CONFIDENCE = 1000  # bootstrap resamples for the intervals of an ``ar`` test
@@ -35,12 +35,8 @@ class System:
 
 
 def read_systems(paths: Sequence[Path], texts: EvalTexts) -> list[System]:
-    """Read each ``--hyp`` file as a system (the command refuses a file given twice).
-
-    Raises:
-        DataError: a file is missing, unreadable or not UTF-8.
-        ValueError: a file's line count differs from the references' (one line naming it).
-    """
+    """Read each ``--hyp`` file as a system (the command refuses a file given twice); raises as
+    ``read_eval_texts`` (DataError for a file, ValueError for its line count)."""
     systems = [System(str(p), read_lines(p)) for p in paths]
     check_aligned([(texts.ref_names[0], texts.refs[0])] + [(s.name, s.hyps) for s in systems])
     return systems
@@ -62,12 +58,9 @@ def paired_report(
     and signature, warnings, and per system (baseline first) how it was made and, per metric,
     ``score``, ``mean`` and ``ci`` (the bootstrap mean and the half-width of its 95% interval)
     and ``p_value`` (None for the baseline; 1 for a system that is line for line the baseline,
-    which sacrebleu's test would give p = 1/(n+1), as if significant).
-
-    Raises:
-        ValueError: the BLEU tokenizer of ``tgt_lang`` is not installed, or (``seed`` None) the
-            environment's ``SACREBLEU_SEED`` is not a seed.
-    """
+    which sacrebleu's test would give p = 1/(n+1), as if significant). Raises ValueError for a
+    BLEU tokenizer of ``tgt_lang`` that is not installed, or (``seed`` None) an environment's
+    ``SACREBLEU_SEED`` that is not a seed."""
     from sacrebleu.significance import PairedTest
 
     env_seed = os.environ.get("SACREBLEU_SEED", "12345")
@@ -101,16 +94,14 @@ def paired_report(
     rows = []
     for i, s in enumerate(systems):
         row: dict = {"name": s.name, "baseline": i == 0}
-        row.update(
-            s.made_with or dict.fromkeys(("checkpoint", "ensemble", "decode", "decode_source"))
-        )
+        row.update(s.made_with or dict.fromkeys(MADE_WITH))
         for n, key in keys.items():
             r = scores[key][i]
             row[n] = {k: _num(getattr(r, k)) for k in ("score", "mean", "ci", "p_value")}
             if i in copies:  # sacrebleu counts no resample above a zero difference: p = 1/(n+1)
                 row[n]["p_value"] = 1.0
         rows.append(row)
-    used_seed = seed if seed is not None else os.environ.get("SACREBLEU_SEED", "12345")
+    used_seed = seed if seed is not None else env_seed
     return {
         "paired": test,
         "test": PAIRED_TESTS[test],

@@ -22,15 +22,12 @@ NO_ATTENTION = (
 
 def translation_figure(result, tok, title: str | None = None) -> Figure:
     """The heatmap of a translation's best hypothesis's (T, S) cross-attention (weights in
-    [0, 1]): source pieces across (x), output pieces down (y).
+    [0, 1]): source pieces across (x), output pieces down (y). Raises ValueError for a model that
+    returned no attention (the ``rnn`` bottleneck has none), or pieces that misfit its shape.
 
     Args:
         result: a ``translate.Translation`` decoded with attention, not blank.
         tok: the ``Tokenizer`` that encoded the source (gives the source and output pieces).
-
-    Raises:
-        ValueError: the model returned no attention (the ``rnn`` bottleneck has none), or the
-            pieces do not match its shape.
     """
     h = result.hypotheses[0]
     if h.attention is None:
@@ -68,11 +65,8 @@ def figure_rgb(fig: Figure) -> np.ndarray:
 
 def plot_translations(results, tok, first_line_no: int, directory: str | Path) -> list[Path]:
     """One heatmap per translated line (``translation_figure``), ``<directory>/line<N>.png``;
-    ``results[0]`` is input line ``first_line_no``, blank lines are skipped.
-
-    Raises:
-        ValueError: the model returned no attention (the ``rnn`` bottleneck has none).
-    """
+    ``results[0]`` is input line ``first_line_no``, blank lines are skipped. Raises ValueError as
+    ``translation_figure``."""
     paths = []
     for k, r in enumerate(results):
         if not r.hypotheses:

@@ -1,8 +1,6 @@
 """What ``eval`` reports: the files read and checked line for line, every metric with its
 signature, tokenisation warnings, BLEU by source length; as one JSON-ready dict and as text.
-
-Scoring is text against text: the hypotheses are a file, or translations someone else made.
-"""
+Scoring is text against text: the hypotheses are a file, or translations someone else made."""
 
 from __future__ import annotations
 
@@ -19,6 +17,9 @@ from seq2seq.evaluation.metrics import (
     corpus_score,
     tokenisation_warnings,
 )
+
+# what ``runs.Translator.made_with`` says of translated hypotheses; all null for a file
+MADE_WITH = ("checkpoint", "ensemble", "decode", "decode_source")
 
 
 @dataclass
@@ -38,8 +39,8 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
 
     Raises:
         DataError: a file is missing, unreadable or not UTF-8.
-        ValueError: the files differ in line count (both named), or a reference file has no
-            non-blank line (a score over zero reference tokens is refused).
+        ValueError: the files differ in line count (``check_aligned``), or a reference file has
+            no non-blank line (a score over zero reference tokens is refused).
     """
     hyps = read_lines(hyp) if hyp is not None else []
     ref_lines = [read_lines(r) for r in refs]
@@ -59,11 +60,8 @@ def read_eval_texts(refs: Sequence[Path], src: Path | None, hyp: Path | None) ->
 
 
 def check_aligned(streams: Sequence[tuple[str, Sequence[str]]]) -> None:
-    """Every (name, lines) stream must have as many lines as the first one.
-
-    Raises:
-        ValueError: one line naming both files and both counts.
-    """
+    """Every (name, lines) stream must have as many lines as the first one; raises ValueError,
+    one line naming both files and both counts."""
     first, lines = streams[0]
     for name, other in streams[1:]:
         if len(other) != len(lines):
@@ -84,20 +82,13 @@ def evaluation_report(
 ) -> dict:
     """Everything ``eval`` reports, as one JSON-ready dict: each metric's score and signature,
     the warnings (``text_warnings``), (``by_length``) BLEU by source length, and ``made_with``,
-    how the hypotheses were translated (``runs.Translator.made_with``; null for a file).
-
-    Raises:
-        ValueError: the hypotheses do not align with the references, or the target language's
-            BLEU tokenizer is not installed.
-    """
+    how the hypotheses were translated (``runs.Translator.made_with``; null for a file). Raises
+    ValueError as ``metrics.corpus_score``."""
     hyps, refs = texts.hyps, texts.refs
     warnings = text_warnings([(texts.hyp_name, hyps)], texts)
     report: dict = {
         "hyp": texts.hyp_name,
-        "checkpoint": None,
-        "ensemble": None,
-        "decode": None,
-        "decode_source": None,
+        **dict.fromkeys(MADE_WITH),
         **(made_with or {}),
         "refs": list(texts.ref_names),
         "sentences": len(hyps),
@@ -133,19 +124,13 @@ def text_warnings(systems: Sequence[tuple[str, Sequence[str]]], texts: EvalTexts
 
 
 def format_report(report: dict) -> str:
-    """The scores, each with its signature, and the by-length table, as plain text."""
+    """The scores, each with its signature, and the by-length table (aligned), as plain text."""
     scored = [n for n in METRICS if n in report]
     out = [f"{report[n]['text']}\n  signature: {report[n]['signature']}" for n in scored]
     if "by_length" in report:
         out.append(f"BLEU by source length ({report['hyp']}):")
-        out.append(format_buckets(report["by_length"]["buckets"]))
+        out.append(f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}")
+        for r in report["by_length"]["buckets"]:
+            bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
+            out.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
     return "\n".join(out)
-
-
-def format_buckets(rows: Sequence[dict]) -> str:
-    """The by-length rows as an aligned plain-text table."""
-    lines = [f"{'source words':>12}  {'sentences':>9}  {'BLEU':>6}"]
-    for r in rows:
-        bleu = "-" if r["bleu"] is None else f"{r['bleu']:.2f}"
-        lines.append(f"{r['bucket']:>12}  {r['sentences']:>9}  {bleu:>6}")
-    return "\n".join(lines)

@@ -1,7 +1,6 @@
 """``seq2seq export``: a run's weights and tokenizer alone, for deployment: ``DIR/model.pt``
 (``weights.py``) or a CTranslate2 model folder (``ctranslate2.py``), written whole or not at all
-(``folder.py``).
-"""
+(``folder.py``)."""
 
 
 class ExportError(ValueError):

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -73,11 +72,8 @@ def import_ctranslate2():
 
 def quantization(dtype: str, quantize: str | None) -> str:
     """CTranslate2's weight type for ``--dtype`` and ``--quantize``: float32, float16, bfloat16,
-    int8 (int8 weights, the rest fp32), int8_float16, int8_bfloat16.
-
-    Raises:
-        ExportError: an unknown ``quantize``.
-    """
+    int8 (int8 weights, the rest fp32), int8_float16, int8_bfloat16; raises ExportError for an
+    unknown ``dtype`` or ``quantize``."""
     check_dtype(dtype)
     if quantize not in (None, "int8"):
         raise ExportError(f"--quantize {quantize}: only int8 is offered")
@@ -122,12 +118,6 @@ def _ffn(spec, ffn, norm) -> None:
     _norm(spec.layer_norm, norm)
 
 
-def _positions(model: Transformer):
-    if model.cfg.learned_positions:
-        return _np(model.pos)
-    return _np(sinusoidal_positions(model.cfg.max_positions, model.cfg.d_model))
-
-
 def transformer_spec(model: Transformer, tok: Tokenizer):
     """CTranslate2's ``TransformerSpec`` holding ``model``'s weights and ``tok``'s pieces
     (validated by the caller). See the module docstring for the mapping."""
@@ -136,18 +126,9 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     from ctranslate2.specs import transformer_spec as ts
 
     cfg = model.cfg
-    encoder = ts.TransformerEncoderSpec(
-        cfg.n_encoder_layers,
-        cfg.n_heads,
-        pre_norm=cfg.pre_norm,
-        activation=common_spec.Activation.RELU,
-    )
-    decoder = ts.TransformerDecoderSpec(
-        cfg.n_decoder_layers,
-        cfg.n_heads,
-        pre_norm=cfg.pre_norm,
-        activation=common_spec.Activation.RELU,
-    )
+    stack = {"pre_norm": cfg.pre_norm, "activation": common_spec.Activation.RELU}
+    encoder = ts.TransformerEncoderSpec(cfg.n_encoder_layers, cfg.n_heads, **stack)
+    decoder = ts.TransformerDecoderSpec(cfg.n_decoder_layers, cfg.n_heads, **stack)
     spec = ts.TransformerSpec(encoder, decoder)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.decoder_start_token = tok.tgt_sp.id_to_piece(tok.bos_id)
@@ -155,7 +136,9 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     spec.config.eos_token = tok.tgt_sp.id_to_piece(tok.eos_id)
     spec.config.unk_token = tok.tgt_sp.id_to_piece(tok.unk_id)
 
-    positions = _positions(model)
+    positions = _np(
+        model.pos if cfg.learned_positions else sinusoidal_positions(cfg.max_positions, cfg.d_model)
+    )
     encoder.embeddings[0].weight = _np(model.src_embed.weight)
     encoder.scale_embeddings = True  # x sqrt(d_model), as Transformer._embed
     encoder.position_encodings.encodings = positions
@@ -186,15 +169,6 @@ def _pieces(sp) -> list[str]:
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
-def check_convertible(cfg_model: Any, source: Path) -> None:
-    """Raises ExportError for a model family CTranslate2 cannot run (every RNN family)."""
-    if cfg_model.name != "transformer":
-        raise ExportError(
-            f"{source}: --format ctranslate2 converts the transformer family only; this run is "
-            f"{cfg_model.name}, and CTranslate2 has no RNN decoders (export it without --format)"
-        )
-
-
 def export_ctranslate2(
     run: str | Path,
     out: str | Path,
@@ -204,16 +178,15 @@ def export_ctranslate2(
 ) -> Exported:
     """Convert ``run``'s Transformer into the CTranslate2 folder ``out``, atomically: CTranslate2's
     ``model.bin``, ``config.json`` and vocabulary JSON files, our sentencepiece models,
-    ``seq2seq_export.json`` and the run's decode.yaml.
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.
-        ExportError: ctranslate2 missing; a non-Transformer run; as ``check_output``.
-    """
+    ``seq2seq_export.json`` and the run's decode.yaml. Raises as ``read_source``, and
+    ExportError for ctranslate2 missing or a non-Transformer run."""
     qtype = quantization(dtype, quantize)
     source, ckpt, (model, tok, cfg) = read_source(run, Path(out), overwrite)
-    check_convertible(cfg.model, source)
-    import_ctranslate2()
+    if cfg.model.name != "transformer":  # every RNN family
+        raise ExportError(
+            f"{source}: --format ctranslate2 converts the transformer family only; this run is "
+            f"{cfg.model.name}, and CTranslate2 has no RNN decoders (export it without --format)"
+        )
     spec = transformer_spec(model, tok)
     spec.validate()
     spec.optimize(quantization=qtype)

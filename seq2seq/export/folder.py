@@ -43,11 +43,8 @@ class Exported:
 
 def read_source(run: str | Path, out: Path, overwrite: bool) -> tuple[Path, dict, Any]:
     """The checkpoint ``run`` names, once ``out`` is known to be writable: its path, its dict
-    and its (model, tokenizer, config) (a checkpoint whose weights misfit its config is refused).
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.  ExportError: as ``check_output``.
-    """
+    and its (model, tokenizer, config). Raises CheckpointError for nothing readable at ``run``
+    (or weights that misfit its config), ExportError as ``check_output``."""
     source = resolve_checkpoint(run)
     check_output(out, source, overwrite)
     ckpt = load_checkpoint(source)
@@ -71,13 +68,10 @@ def write_export(
 
 
 def check_output(out: Path, source: Path, overwrite: bool) -> None:
-    """Refuse, in one line, an output folder the export may not write.
-
-    Raises:
-        ExportError: ``out`` is a file; it exists and ``overwrite`` is not given; with
-            ``overwrite`` it holds something other than an earlier export (it is never emptied
-            for us); or the checkpoint being exported lies inside it (the run folder itself).
-    """
+    """Refuse, in one line (ExportError), an output folder the export may not write: ``out`` is a
+    file; it exists and ``overwrite`` is not given; with ``overwrite`` it holds something other
+    than an earlier export (it is never emptied for us); or the checkpoint being exported lies
+    inside it (the run folder itself)."""
     if out.exists() and not out.is_dir():
         raise ExportError(f"-o {out}: is a file; give a folder for the export")
     src = source.resolve()
@@ -103,10 +97,7 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
     """Make ``out`` with ``fill(tmp)``: a new folder beside it that ``fill`` writes into, every
     file fsync'ed, then renamed to ``out`` (an earlier ``out`` is moved aside first and removed
     after). An error in ``fill`` removes the temporary folder and leaves ``out`` as it was.
-
-    Returns:
-        Each file's name (relative to ``out``) and size in bytes.
-    """
+    Returns each file's name (relative to ``out``) and size in bytes."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     old = None
@@ -128,11 +119,10 @@ def write_folder(out: Path, fill: Callable[[Path], None]) -> dict[str, int]:
         if old is not None and not out.exists():
             os.replace(old / out.name, out)  # the earlier export back in its place
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
     return files
 
 

@@ -1,11 +1,6 @@
-"""``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else.
-
-``DIR/model.pt`` is a checkpoint like any other (format tag, config, weights, tokenizer protos,
-the target vocabulary when the run's checkpoint has one) without what only a resume needs
-(optimizer, gradient scaler, RNG states, training position); ``exported_from`` records the
-checkpoint read, its step and the weights' dtype. fp16 or bf16 weights are widened back to fp32
-when loaded, so decoding computes in fp32 with rounded weights (docs/overview.md).
-"""
+"""``seq2seq export RUN -o DIR``: the weights and tokenizer of a run's checkpoint, nothing else,
+as ``DIR/model.pt`` (``export_payload``). fp16 or bf16 weights are widened back to fp32 when
+loaded, so decoding computes in fp32 with rounded weights (docs/overview.md)."""
 
 from __future__ import annotations
 
@@ -29,12 +24,8 @@ def check_dtype(dtype: str) -> torch.dtype:
 
 def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torch.Tensor]:
     """The floating-point tensors of a state dict in ``dtype`` (others as they are); tensors that
-    share storage (tied embeddings) are cast once and stay shared.
-
-    Raises:
-        ExportError: a weight has values beyond ``dtype``'s range (fp16's 65504), which would
-            become inf.
-    """
+    share storage (tied embeddings) are cast once and stay shared. Raises ExportError for a
+    weight with values beyond ``dtype``'s range (fp16's 65504), which would become inf."""
     target = check_dtype(dtype)
     done: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], torch.Tensor] = {}
     out = {}
@@ -57,8 +48,10 @@ def cast_weights(weights: dict[str, torch.Tensor], dtype: str) -> dict[str, torc
 
 
 def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
-    """The checkpoint dict of an export: config, weights (in ``dtype``), tokenizer, target
-    vocabulary (when ``ckpt`` has one), provenance."""
+    """The checkpoint dict of an export: a checkpoint like any other (config, weights in ``dtype``,
+    tokenizer protos, the target vocabulary when ``ckpt`` has one) without what only a resume
+    needs (optimizer, gradient scaler, RNG states, training position); ``exported_from`` records
+    the checkpoint read, its step and the weights' dtype."""
     state = ckpt.get("train_state") or {}
     return {
         "config": ckpt["config"],
@@ -77,12 +70,8 @@ def export_payload(ckpt: dict, source: Path, dtype: str) -> dict:
 def export_checkpoint(
     run: str | Path, out: str | Path, dtype: str = "fp32", overwrite: bool = False
 ) -> Exported:
-    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run``, atomically.
-
-    Raises:
-        CheckpointError: nothing readable at ``run``.
-        ExportError: as ``check_output``, ``check_dtype`` and ``cast_weights``.
-    """
+    """Write ``out/model.pt`` (and the run's decode.yaml) from ``run``, atomically; raises as
+    ``read_source``, ``check_dtype`` and ``cast_weights``."""
     check_dtype(dtype)
     source, ckpt, _ = read_source(run, Path(out), overwrite)
     payload = export_payload(ckpt, source, dtype)

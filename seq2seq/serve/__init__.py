@@ -1,7 +1,6 @@
 """``seq2seq serve``: a local page and JSON API to compare trained runs side by side: ``runs``
-loads them once, ``engine`` answers a request, ``study`` reads a ``compare`` results file, ``app``
-serves FastAPI routes with uvicorn, ``static/`` holds the page.
-"""
+loads them (and a ``compare`` results file) once, ``engine`` answers a request, ``app`` serves
+FastAPI routes with uvicorn, ``static/`` holds the page."""
 
 
 class ServeError(ValueError):

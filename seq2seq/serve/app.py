@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,16 +32,15 @@ from starlette.concurrency import run_in_threadpool
 from seq2seq.decoding.quantize import quantize_model
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
+    MAX_BEAM,
     Limits,
     RequestError,
     Stopped,
     TranslateRequest,
     check_request,
-    limits_info,
     translate_checked,
 )
-from seq2seq.serve.runs import ServedModel, load_runs
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import ServedModel, load_runs, load_study
 
 log = logging.getLogger("seq2seq")
 
@@ -115,11 +115,8 @@ class TranslationQueue:
 
     async def run(self, work: Callable[[Callable[[], bool]], Any], request: Request) -> Any:
         """``work(stop)``'s result, computed in a worker thread; ``stop()`` turns true once the
-        answer is no longer wanted.
-
-        Raises:
-            Busy: every worker and queue place is taken, or the time limit passed.
-        """
+        answer is no longer wanted. Raises Busy when every worker and queue place is taken, or
+        the time limit passed."""
         lim = self.limits
         with self.lock:
             full = self.taken >= lim.workers + lim.max_queued
@@ -190,7 +187,7 @@ def create_app(
     served: Sequence[ServedModel], study: dict | None = None, limits: Limits = Limits()
 ) -> FastAPI:
     """The application over models loaded once (``runs.load_runs``) and an optional study
-    (``study.load_study``)."""
+    (``runs.load_study``)."""
     queue = TranslationQueue(limits)
 
     @asynccontextmanager
@@ -202,21 +199,16 @@ def create_app(
     app = FastAPI(title="seq2seq serve", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.translations = queue
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
-    pages = {
-        route: (resources.files("seq2seq.serve").joinpath("static", name).read_bytes(), media)
-        for route, (name, media) in STATIC.items()
-    }
-    for route, (body, media) in pages.items():
+    for route, (name, media) in STATIC.items():
+        body = resources.files("seq2seq.serve").joinpath("static", name).read_bytes()
         app.add_api_route(route, _static(body, media), methods=["GET"], include_in_schema=False)
 
-    # The routes other than /translate are async: they run on the event loop, never behind
-    # the translations (which wait for their own worker threads).
     @app.get("/models")
     async def models() -> dict[str, Any]:
         """The loaded models (name, family, parameters, training summary), limits, study."""
         return {
             "models": [m.info for m in served],
-            "limits": limits_info(limits),
+            "limits": {**asdict(limits), "max_beam": MAX_BEAM},
             "study": study is not None,
         }
 
@@ -251,15 +243,12 @@ def _static(body: bytes, media: str):
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(Busy)
-    async def busy(request: Request, e: Busy) -> JSONResponse:
-        response = _error(str(e), e.status)
-        response.headers["Retry-After"] = str(e.retry_after)
-        return response
-
     @app.exception_handler(RequestError)
     async def refused(request: Request, e: RequestError) -> JSONResponse:
-        return _error(str(e), e.status)
+        response = _error(str(e), e.status)
+        if isinstance(e, Busy):
+            response.headers["Retry-After"] = str(e.retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, e: RequestValidationError) -> JSONResponse:
@@ -290,11 +279,8 @@ def validation_message(errors: Sequence[dict]) -> str:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A bound, listening TCP socket (port 0 picks a free port).
-
-    Raises:
-        ServeError: the address cannot be used (port taken, unknown host, no permission).
-    """
+    """A bound, listening TCP socket (port 0 picks a free port); raises ServeError for an address
+    that cannot be used (port taken, unknown host, no permission)."""
     try:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         sock = socket.socket(info[0], socket.SOCK_STREAM)
@@ -308,8 +294,8 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_server(app: FastAPI, sock: socket.socket) -> uvicorn.Server:
-    """A uvicorn server for ``app`` on ``sock`` (run it with ``server.run(sockets=[sock])``)."""
+def make_server(app: FastAPI) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (run it with ``server.run(sockets=[sock])``)."""
     return uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
 
 
@@ -317,7 +303,7 @@ def start_in_thread(app: FastAPI, host: str = "127.0.0.1") -> tuple[uvicorn.Serv
     """Serve ``app`` on a free port from a daemon thread (tests, screenshots); returns the
     server (``server.should_exit = True`` stops it) and the page's URL, once it accepts."""
     sock = listen(host, 0)
-    server = make_server(app, sock)
+    server = make_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started and thread.is_alive():
@@ -361,4 +347,4 @@ def serve(
         )
     names = ", ".join(f"{m.name} ({m.info['family']}, {m.device})" for m in served)
     log.info("serving %s at %s (Ctrl-C to stop)", names, url(host, sock.getsockname()[1]))
-    make_server(app, sock).run(sockets=[sock])
+    make_server(app).run(sockets=[sock])

@@ -14,23 +14,15 @@ from contextlib import contextmanager
 
 from seq2seq.serve import ServeError
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+CHROMIUM_ARGS = (
+    "--headless --no-sandbox --disable-gpu --disable-background-networking "
+    "--disable-component-update --disable-sync --no-first-run"
+).split()
 
 
 def chromium_path() -> str:
-    """``$SEQ2SEQ_CHROMIUM``, else ``/usr/bin/chromium``.
-
-    Raises:
-        ServeError: no such file (says how to install Debian's package).
-    """
+    """``$SEQ2SEQ_CHROMIUM``, else ``/usr/bin/chromium``; raises ServeError, saying how to install
+    Debian's package, where there is no such file."""
     path = os.environ.get("SEQ2SEQ_CHROMIUM", "/usr/bin/chromium")
     if not os.path.isfile(path):
         raise ServeError(
@@ -43,12 +35,8 @@ def chromium_path() -> str:
 @contextmanager
 def chromium_page(width: int = 1500, height: int = 1000) -> Iterator:
     """A Playwright ``Page`` in headless Chromium with a ``width`` x ``height`` viewport (CSS
-    pixels); the browser closes on exit.
-
-    Raises:
-        ServeError: Chromium not found (see ``chromium_path``).
-        ImportError: playwright is not installed (``pip install -e '.[browser]'``).
-    """
+    pixels); the browser closes on exit. Raises ServeError as ``chromium_path``, ImportError
+    without playwright (``pip install -e '.[browser]'``)."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium_path()
@@ -62,13 +50,9 @@ def chromium_page(width: int = 1500, height: int = 1000) -> Iterator:
 
 def translate_in_page(page, url: str, text: str, timeout_ms: int = 60_000) -> dict[str, float]:
     """Open the page at ``url`` (if not there yet), type ``text`` into it, press Enter and wait
-    until every model's translation is shown.
-
-    Returns:
-        ``{"page_ms": ..., "wall_ms": ...}``: milliseconds from the Enter key to the last model's
-        card filled, as the page measures it (``performance.now()``) and as seen from here
-        (including the browser round trips).
-    """
+    until every model's translation is shown; returns ``{"page_ms", "wall_ms"}``, milliseconds
+    from the Enter key to the last model's card filled, as the page measures it
+    (``performance.now()``) and as seen from here (including the browser round trips)."""
     if page.url != url:
         page.goto(url)
     page.wait_for_selector("body[data-state=ready], body[data-state=done]", timeout=timeout_ms)

@@ -1,18 +1,16 @@
 """One ``POST /translate`` request: text -> every chosen model's greedy and beam translations, with
-log-probabilities, decode times and cross-attention maps (docs/serve.md gives the JSON).
+log-probabilities, decode times and cross-attention maps (docs/serve.md gives the JSON). Text is
+read as ``translate`` reads it (``split_lines``, ``data.text.clean_line``, a blank line answered
+``null``), but an over-long source is refused (413), not cut.
 
 Shape notation: L decoder layers, H heads, T output tokens (EOS included), S source tokens.
-
-Text is read as ``translate`` reads it (docs/data.md, data hygiene): lines split at ``\\n`` only
-(``split_lines``), cleaned by ``data.text.clean_line``, a blank line answered ``null``. Unlike
-``translate``, the server refuses an over-long source (413) instead of cutting it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -84,7 +82,16 @@ class TranslateRequest(BaseModel):
     @field_validator("text")
     @classmethod
     def _text_is_unicode(cls, text: str) -> str:
-        check_unicode(text)
+        """Refuse a lone UTF-16 surrogate (JSON's ``"\\ud83d"``), which is no character: one line
+        naming its position (from 1)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"character {e.start + 1} is a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}), "
+                "not text; send valid Unicode (in JSON a \\ud83d escape needs its pair, e.g. "
+                "\\ud83d\\ude00)"
+            ) from None
         return text
 
     @model_validator(mode="after")
@@ -92,23 +99,6 @@ class TranslateRequest(BaseModel):
         if self.beam is not None and self.n_best > self.beam:
             raise ValueError(f"n_best ({self.n_best}) cannot exceed beam ({self.beam})")
         return self
-
-
-def check_unicode(text: str) -> None:
-    """Refuse text the tokenizer cannot encode: JSON may carry a lone UTF-16 surrogate
-    (``"\\ud83d"``), which is no character at all.
-
-    Raises:
-        ValueError: one line naming the first such character's position (from 1).
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(
-            f"character {e.start + 1} is a lone UTF-16 surrogate (U+{ord(text[e.start]):04X}), "
-            "not text; send valid Unicode (in JSON a \\ud83d escape needs its pair, e.g. "
-            "\\ud83d\\ude00)"
-        ) from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -124,23 +114,11 @@ class Stopped(Exception):
     """A translation given up before its next model: its client left or its time ran out."""
 
 
-def translate_request(
-    served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
-) -> dict[str, Any]:
-    """Answer one request: ``{"sources": [cleaned line, ...], "models": [one result per chosen
-    model, in server order]}`` (``check_request`` then ``translate_checked``; raises as they do).
-    """
-    return translate_checked(*check_request(served, req, limits), req)
-
-
 def check_request(
     served: Sequence[ServedModel], req: TranslateRequest, limits: Limits
 ) -> tuple[list[str], list[ServedModel]]:
-    """Every check before any decoding: the cleaned source lines and the chosen models.
-
-    Raises:
-        RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model.
-    """
+    """Every check before any decoding: the cleaned source lines and the chosen models. Raises
+    RequestError: 413 for text, lines or a source over ``limits``; 422 for an unknown model."""
     if len(req.text) > limits.max_chars:
         raise RequestError(
             413, f"text has {len(req.text)} characters; the limit is {limits.max_chars}"
@@ -167,12 +145,8 @@ def translate_checked(
     req: TranslateRequest,
     stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
-    """The answer for ``check_request``'s lines and models, one model after the other.
-
-    Raises:
-        Stopped: ``stop()`` was true before a model, or once its lock was free (a model's
-            decoding is never cut short).
-    """
+    """The answer for ``check_request``'s lines and models, one model after the other; raises
+    Stopped when ``stop()`` is true before a model (see ``translate_with``)."""
     models = []
     for m in chosen:
         if stop():
@@ -182,11 +156,8 @@ def translate_checked(
 
 
 def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[ServedModel]:
-    """The models named (in server order), or all of them for None.
-
-    Raises:
-        RequestError: 422 for a name the server does not hold, or an empty list.
-    """
+    """The models named (in server order), or all of them for None; raises RequestError (422) for
+    a name the server does not hold, or an empty list."""
     if names is None:
         return list(served)
     known = {m.name for m in served}
@@ -210,24 +181,15 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
 
 
 SERVE_BEAM = 5
-"""The beam of a run whose decode settings search greedily (every zoo config until tune-decode
-has tuned it): the page still shows a beam translation beside greedy's."""
 
 
 def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
     """The request's beam, else the run's ``decode.beam_size`` when its settings search with a
-    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``."""
+    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM`` (every zoo config until
+    tune-decode has tuned it): the page still shows a beam translation beside greedy's."""
     if req.beam is not None:
         return req.beam
     return base.beam_size if base.method == "beam" else SERVE_BEAM
-
-
-def decode_configs(base: DecodeConfig, req: TranslateRequest) -> tuple[DecodeConfig, DecodeConfig]:
-    """The run's decode settings with the request's beam and length penalty (null: the run's):
-    (greedy, beam)."""
-    alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
-    greedy = base.with_method("greedy", length_penalty=alpha)
-    return greedy, base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
 
 
 def translate_with(
@@ -237,13 +199,13 @@ def translate_with(
     stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """Greedy (and, with ``beam`` > 1, beam) translations of ``sources`` by one model, holding its
-    lock; decode times are wall milliseconds for all the lines together.
-
-    Raises:
-        Stopped: ``stop()`` was true once the lock was free (another request may have held it
-            long).
-    """
-    greedy_cfg, beam_cfg = decode_configs(m.cfg.decode, req)
+    lock; decode times are wall milliseconds for all the lines together. Raises Stopped when
+    ``stop()`` is true once the lock is free (another request may have held it long); a model's
+    decoding is never cut short."""
+    base = m.cfg.decode  # with the request's beam and length penalty (null: the run's)
+    alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
+    greedy_cfg = base.with_method("greedy", length_penalty=alpha)
+    beam_cfg = base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
     beam: list[Translation | None] = [None] * len(sources)
     beam_ms = None
     with m.lock:
@@ -323,8 +285,3 @@ def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> lis
     tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.device)
     maps = m.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
     return ((maps[0].double() * 1e4).round() / 1e4).tolist()
-
-
-def limits_info(limits: Limits) -> dict[str, int | float]:
-    """The limits as JSON values, for the page and scripts (``GET /models``)."""
-    return {**asdict(limits), "max_beam": MAX_BEAM}

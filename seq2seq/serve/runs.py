@@ -1,7 +1,6 @@
-"""The runs a server holds: fixed at start, loaded once, each behind its own lock.
-
-Nothing a request carries ever names a file: requests pick models by the names given here.
-"""
+"""What a server holds, fixed at start and read once: the runs, each behind its own lock, and the
+``--study`` results. Nothing a request carries ever names a file: requests pick models by the
+names given here."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ class ServedModel:
     """One loaded run.
 
     Attributes:
-        name: the run's name in requests and on the page (NAME=PATH's NAME, else its folder's name,
-            made unique).
+        name: the run's name in requests and on the page (``name_runs``).
         attention: (L, H) decoder layers and heads of its cross-attention maps, or None for a
             model without attention (the fixed-vector ``rnn``).
         info: what the page shows about it (``model_info``).
@@ -59,21 +57,16 @@ def load_runs(paths: Sequence[str | Path], device: str | None = None) -> list[Se
     Raises:
         ServeError: an empty, duplicate or malformed NAME (before anything is loaded).
         CheckpointError: a path holds no readable checkpoint.
-        ConfigError: an unknown device, or CUDA asked for but absent.
+        ConfigError: an unknown device, CUDA asked for but absent, or no room for output.
     """
     return [served_model(load(path, device), name) for name, path in name_runs(paths)]
 
 
 def split_name(arg: str | Path) -> tuple[str | None, Path]:
-    """``(NAME, PATH)`` of a ``NAME=PATH`` string, ``(None, path)`` for a plain path.
-
-    A ``Path``, and a string naming a file or folder that exists (``runs/lr=0.1``), is a path
-    whatever it holds; any other string with ``=`` is split at its first ``=``.
-
-    Raises:
-        ServeError: the NAME is empty or not a simple label (letters, digits, ``.``, ``_``,
-            ``-``; a letter or digit first; at most 64 characters), or the PATH is empty.
-    """
+    """``(NAME, PATH)`` of a ``NAME=PATH`` string, ``(None, path)`` for a plain path: a ``Path``,
+    and a string naming a file or folder that exists (``runs/lr=0.1``), is a path whatever it
+    holds; any other string with ``=`` is split at its first ``=``. Raises ServeError for an
+    empty PATH, or a NAME that is empty or not a simple label (``NAME_RE``)."""
     if isinstance(arg, Path) or "=" not in arg or Path(arg).exists():
         return None, Path(arg)
     name, path = arg.split("=", 1)
@@ -92,13 +85,8 @@ def split_name(arg: str | Path) -> tuple[str | None, Path]:
 def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
     checkpoint's folder's name (or the file's stem), with ``-2``, ``-3`` ... added where another
-    run has it (a given name is kept; a folder's name steps aside).
-
-    Raises:
-        ServeError: a NAME that ``split_name`` refuses, or one given twice (before any path is
-            looked at).
-        CheckpointError: a path holds no checkpoint.
-    """
+    run has it (a given name is kept; a folder's name steps aside). Raises as ``load_runs``: a
+    NAME refused or given twice before any path is looked at."""
     specs = [split_name(p) for p in paths]
     given = [name for name, _ in specs if name is not None]
     for name in given:
@@ -121,11 +109,8 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
 
 def served_model(run: Translator, name: str) -> ServedModel:
     """A loaded run, its attention probed and described; says where its decode settings came
-    from (``Translator.decode_settings``).
-
-    Raises:
-        ConfigError: decode settings that leave no room for output.
-    """
+    from (``Translator.decode_settings``). Raises ConfigError for decode settings that leave no
+    room for output."""
     run.decode_settings()
     source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
     attention = attention_shape(run.model, run.device)
@@ -178,3 +163,75 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "run_dir": str(ckpt_path.parent),
         "training": training,
     }
+
+
+def load_study(folder: str | Path) -> dict[str, Any]:
+    """``--study DIR``: read the ``results.json`` of a ``seq2seq compare --out DIR`` study and keep
+    what the page's BLEU-by-length plot needs; requests only ever get this copy. Raises ServeError
+    for no results.json there, or one that is not a compare study's.
+
+    Returns:
+        ``{"budget", "machine", "exact_match", "buckets", "modes", "findings", "models"}``; each
+        model has ``name``, ``family``, ``attention``, ``steps``, ``parameters`` and, per decode
+        mode (``greedy``, ``beam5``, ... or the Multi30k study's ``beam``), ``bleu``, ``chrf``
+        and ``by_length`` rows ``{"bucket", "sentences", "bleu", "exact"}``.
+    """
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        raise ServeError(
+            f"{path}: not found; --study takes the folder `seq2seq compare --out` wrote"
+        )
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        models = [_model(m) for m in raw["models"]]
+        buckets = [int(b) for b in raw["buckets"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ServeError(
+            f"{path}: not a results.json written by seq2seq compare ({type(e).__name__}: {e})"
+        ) from None
+    modes = sorted({mode for m in models for mode in m["decodes"]}, key=_mode_order)
+    # the sentence under the plot: the Multi30k study's verdict, or a synthetic study's BLEU finding
+    found = raw.get("findings")
+    finding = found.get("verdict") or found.get("bleu") if isinstance(found, dict) else None
+    return {
+        "budget": raw.get("budget"),
+        "machine": raw.get("machine"),
+        "exact_match": bool(raw.get("exact_match")),
+        "buckets": buckets,
+        "modes": modes,
+        "findings": finding,
+        "models": models,
+    }
+
+
+def _model(m: dict) -> dict[str, Any]:
+    decodes = {
+        mode: {
+            "bleu": d.get("bleu"),
+            "chrf": d.get("chrf"),
+            "by_length": [
+                {
+                    "bucket": str(row["bucket"]),
+                    "sentences": int(row["sentences"]),
+                    "bleu": None if row.get("bleu") is None else float(row["bleu"]),
+                    "exact": None if row.get("exact") is None else float(row["exact"]),
+                }
+                for row in d["by_length"]
+            ],
+        }
+        for mode, d in m["decodes"].items()
+    }
+    return {
+        "name": str(m["name"]),
+        "family": m.get("family"),
+        "attention": m.get("attention"),
+        "steps": m.get("steps"),
+        "parameters": m.get("parameters"),
+        "decodes": decodes,
+    }
+
+
+def _mode_order(mode: str) -> tuple[int, str]:
+    """greedy first, then beams by size (the Multi30k study's one tuned ``beam`` after greedy)."""
+    digits = "".join(c for c in mode if c.isdigit())
+    return (0 if mode == "greedy" else 1 + int(digits or 0), mode)

@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from seq2seq.cli import app as cli_app
 from seq2seq.serve.app import create_app, start_in_thread
 from seq2seq.serve.engine import Limits
-from seq2seq.serve.runs import load_runs
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import load_runs, load_study
 from tests.serve_runs import MODELS, STEPS
 from tests.toys import REPO
 

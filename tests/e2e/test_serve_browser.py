@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from seq2seq.serve.app import create_app, start_in_thread
-from seq2seq.serve.runs import load_runs
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import load_runs, load_study
 from tests.serve_runs import MODELS, train_tiny_runs
 from tests.toys import REPO
 

@@ -152,7 +152,7 @@ def test_translate_quantize_int8_through_the_cli(synth_run, tmp_path, monkeypatc
 
 def test_serve_quantizes_its_models_on_the_cpu(synth_run, monkeypatch, capsys):
     from seq2seq.serve import app
-    from seq2seq.serve.engine import Limits, TranslateRequest, translate_request
+    from seq2seq.serve.engine import Limits, TranslateRequest, check_request, translate_checked
     from seq2seq.serve.runs import load_runs
 
     seen = {}
@@ -164,7 +164,7 @@ def test_serve_quantizes_its_models_on_the_cpu(synth_run, monkeypatch, capsys):
     for m in served:
         m.model = quantize_model(m.model, "int8")
     req = TranslateRequest(text="Ein hund läuft.\nDie katze.", beam=2)
-    res = translate_request(served, req, Limits())
+    res = translate_checked(*check_request(served, req, Limits()), req)
     [model] = res["models"]
     assert len(model["lines"]) == 2
     assert all(line["greedy"]["text"] is not None for line in model["lines"])

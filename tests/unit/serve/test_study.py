@@ -1,11 +1,11 @@
-"""``seq2seq/serve/study.py``: a study folder that cannot be served is named."""
+"""``seq2seq/serve/runs.py`` ``load_study``: a study folder that cannot be served is named."""
 
 from __future__ import annotations
 
 import pytest
 
 from seq2seq.serve import ServeError
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import load_study
 
 
 def test_study_folder_errors_name_the_file(tmp_path):

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from seq2seq.serve.study import load_study
+from seq2seq.serve.runs import load_study
 from seq2seq.study import verdict, verdict_v1
 from seq2seq.study.report import write_report
 from seq2seq.study.report.figure import FIGURE, seed_bands
