@@ -35,70 +35,36 @@ Quantize = option(
 )
 
 # The search options by parameter name, in --help's order: DecodeConfig fields (--beam is
-# beam_size); None = the run's setting.
-SEARCH = {
-    "beam": option(
-        int | None,
-        "--beam",
-        help="Beam size K, 1 to 1000; implies --method beam [default: the run's].",
-    ),
-    "method": option(
-        str | None,
-        "--method",
-        metavar="METHOD",
-        help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+# beam_size), their type and help; None = the run's setting.
+_SEARCH_HELP = {
+    "beam": (int, "Beam size K, 1 to 1000; implies --method beam [default: the run's]."),
+    "method": (
+        str,
+        f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
         "run's decode.method].",
     ),
-    "temperature": option(
-        float | None,
-        "--temperature",
-        help="sample: softmax(logits / T), T > 0 [default: the run's, 1].",
+    "temperature": (float, "sample: softmax(logits / T), T > 0 [default: the run's, 1]."),
+    "top_k": (int, "sample: only the K most probable tokens [default: the run's, all]."),
+    "top_p": (float, "sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."),
+    "seed": (int, "sample: seed of the draws [default: the run's, none = new draws]."),
+    "no_repeat_ngram": (
+        int,
+        "Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
     ),
-    "top_k": option(
-        int | None,
-        "--top-k",
-        help="sample: only the K most probable tokens [default: the run's, all].",
+    "length_penalty": (
+        float,
+        "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
     ),
-    "top_p": option(
-        float | None,
-        "--top-p",
-        help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens].",
-    ),
-    "seed": option(
-        int | None,
-        "--seed",
-        help="sample: seed of the draws [default: the run's, none = new draws].",
-    ),
-    "no_repeat_ngram": option(
-        int | None,
-        "--no-repeat-ngram",
-        metavar="N",
-        help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
-    ),
-    "length_penalty": option(
-        float | None,
-        "--length-penalty",
-        help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
-    ),
-    "min_len": option(
-        int | None,
-        "--min-len",
-        help="Tokens required before EOS [default: the run's decode.min_len].",
-    ),
-    "max_len_a": option(
-        float | None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
-    ),
-    "max_len_b": option(
-        int | None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
-    ),
-    "max_src_len": option(
-        int | None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
-    ),
-    "batch_size": option(
-        int | None,
-        "--batch-size",
-        help="Sentences per batch [default: the run's decode.batch_size].",
-    ),
+    "min_len": (int, "Tokens required before EOS [default: the run's decode.min_len]."),
+    "max_len_a": (float, "Output length limit a*src_len+b: a [default: the run's]."),
+    "max_len_b": (int, "Output length limit a*src_len+b: b [default: the run's]."),
+    "max_src_len": (int, "Cut longer sources to this many tokens, with a warning."),
+    "batch_size": (int, "Sentences per batch [default: the run's decode.batch_size]."),
+}
+METAVARS = {"method": "METHOD", "no_repeat_ngram": "N"}
+SEARCH = {
+    name: option(kind | None, metavar=METAVARS.get(name), help=text)
+    for name, (kind, text) in _SEARCH_HELP.items()
 }
 BatchSize = SEARCH["batch_size"]  # tune-decode's too
 

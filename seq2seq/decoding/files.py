@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import re
 import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -62,17 +61,11 @@ AttentionSink = Callable[[list[Translation], int], object]
 # The n-best TSV's hypothesis field escapes backslash, tab, newline and carriage return as linear
 # TSV and PostgreSQL's text format do, so every row has three fields and one line.
 _TSV_ESCAPE = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-_TSV_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 
 def escape_tsv_field(text: str) -> str:
     """``text`` as one n-best TSV field: no tab, newline or carriage return, backslashes doubled."""
     return text.translate(_TSV_ESCAPE)
-
-
-def unescape_tsv_field(field: str) -> str:
-    """The text an n-best TSV field holds (``escape_tsv_field`` reversed)."""
-    return re.sub(r"\\([\\tnr])", lambda m: _TSV_UNESCAPE[m[1]], field)
 
 
 @dataclass

@@ -15,24 +15,11 @@ from collections.abc import Callable
 from torch import Tensor
 
 from seq2seq.config import ConfigError, DecodeConfig
-from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
+from seq2seq.decoding.base import Hypothesis
 from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sample import sample_search
 from seq2seq.models.base import Seq2SeqModel
-
-__all__ = [
-    "SEARCHES",
-    "Hypothesis",
-    "SearchFn",
-    "beam_search",
-    "check_n_best",
-    "greedy_search",
-    "length_penalty",
-    "max_lengths",
-    "sample_search",
-    "search",
-]
 
 SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], list[list[Hypothesis]]]
 

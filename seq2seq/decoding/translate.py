@@ -22,7 +22,8 @@ from seq2seq.console import counted
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
-from seq2seq.decoding.search import Hypothesis, check_n_best, max_lengths, search
+from seq2seq.decoding.base import Hypothesis, max_lengths
+from seq2seq.decoding.search import check_n_best, search
 from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
