@@ -1,7 +1,5 @@
-"""What every command shares: the one-line user error, its printing, the mapping of library
-errors and ``-`` paths to what the commands need, and the output paths checked before the work, so
-that no finished translation, sweep, average or training is thrown away on a path that was never
-writable (``check_writable``) or replaces what the command reads (``check_not_input``)."""
+"""What every command shares: the one-line user error and its printing, library errors mapped to
+it, and the output paths checked before the work (``check_writable``, ``check_not_input``)."""
 
 from __future__ import annotations
 
@@ -37,6 +35,11 @@ def warn(msg: str, head: tuple[str, str] = ("warning: ", "bold yellow")) -> None
 OPTION_OF_FIELD = {"beam_size": "beam"}
 
 
+def flag_of(field: str) -> str:
+    """A config field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
+    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
+
+
 @contextmanager
 def user_errors():
     """Bad user input found by the library becomes a one-line ``UserError``: a ValueError keeps its
@@ -50,12 +53,10 @@ def user_errors():
         yield
     except ValidationError as e:
         err = e.errors()[0]
-        field = str(err["loc"][0])
-        option = OPTION_OF_FIELD.get(field, field).replace("_", "-")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] in RANGE_ERRORS and (valid := valid_range(e.title, err["loc"])):
             msg += f", not {err['input']} (valid: {valid})"
-        raise UserError(f"--{option}: {msg}") from None
+        raise UserError(f"{flag_of(str(err['loc'][0]))}: {msg}") from None
     except ValueError as e:
         raise UserError(str(e)) from None
 
@@ -90,15 +91,13 @@ RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json"
 def check_writable(
     path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
 ) -> None:
-    """Refuse in one line (starting with ``option``, ending with ``fix``) an output the command
-    could not write; None and ``-`` (standard output) pass. It creates nothing: missing folders
-    on the way are the writer's to make (as ``atomic.atomic_open`` does). ``folder``: ``path`` is
-    a folder the command writes into (``--run-dir``, ``--out``), not a file.
+    """Refuse in one line (``option`` ... ``fix``) an output the command could not write; None and
+    ``-`` pass. Creates nothing (missing folders are the writer's). ``folder``: ``path`` is a
+    folder the command writes into, not a file.
 
     Raises:
-        UserError: ``path`` is a folder where a file goes (or a file where a folder goes), a file
-            stands where a folder on its way should be, or the nearest existing folder that would
-            hold it is not writable.
+        UserError: a folder where a file goes or the reverse, a file on the way, or the nearest
+            existing folder is not writable.
     """
     if path is None or is_stdout(path):
         return
@@ -132,10 +131,9 @@ def check_not_input(
     outputs: Sequence[tuple[str, str | Path | None]] = (),
 ) -> None:
     """Refuse in one line an output ``path`` of ``option`` that would replace what the command
-    reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
-    checkpoint file or run folder the command loads; ``checkpoints`` False lets a new ``*.pt``
-    be written into the run folder (``average``); ``outputs``: (option, path) of the command's
-    other outputs.
+    reads; None and ``-`` pass. ``inputs``, ``outputs``: (option, path) of the other files;
+    ``runs``: the checkpoints or run folders loaded; ``checkpoints`` False lets ``average`` write
+    a new ``*.pt`` into the run folder.
 
     Raises:
         UserError: ``path`` is an input file, another output, or a run's checkpoint (``*.pt``),

@@ -1,8 +1,6 @@
-"""The options several commands share, each defined once as an ``Annotated`` type: the search
-options of ``translate``, ``eval`` and ``paired`` (``DecodeConfig`` fields, None = the run's
-setting; applied by ``decoding.runs.Translator.decode_settings``), ``--device``, ``--quantize``
-(also ``serve``'s) and the scoring options of ``eval`` and ``paired``. docs/overview.md has the
-detail."""
+"""The options several commands share, each defined once as an ``Annotated`` type: ``-c``, the
+search options of ``translate``, ``eval`` and ``paired`` (``with_search_options``), ``--device``,
+``--quantize`` and the scoring options of ``eval`` and ``paired``."""
 
 from __future__ import annotations
 
@@ -14,16 +12,20 @@ from typing import Annotated, Any, get_args
 
 import typer
 
-from seq2seq.commands.common import OPTION_OF_FIELD, user_errors
+from seq2seq.commands.common import OPTION_OF_FIELD
 from seq2seq.config import SearchMethod
 
-# The help text of a repeated -c, shared by translate and eval (``decoding.runs.load``).
 ENSEMBLE_HELP = "Repeat -c for an ensemble."
 
 
 def option(kind: Any, *flags: str, **settings: Any) -> Any:
     """``Annotated[kind, typer.Option(*flags, **settings)]``: an option's type, shared."""
     return Annotated[kind, typer.Option(*flags, **settings)]
+
+
+def checkpoints(help: str, kind: Any = list[Path]) -> Any:
+    """The ``-c RUN`` option (repeatable: click keeps a list) with its ``help``."""
+    return option(kind, "--checkpoint", "-c", metavar="RUN", help=help)
 
 
 Device = option(str, "--device", metavar="DEVICE", help="auto | cpu | cuda.")
@@ -113,21 +115,3 @@ def with_search_options(command: Callable) -> Callable:
 
     run.__signature__ = sig.replace(parameters=params)
     return run
-
-
-def decode_flag(field: str) -> str:
-    """A DecodeConfig field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
-    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
-
-
-def quantized_device(quantize: str | None, device: str | None) -> str | None:
-    """``--device`` under ``--quantize``: cpu for auto (or none given), checked before anything
-    is read; unchanged without it.
-
-    Raises:
-        UserError: an unknown mode, or --device cuda with it (one line).
-    """
-    from seq2seq.decoding.quantize import quantize_device
-
-    with user_errors():
-        return quantize_device(quantize, device or "auto") if quantize else device

@@ -17,6 +17,7 @@ from seq2seq.commands.common import (
     UserError,
     check_not_input,
     check_writable,
+    flag_of,
     no_stdin,
     user_errors,
     warn,
@@ -26,13 +27,10 @@ from seq2seq.console import setup_logging
 
 @opt.with_search_options
 def evaluate(
-    checkpoint: list[Path] | None = typer.Option(
-        None,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Checkpoint file or run directory, to translate --src. " + opt.ENSEMBLE_HELP,
-    ),
+    checkpoint: opt.checkpoints(
+        "Checkpoint file or run directory, to translate --src. " + opt.ENSEMBLE_HELP,
+        list[Path] | None,
+    ) = None,
     src: opt.Src = None,
     ref: opt.Ref = ...,
     hyp: list[Path] | None = typer.Option(
@@ -124,13 +122,9 @@ def paired(
     hyp: list[Path] | None = typer.Option(
         None, metavar="FILE", help="A system's translations; repeat, the first is the baseline."
     ),
-    checkpoint: list[Path] | None = typer.Option(
-        None,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="A system that translates --src; repeat, the first is the baseline.",
-    ),
+    checkpoint: opt.checkpoints(
+        "A system that translates --src; repeat, the first is the baseline.", list[Path] | None
+    ) = None,
     src: opt.Src = None,
     ref: opt.Ref = ...,
     paired_method: str = typer.Option(
@@ -216,15 +210,18 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
     only when something is translated, --tgt-lang a language code, no input ``-``, and each of
     ``outputs`` ((option, path)) neither an input, a run's file nor an output before it, and
     writable.
-    Returns ``device`` as --quantize sets it (``quantized_device``)."""
-    if hyps and (given := [opt.decode_flag(k) for k, v in options.items() if v is not None]):
+    Returns ``device`` as --quantize sets it (``quantize_device``)."""
+    from seq2seq.decoding.quantize import quantize_device
+
+    if hyps and (given := [flag_of(k) for k, v in options.items() if v is not None]):
         raise UserError(
             f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
             "do not apply; drop them, or translate with --checkpoint and --src"
         )
     if hyps and quantize:
         raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
-    device = opt.quantized_device(quantize, device)
+    with user_errors():
+        device = quantize_device(quantize, device)
     if tgt_lang is not None and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", tgt_lang):
         raise UserError(
             f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "

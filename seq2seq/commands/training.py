@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import (
     UserError,
     check_not_input,
@@ -118,9 +119,7 @@ def _not_a_live_runs_file(output: Path) -> None:
 
 
 def average(
-    checkpoint: list[Path] = typer.Option(
-        ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
-    ),
+    checkpoint: opt.checkpoints("Run directory.") = ...,
     last: int | None = typer.Option(
         None, help="Average the newest K step<N>.pt (train.keep_last >= K); --last 1 is last.pt."
     ),

@@ -21,13 +21,9 @@ from seq2seq.console import setup_logging
 
 @opt.with_search_options
 def translate(
-    checkpoint: list[Path] = typer.Option(
-        ...,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP,
-    ),
+    checkpoint: opt.checkpoints(
+        "Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP
+    ) = ...,
     input: str = typer.Option(
         "-",
         "--input",

@@ -22,13 +22,7 @@ from seq2seq.console import setup_logging
 
 
 def tune_decode(
-    checkpoint: list[Path] = typer.Option(
-        ...,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Run directory (its best.pt) or a checkpoint file in it.",
-    ),
+    checkpoint: opt.checkpoints("Run directory (its best.pt) or a checkpoint file in it.") = ...,
     src: Path | None = typer.Option(
         None,
         metavar="FILE",

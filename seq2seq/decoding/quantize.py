@@ -18,9 +18,11 @@ QUANTIZE_MODES = ("int8",)
 FLOAT_LINEARS = ("in_proj", "out_proj")
 
 
-def quantize_device(quantize: str | None, device: str, option: str = "--device") -> str:
-    """The device to decode on under ``--quantize``: ``auto`` -> cpu (int8 kernels are CPU-only);
-    without ``quantize``, ``device`` unchanged.
+def quantize_device(
+    quantize: str | None, device: str | None, option: str = "--device"
+) -> str | None:
+    """The device to decode on under ``--quantize``: ``auto`` (or None) -> cpu (int8 kernels are
+    CPU-only); without ``quantize``, ``device`` unchanged.
 
     Raises:
         ValueError: an unknown mode, or ``device`` cuda (one line naming ``option``).
@@ -29,6 +31,7 @@ def quantize_device(quantize: str | None, device: str, option: str = "--device")
         return device
     if quantize not in QUANTIZE_MODES:
         raise ValueError(f"--quantize {quantize!r}: choose {' or '.join(QUANTIZE_MODES)}")
+    device = device or "auto"
     if device.startswith("cuda"):
         raise ValueError(
             f"--quantize {quantize} decodes on the CPU (torch has no CUDA int8 kernels for it); "
