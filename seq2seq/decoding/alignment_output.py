@@ -1,21 +1,8 @@
-"""``translate --format jsonl``: one JSON object per input line (``jsonl_record``), with each
-hypothesis's scores, target pieces, per-piece log-probabilities and a word alignment read off the
-cross-attention; docs/overview.md (translate, step 6) describes every field.
-
-An object holds, for input line ``line`` (from 1): ``translation`` (the text ``--format text``
-writes), ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT, ``base.length_penalty``), ``log_prob``,
-``finished``, ``tokens`` (target pieces, ``</s>`` when finished), ``token_log_probs`` (one per
-piece; null from a search that keeps none) and ``alignment``: Pharaoh ``i-j`` pairs, source word i
-and target word j, 0-based (``pharaoh``), null for a model without cross-attention. With
-``--n-best N`` it is ``{"line": n, "hypotheses": [N entries]}``. A blank line gives an empty
-hypothesis (no scores); with ``--n-best N``, an empty ``hypotheses`` list.
-
-Word indices count ``str.split`` words of the source line as written (``source_words``, from
-sentencepiece's offsets, so ``<unk>`` keeps its word and a character normalised away moves no
-index) and of ``translation`` (``piece_words``). Each target piece's argmax source piece gives one
-pair; EOS and ``<unk>`` targets are not aligned. The attention is the search's (the Transformer's
-last decoder layer, heads averaged), or with ``--align-layer N`` decoder layer N of
-``cross_attention_maps``, teacher-forced on each hypothesis.
+"""``translate --format jsonl``: one JSON object per input line (``jsonl_record``): each
+hypothesis's ``translation``, ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT), ``log_prob``,
+``finished``, target ``tokens``, ``token_log_probs`` and ``alignment``, Pharaoh ``i-j`` pairs read
+off the cross-attention (word i of the source line as written, word j of ``translation``, 0-based;
+null without cross-attention). docs/overview.md (translate, step 6) describes every field.
 """
 
 from __future__ import annotations

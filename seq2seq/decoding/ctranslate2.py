@@ -1,20 +1,11 @@
-"""Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``): ``translate -c
-DIR`` finds ``DIR/seq2seq_export.json`` and ``translate_sentences`` decodes with a
-``CTranslate2Model``, whose ``search_ids`` runs ``ctranslate2.Translator.translate_batch`` where our
-search would run; cleaning, source cuts, batching and detokenizing stay ours. What differs, and
-by how much, is in docs/overview.md (export).
-
-The decode settings map onto ``translate_batch`` (``search_options``): greedy is ``beam_size`` 1;
-beam is ``beam_size`` K, and with alpha > 0 all K finished hypotheses are re-ranked by our GNMT
-score (CTranslate2's own penalty divides by |Y|^alpha); sample is ``sampling_topk`` /
-``sampling_topp`` / ``sampling_temperature`` with CTranslate2's own generator. ``min_len``,
-``no_repeat_ngram`` and each sentence's own limit floor(a * S + b) map onto its options; PAD and
-BOS are suppressed; ``target_vocab_mask`` is not applied (an export carries no target vocabulary).
-A hypothesis that goes on past what the constraints allow is cut before its first forbidden
-token, unfinished with ``blocked`` set, and rescored from ``score_batch``, as ours.
-
-Devices: ``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``--quantize int8`` is
-CTranslate2's ``compute_type`` int8. CPU threads: torch's count, so both engines get the same.
+"""Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``):
+``translate_sentences`` decodes with a ``CTranslate2Model``, whose ``search_ids`` runs
+``ctranslate2.Translator.translate_batch`` where our search would run; cleaning, source cuts,
+batching and detokenizing stay ours. The decode settings map onto ``translate_batch`` in
+``search_options``; beam search with alpha > 0 re-ranks all K finished hypotheses by our GNMT
+score (CTranslate2's own penalty divides by |Y|^alpha). A hypothesis that goes on past what the
+constraints allow is cut before its first forbidden token and rescored (``_blocked``), as ours.
+What differs, and by how much: docs/overview.md (export).
 """
 
 from __future__ import annotations
@@ -163,7 +154,9 @@ class CTranslate2Model:
 
 
 def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
-    """``translate_batch`` keyword arguments for ``cfg`` (see the module docstring)."""
+    """``translate_batch`` keyword arguments for ``cfg``: greedy is beam size 1; ``min_len``,
+    ``no_repeat_ngram`` and the sentence's limit ``max_len`` map onto its options;
+    ``target_vocab_mask`` is not applied (an export carries no target vocabulary)."""
     opts: dict[str, Any] = {
         "beam_size": 1,
         "num_hypotheses": n_best,

@@ -73,14 +73,11 @@ class LineTranslator:
     """One model and its settings, applied to numbered runs of input lines.
 
     Attributes:
-        n_best: hypotheses per line; above 1, ``render`` writes TSV rows by default.
         batch_tokens: batch by padded source tokens instead of ``cfg.batch_size`` sentences.
-        attention_n: input lines 1..N are decoded with attention and handed to ``plot``.
-        plot: receives those translations (None: nothing is decoded with attention).
-        source_name: the input's name in warnings.
+        attention_n: input lines 1..N are decoded with attention and handed to ``plot`` (None:
+            nothing is).
         report: counts over everything translated (``TranslationReport.summary``).
-        output_format: what ``render`` writes, ``text`` | ``nbest`` | ``jsonl``; None: ``nbest``
-            when ``n_best`` > 1, else ``text`` (``alignment_output.output_format`` checks it).
+        output_format: ``text`` | ``nbest`` | ``jsonl`` (``format``).
         align_layer: with ``jsonl``, align with this decoder layer's cross-attention
             (``alignment_output.attach_layer_attention``); None: the attention the search returns.
     """
@@ -101,7 +98,8 @@ class LineTranslator:
 
     @property
     def format(self) -> str:
-        """The output format ``render`` writes (``output_format``, or its default)."""
+        """The output format ``render`` writes: ``output_format``, else ``nbest`` for ``n_best``
+        above 1, else ``text``."""
         if self.output_format is not None:
             return self.output_format
         return "nbest" if self.n_best > 1 else "text"
@@ -175,13 +173,10 @@ class TranslationInterrupted(KeyboardInterrupt):
 
 
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
-    """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output.
-
-    A window is the next lines of a file, or the lines waiting on standard input (up to a window:
-    an interactive session gets each answer while its input stays open). A file input is read
-    whole first (a line that is not UTF-8 stops the command before anything is translated; the
-    progress bar has a total). A file output is written to ``OUTPUT.partial``, renamed to OUTPUT
-    when every line is translated: OUTPUT never looks complete when it is not.
+    """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output. A window is the next
+    lines of a file (read whole first: a line that is not UTF-8 stops it before any work), or the
+    lines waiting on standard input (an interactive session gets each answer at once). A file
+    output is written to ``OUTPUT.partial``, renamed to OUTPUT when every line is translated.
 
     Raises:
         TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or

@@ -5,11 +5,13 @@ eq. 14: lp(Y) = ((5 + |Y|) / 6)^α), swept against greedy search, scored with sa
 on; the right α depends on the model, so it is chosen per run on validation, never on a test set.
 Greedy is a candidate too, so the choice never scores below it there; a choice at the grid's top
 edge is swept further until it lies inside (``sweep_inside``). The choice goes to ``decode.yaml``
-beside the run's checkpoints, which ``runs.load`` applies.
+beside the run's checkpoints, which ``runs.load`` applies. Also what ``tune-decode`` checks around
+the sweep: its lines (``tuning_set``) and a sweep whose settings all tied (``tie_reasons``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -20,13 +22,17 @@ from rich.text import Text
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import DECODE_FILE
-from seq2seq.config import DecodeConfig
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.config.lists import parse_list
 from seq2seq.config.sections import BEAM_LIMIT, MAX_LENGTH_PENALTY
 from seq2seq.console import console, counted
+from seq2seq.data.text import DataError, resolve_corpus_file
 from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_bleu
+from seq2seq.evaluation.report import read_eval_texts
+
+log = logging.getLogger("seq2seq")
 
 # A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
 # step, the beam size doubled, up to these.
@@ -224,24 +230,11 @@ def sweep_result(
     return {
         "checkpoint": str(ckpt),
         "tuned_on": {"src": str(src), "ref": str(ref), "lines": lines},
-        "best": rows_as_dicts([best_row(rows)])[0],
+        "best": asdict(best_row(rows)),
         "greedy_bleu": rows[0].bleu,
-        "sweep": rows_as_dicts(rows),
+        "sweep": [asdict(r) for r in rows],
         "beyond_grid": added,
     }
-
-
-def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
-    """Raises ValueError (one line naming ``src``) for fewer than ``MIN_TUNE_LINES`` lines whose
-    source and reference are both non-blank: too few to tell search settings apart."""
-    n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
-    if n_lines < MIN_TUNE_LINES:
-        raise ValueError(
-            f"--src {src} has {counted(n_lines, 'non-blank line')}, too few to tune on (at least "
-            f"{MIN_TUNE_LINES}): BLEU on so few cannot tell the search settings apart; give a "
-            f"bigger --src/--ref (at least {MIN_TUNE_LINES} aligned lines, e.g. the whole "
-            "validation set)"
-        )
 
 
 def all_tied(rows: Sequence[SweepRow]) -> bool:
@@ -278,5 +271,63 @@ def write_decode_file(
     return path
 
 
-def rows_as_dicts(rows: Sequence[SweepRow]) -> list[dict]:
-    return [asdict(r) for r in rows]
+def tuning_set(
+    cfg: Config, src: Path | None, ref: Path | None, ckpt: Path
+) -> tuple[Path, Path, list[str], list[str]]:
+    """``src`` and ``ref`` (both given or both None: the run's data.valid), with their source and
+    reference lines, read as ``eval`` reads them.
+
+    Raises:
+        ValueError: the run (of checkpoint ``ckpt``) has no data.valid, or fewer than
+            ``MIN_TUNE_LINES`` lines have a non-blank source and reference: too few to tell search
+            settings apart.
+        DataError: a file that is missing, unreadable or not aligned with the other.
+    """
+    if src is None:
+        if cfg.data.valid is None:
+            raise ValueError(f"{ckpt}: the run has no data.valid; give --src and --ref")
+        src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
+        ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
+    warn_if_test_split(src, cfg)
+    texts = read_eval_texts([ref], src, None)
+    sources, refs = texts.sources, texts.refs[0]
+    n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
+    if n_lines < MIN_TUNE_LINES:
+        raise ValueError(
+            f"--src {src} has {counted(n_lines, 'non-blank line')}, too few to tune on (at least "
+            f"{MIN_TUNE_LINES}): BLEU on so few cannot tell the search settings apart; give a "
+            f"bigger --src/--ref (at least {MIN_TUNE_LINES} aligned lines, e.g. the whole "
+            "validation set)"
+        )
+    return src, ref, sources, refs
+
+
+def warn_if_test_split(src: Path, cfg: Config) -> None:
+    """A warning when ``src`` is the run's own test split: the search would be chosen on the
+    sentences its test scores are reported on."""
+    if cfg.data.test is None:
+        return
+    try:
+        test = resolve_corpus_file(cfg.data.test, cfg.data.src_lang)
+    except DataError:
+        return
+    if Path(src).resolve() == test.resolve():
+        log.warning(
+            "--src %s is the run's test split (data.test): its test scores will no longer be "
+            "unseen; tune on validation lines instead",
+            src,
+        )
+
+
+def tie_reasons(rows: Sequence[SweepRow], src: Path) -> tuple[str, str]:
+    """For a sweep whose settings all scored the same BLEU (``tune.all_tied``): what happened
+    and what to do about it."""
+    bleu = rows[0].bleu
+    same = f"--src {src}: all {len(rows)} settings scored BLEU {bleu:.2f}, so"
+    if bleu == 0:
+        fix = "check that --ref translates --src, or train the model longer"
+        return f"{same} no output matches its reference", fix
+    return (
+        f"{same} this tuning set cannot tell them apart",
+        "tune on a bigger or more varied --src/--ref",
+    )
