@@ -52,8 +52,8 @@ class Translator:
     Attributes:
         model: in eval mode on ``device``: one model, an ``Ensemble``, int8 layers, or a
             ``CTranslate2Model``.
-        cfg: the run's config, its decode section with ``decode.yaml`` applied; ``config_decode``
-            the checkpoint's own decode section.
+        cfg: the run's config, given as the checkpoint holds it (kept as ``config_decode``), its
+            decode section then with the ``decode.yaml`` beside ``checkpoint`` applied.
         checkpoint: the file read (an ensemble's first); ``members``: each model's (checkpoint,
             step) of an ensemble, empty for one model.
         train_state: the checkpoint's training position (empty for an averaged one).
@@ -67,13 +67,21 @@ class Translator:
     device: torch.device | str
     checkpoint: Path
     train_state: dict[str, Any]
-    config_decode: DecodeConfig
-    decode_file: Path | None = None
-    decode_file_keys: frozenset[str] = frozenset()
-    members: list[tuple[Path, int | None]] = field(default_factory=list)
     quantize: str | None = None
     tune_hint: str = ""
     engine: type[LineTranslator] = LineTranslator
+    members: list[tuple[Path, int | None]] = field(default_factory=list)
+    decode_file: Path | None = None
+    decode_file_keys: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        folder = self.checkpoint.parent
+        self.config_decode = self.cfg.decode
+        self.cfg = with_tuned_decode(self.cfg, folder)  # checks decode.yaml
+        if (folder / DECODE_FILE).is_file():
+            self.decode_file = folder / DECODE_FILE
+            keys = load_yaml(self.decode_file.read_text(encoding="utf-8")) or {}
+            self.decode_file_keys = frozenset(keys)
 
     @property
     def step(self) -> int | None:
@@ -247,21 +255,16 @@ def _load_one(path: Path, device: str | None, quantize: str | None) -> Translato
         dev = inference_device(quantize_device(quantize, cfg.train.device), said)
     else:
         dev = inference_device(device)
-    tuned = with_tuned_decode(cfg, ckpt_path.parent)
-    run = Translator(
+    return Translator(
         quantize_model(model.to(dev), quantize),
         tok,
-        tuned,
+        cfg,
         dev,
         ckpt_path,
         state,
-        cfg.decode,
-        quantize=quantize,
-        tune_hint=f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on "
-        "validation",
+        quantize,
+        f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on validation",
     )
-    _note_decode_file(run, ckpt_path.parent)
-    return run
 
 
 def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Translator:
@@ -274,28 +277,15 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
     import_ctranslate2()
     dev = ctranslate2_device(device)
     meta, tok, cfg = read_export(folder)
-    tuned = with_tuned_decode(cfg, folder)
-    run = Translator(
+    return Translator(
         CTranslate2Model(folder, dev, quantize, meta.get("max_positions")),
         tok,
-        tuned,
+        cfg,
         dev,
         folder / "model.bin",
         {"step": (meta.get("exported_from") or {}).get("step")},
-        cfg.decode,
-        quantize=quantize,
-        tune_hint="`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and "
-        "alpha on validation; export again to bring its decode.yaml along",
-        engine=CTranslate2LineTranslator,
+        quantize,
+        "`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and alpha on "
+        "validation; export again to bring its decode.yaml along",
+        CTranslate2LineTranslator,
     )
-    _note_decode_file(run, folder)
-    return run
-
-
-def _note_decode_file(run: Translator, folder: Path) -> None:
-    """``run.decode_file`` and the keys it names, when ``folder`` has a decode.yaml (already
-    checked by ``with_tuned_decode``)."""
-    decode_file = folder / DECODE_FILE
-    if decode_file.is_file():
-        keys = load_yaml(decode_file.read_text(encoding="utf-8")) or {}
-        run.decode_file, run.decode_file_keys = decode_file, frozenset(keys)
