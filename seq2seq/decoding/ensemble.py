@@ -42,26 +42,15 @@ def mean_log_probs(logits: Sequence[Tensor]) -> Tensor:
 
 
 class Ensemble(Seq2SeqModel):
-    """M models decoding as one (see the module docstring); M = 1 decodes like the model alone.
-
-    Attributes:
-        models: the members, in the order given (an ``nn.ModuleList``: ``eval()`` and ``to()``
-            reach them all).
-        has_attention: True when any member returns cross-attention; the step attention is the
-            mean over the members that do.
-        max_positions: the smallest of the members' (None when none has a limit).
-        target_vocab: (V,) bool, the union of the members' target vocabularies (a piece any of
-            them saw in its training targets), or None when a member has none (see
-            ``decoding.base.allowed_tokens``).
+    """M models decoding as one; M = 1 decodes like the model alone. ``has_attention`` when any
+    member has it (the step attention is the mean over those that do); ``max_positions``: the
+    members' smallest; ``target_vocab``: (V,) bool, the union of the members' (None when one has
+    none).
     """
 
     def __init__(self, models: Sequence[Seq2SeqModel]):
-        """The ensemble of ``models``, in that order.
-
-        Raises:
-            ValueError: no model, or a member's source or target vocabulary size differs from the
-                first model's (one line naming both sizes).
-        """
+        """Raises ValueError (one line naming both sizes): no model, or a member's source or
+        target vocabulary size differs from the first model's."""
         super().__init__()
         if not models:
             raise ValueError("an ensemble needs at least one model")

@@ -99,31 +99,15 @@ def left_to_right(
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    hyps = _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, cfg.length_penalty)
-    for row, why in blocked.items():
-        hyps[row].blocked = why
-    return hyps
-
-
-def _hypotheses(
-    tokens: Tensor,
-    length: Tensor,
-    logp_sum: Tensor,
-    token_lp: Tensor,
-    attn: Tensor | None,
-    src_mask: Tensor,
-    alpha: float,
-) -> list[Hypothesis]:
-    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L)
-    token log-probabilities, (b, L, S) attention (or None) and the (b, S) source mask."""
-    score = logp_sum / length_penalty(length, alpha).to(logp_sum.device)
-    out = []
+    score = logp_sum / length_penalty(length, cfg.length_penalty).to(dev)
+    hyps = []
     rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), token_lp.tolist(), strict=True)
     for i, (n, s, lp, tlp) in enumerate(rows):
         toks = tokens[i, :n].tolist()
         att = None if attn is None else attn[i, :n][:, src_mask[i]]
-        out.append(Hypothesis(toks, s, lp, bool(toks) and toks[-1] == EOS, att, tlp[:n]))
-    return out
+        finished = bool(toks) and toks[-1] == EOS
+        hyps.append(Hypothesis(toks, s, lp, finished, att, tlp[:n], blocked.get(i)))
+    return hyps
 
 
 def greedy_search(
