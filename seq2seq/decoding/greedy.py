@@ -1,8 +1,6 @@
-"""Greedy search, and the left-to-right loop it shares with sampling (``sample.py``).
-
-Shape notation: B sentences, C copies of each, b rows still decoding, L maximum output length,
-S source length, V vocabulary. The conventions every search follows are in ``base.py``.
-"""
+"""Greedy search, and the left-to-right loop it shares with sampling (``sample.py``). Shapes: B
+sentences, C copies of each, b rows still decoding, L maximum output length, S source length, V
+vocabulary; the conventions of every search are in ``base.py``."""
 
 from __future__ import annotations
 
@@ -39,21 +37,10 @@ def left_to_right(
     copies: int = 1,
     need_attention: bool = False,
 ) -> list[Hypothesis]:
-    """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
-    once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        choose: picks the next tokens of the rows still decoding, after ``cfg``'s limits
-            (``base``) blocked tokens; ``cfg.length_penalty`` only rescales the reported score.
-        copies: C rows per sentence, decoded from one encoding of it.
-
-    Returns:
-        B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
-        log-probabilities of the chosen tokens, each kept in ``token_log_probs``. A row whose
-        every token is blocked at a step ends before it, unfinished, with ``blocked`` set
-        (``choose`` never sees it).
-    """
+    """Extend every row of (B, S) ``src`` ids and mask by the token ``choose`` picks (after
+    ``base``'s limits), a step at a time; a row leaves at EOS or its maximum length, or, every
+    token blocked, before the step (``blocked`` set). ``copies``: C rows per sentence from one
+    encoding. Returns B x C hypotheses, row i * C + j copy j of sentence i."""
     dev, S = src.device, src.shape[1]
     allowed = allowed_tokens(model, cfg.target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))

@@ -1,21 +1,14 @@
-"""The progress bar of the decoding commands (``translate``, ``eval``, ``tune-decode``): rich, on
-stderr, shown only when stderr is a terminal (a log file or a pipe gets no bar), gone when done.
-
-The bar counts whatever it is given (lines, settings) whether it is shown or not, so a command's
-progress can be checked without a terminal.
-"""
+"""The progress bar of ``translate``, ``eval`` and ``tune-decode``: rich, on stderr, shown only
+when it is a terminal, gone when done; it counts whether shown or not (tests read it)."""
 
 from __future__ import annotations
-
-from types import TracebackType
 
 from seq2seq.console import console
 
 
 class ProgressBar:
-    """``with ProgressBar("translating", total=M) as bar: ... bar.advance(n)``; ``describe``
-    changes the text before the bar (e.g. "setting 3/19: beam 5"). ``done`` counts what was
-    advanced, ``description`` is the text now shown."""
+    """``with ProgressBar("translating", total=M) as bar: ... bar.advance(n)``; ``done`` counts
+    what was advanced, ``description`` is the text shown (``describe``)."""
 
     def __init__(self, description: str, total: int | None):
         from rich.progress import (
@@ -46,13 +39,8 @@ class ProgressBar:
         self._bar.__enter__()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._bar.__exit__(kind, error, tb)
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
 
     def advance(self, n: int = 1) -> None:
         self.done += n

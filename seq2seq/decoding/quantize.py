@@ -1,10 +1,5 @@
-"""``--quantize int8`` for ``translate``, ``eval`` and ``serve``: dynamic int8 quantization of a
-model for decoding on the CPU (torch's ``torch.ao.quantization.quantize_dynamic``; no CUDA kernels).
-
-Weights of ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU`` layers are stored as int8 (one scale per
-tensor), activations quantized on the fly per batch (VNNI where the CPU has it). Embeddings, layer
-norms and any weight a model reads directly stay float (``FLOAT_LINEARS``).
-"""
+"""``--quantize int8`` for ``translate``, ``eval`` and ``serve``: torch's dynamic int8
+quantization (``quantize_dynamic``) for decoding on the CPU; docs/overview.md has the detail."""
 
 from __future__ import annotations
 
@@ -52,8 +47,8 @@ def quantizable(model: nn.Module) -> list[str]:
 
 
 def quantize_model(model: nn.Module, quantize: str | None) -> nn.Module:
-    """``model`` (on the CPU, in eval mode) with int8 weights in its ``quantizable`` layers; a new
-    module, ``model`` is left alone. ``quantize`` None returns ``model`` itself.
+    """A new module: ``model`` (on the CPU) with int8 weights in its ``quantizable`` layers, in
+    eval mode; ``quantize`` None returns ``model`` itself.
 
     Raises:
         ValueError: an unknown mode, a model not on the CPU, or a torch without dynamic

@@ -1,8 +1,5 @@
-"""The one way a trained run is loaded for decoding: ``load(paths, device, quantize)`` gives a
-``Translator`` for one model, an ensemble of several (``ensemble.Ensemble``), int8 weights
-(``quantize``) or a CTranslate2 export (``ctranslate2``). ``translate``, ``eval``, ``tune-decode``,
-``serve`` and the study all load through it.
-"""
+"""The one way a trained run is loaded for decoding, by every command, ``serve`` and the study:
+``load`` gives a ``Translator`` for one model, an ensemble, int8 weights or a CTranslate2 export."""
 
 from __future__ import annotations
 
@@ -91,11 +88,9 @@ class Translator:
     def decode_settings(
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
-        """The run's decode settings with ``options`` (DecodeConfig fields, None = not given):
-        the method is ``method``, else beam when ``beam_size`` is given, else the run's
-        (``DecodeConfig.with_method`` drops another method's settings). Returns them and where
-        each came from: the command line (a field given, or changed by the method given), the
-        run's decode.yaml, or the checkpoint's config; says so in one log line.
+        """The run's decode settings with ``options`` (DecodeConfig fields, None = not given) and
+        ``method`` (else beam when ``beam_size`` is given, else the run's), and where each came
+        from (``FROM_*``), said in one log line (``settings_line``).
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
@@ -126,10 +121,9 @@ class Translator:
         return final, sources
 
     def settings_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
-        """The one line on where ``final`` came from: what decode.yaml set (and what the command
-        line overrode of it), e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5,
-        alpha 1.0``; without decode.yaml, beam search's beam and alpha and how to tune them
-        (unless the command line set both); None when there is nothing to say."""
+        """The line on where ``final`` came from: what decode.yaml set and the command line
+        overrode, e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``;
+        without decode.yaml, beam search's beam and alpha and how to tune them; or None."""
         if self.decode_file is None:
             beam = {sources.get("beam_size"), sources.get("length_penalty")}
             if final.method != "beam" or beam == {FROM_COMMAND_LINE}:
@@ -156,20 +150,19 @@ class Translator:
         return f"{self.decode_file} (tune-decode) not used: {sets}" if over else None
 
     def line_translator(self, dcfg: DecodeConfig, **kwargs: Any) -> LineTranslator:
-        """A ``files.LineTranslator`` (CTranslate2's for an export of it) decoding with ``dcfg``;
-        ``kwargs`` are its other fields (n_best, batch_tokens, source_name, ...)."""
+        """A ``files.LineTranslator`` (``engine``) decoding with ``dcfg``; ``kwargs``: its other
+        fields."""
         return self.engine(self.model, self.tok, dcfg, self.device, **kwargs)
 
     def translate(
         self, sentences: Sequence[str], dcfg: DecodeConfig, source_name: str = "input"
     ) -> list[Translation]:
-        """``sentences`` translated window by window as ``translate -i FILE`` does
-        (``files.translate_lines``), so ``eval`` gives ``translate``'s output."""
+        """``sentences`` translated as ``translate -i FILE`` does (``files.translate_lines``)."""
         return translate_lines(self.line_translator(dcfg, source_name=source_name), sentences)
 
     def made_with(self, dcfg: DecodeConfig, sources: dict[str, str]) -> dict[str, Any]:
-        """How translations were made, for eval --json: checkpoint (path, step), ensemble (each
-        model's, or None), decode settings and where each came from; and quantize, if used."""
+        """How translations were made, for eval --json: checkpoint, ensemble, decode settings and
+        their sources, quantize."""
         made = {
             "checkpoint": {"path": str(self.checkpoint), "step": self.step},
             "ensemble": [{"path": str(p), "step": s} for p, s in self.members] or None,
@@ -182,8 +175,7 @@ class Translator:
 
 
 def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:
-    """Some settings of a DecodeConfig in words: ``beam 5, alpha 1.0``, ``greedy``,
-    ``max_len_b 20``."""
+    """Some settings in words: ``beam 5, alpha 1.0``, ``greedy``, ``max_len_b 20``."""
     parts = []
     if "method" in names or "beam_size" in names:
         parts.append(f"beam {cfg.beam_size}" if cfg.method == "beam" else cfg.method)
