@@ -36,9 +36,8 @@ def output_format(
     model: Seq2SeqModel | None,
     device: torch.device | str = "cpu",
 ) -> str:
-    """The output format ``translate`` writes: ``fmt``, or by default ``nbest`` with ``--n-best``
-    above 1 and ``text`` otherwise (the output before ``--format`` existed). ``model`` None:
-    only the checks that need no model (before it is loaded).
+    """The output format ``translate`` writes: ``fmt``, else ``nbest`` with ``--n-best`` above 1,
+    else ``text``. ``model`` None: only the checks that need no model.
 
     Raises:
         ConfigError: an unknown format, ``text`` with ``n_best`` > 1, ``align_layer`` without
@@ -90,10 +89,8 @@ def attention_shape(model: Seq2SeqModel, device: torch.device | str = "cpu") -> 
 
 
 def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
-    """The word (0-based) each piece belongs to, as sentencepiece detokenises: a piece starting
-    with ``▁`` starts a word, the others continue the current one (the first piece starts word 0
-    either way). A piece that is only ``▁`` belongs to the word the next piece starts; None for a
-    trailing one and for a None piece (one the text leaves out, e.g. EOS).
+    """The word (0-based) each piece belongs to, as sentencepiece detokenises: ``▁`` starts a word
+    (a lone ``▁`` belongs to the next piece's word); None for a trailing one and a None piece.
 
     >>> piece_words(["▁a", "b", "▁c", "▁", ",", None])
     [0, 0, 1, 2, 2, None]
@@ -123,9 +120,8 @@ def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
 def pharaoh(
     attention: Tensor, src_words: Sequence[int | None], tgt_words: Sequence[int | None]
 ) -> str:
-    """Pharaoh ``i-j`` pairs from a (T, S) cross-attention: for each target piece t with a word,
-    the source piece s = argmax attention[t] gives (src_words[s], tgt_words[t]); deduplicated,
-    in target order (then source order), space-separated; "" when no piece aligns.
+    """Pharaoh ``i-j`` pairs from a (T, S) cross-attention: (src_words[s], tgt_words[t]) for
+    s = argmax attention[t], deduplicated, in target then source order; "" when none aligns.
 
     Raises:
         ValueError: the attention's shape is not (len(tgt_words), len(src_words)).
@@ -144,16 +140,13 @@ def pharaoh(
 
 
 def source_pieces(tok: Tokenizer, ids: Sequence[int]) -> list[str]:
-    """The source pieces of ``ids`` (``<unk>`` stands for characters the text does have)."""
     return [tok.src_sp.id_to_piece(int(i)) for i in ids]
 
 
 def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | None] | None:
-    """For each source piece of ``ids`` (the encoding of ``clean_line(source)``, perhaps cut),
-    the index of the word of ``source.split()`` that holds its text: the word of the last
-    non-blank character sentencepiece's offsets give the piece (a piece with none, such as a
-    lone ``▁``, takes the next piece's word). None when the encoding is not ``ids`` (then the
-    pieces are grouped as ``piece_words`` groups them)."""
+    """For each source piece of ``ids`` (``clean_line(source)`` encoded, perhaps cut), the word of
+    ``source.split()`` holding its text by sentencepiece's offsets (a piece without text takes
+    the next one's); None when the encoding is not ``ids``."""
     text = clean_line(source)
     proto = tok.src_sp.encode(text, return_type="proto")
     if [p.id for p in proto.pieces[: len(ids)]] != [int(i) for i in ids]:
@@ -185,9 +178,8 @@ def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | 
 def alignment(
     tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, source: str | None = None
 ) -> str | None:
-    """``h``'s Pharaoh alignment to the source ``src_ids`` (``pharaoh``), or None without
-    attention; source word indices count the words of ``source`` as written (``source_words``)
-    when it is given, else the pieces' words (``piece_words``)."""
+    """``h``'s Pharaoh alignment to ``src_ids``, or None without attention; source words are
+    ``source``'s as written when given (``source_words``), else the pieces' (``piece_words``)."""
     if h.attention is None:
         return None
     src_words = None if source is None else source_words(tok, source, src_ids)
@@ -206,8 +198,7 @@ def _number(x: float | None) -> float | None:
 def hypothesis_entry(
     tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str, source: str | None = None
 ) -> dict[str, Any]:
-    """One hypothesis as the JSON values of the module docstring (``source``: the input line, so
-    alignment indices count its words as written)."""
+    """One hypothesis as the JSON values of the module docstring."""
     token_lps = h.token_log_probs
     return {
         "translation": text,
@@ -223,8 +214,8 @@ def hypothesis_entry(
 def jsonl_record(
     r: Translation, line_no: int, tok: Tokenizer, n_best: int, with_attention: bool
 ) -> dict[str, Any]:
-    """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's: empty,
-    never scored), or with ``n_best`` > 1 the list ``hypotheses`` of entries, best first."""
+    """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's empty), or
+    with ``n_best`` > 1 the list ``hypotheses``, best first."""
     entries = [
         hypothesis_entry(tok, r.source_ids, h, text, r.source)
         for h, text in zip(r.hypotheses, r.texts, strict=True)
@@ -264,9 +255,8 @@ def attach_layer_attention(
     device: torch.device | str = "cpu",
     batch_size: int = 32,
 ) -> None:
-    """Replace every hypothesis's ``attention`` by decoder layer ``layer`` of
-    ``model.cross_attention_maps`` (heads averaged), teacher-forced on its own tokens, in batches
-    of ``batch_size`` hypotheses (``--align-layer``)."""
+    """``--align-layer``: every hypothesis's ``attention`` becomes decoder layer ``layer`` of
+    ``model.cross_attention_maps`` (heads averaged), teacher-forced, ``batch_size`` at a time."""
     rows = [(r.source_ids, h) for r in results for h in r.hypotheses]
     with eval_mode(model):
         for k in range(0, len(rows), batch_size):

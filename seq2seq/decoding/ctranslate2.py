@@ -123,22 +123,18 @@ class CTranslate2Model:
         if self.translator is None:  # loaded now: a damaged model.bin fails before any input
             self.translator = load_translator(self.folder, self.device, self.quantize)
 
-    def for_search(self, cfg: DecodeConfig):
-        """The translator for ``cfg``: sampling with a seed it did not start from makes a new
-        one from that seed (once per seed), so a seeded run repeats its draws."""
-        if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
-            self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
-            self.seed = cfg.seed
-        return self.translator
-
     def search_ids(
         self, tok: Tokenizer, batch: list[list[int]], cfg: DecodeConfig, n_best: int
     ) -> list[list[Hypothesis]]:
         """CTranslate2's search of a batch of source ids (``translate.translate_sentences``):
         each sentence's hypotheses, best first, as our searches return them. One
         ``translate_batch`` call per output length limit in the batch: CTranslate2 takes one
-        per call, and a sentence searched past its own limit can end differently from ours."""
-        translator = self.for_search(cfg)
+        per call, and a sentence searched past its own limit can end differently from ours.
+        Sampling with a seed the translator did not start from makes a new one from that seed,
+        so a seeded run repeats its draws."""
+        if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
+            self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
+            self.seed = cfg.seed
         if self._tgt_id is None:
             self._tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
         lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.float32)
@@ -147,7 +143,7 @@ class CTranslate2Model:
         for own in sorted(set(limits)):
             rows = [k for k, limit in enumerate(limits) if limit == own]
             chunk = [batch[k] for k in rows]
-            found = _translate_chunk(translator, tok, chunk, own, cfg, n_best, self._tgt_id)
+            found = _translate_chunk(self.translator, tok, chunk, own, cfg, n_best, self._tgt_id)
             for k, hyps in zip(rows, found, strict=True):
                 out[k] = hyps
         return out
@@ -170,7 +166,7 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
         "return_end_token": True,  # tells a finished hypothesis from a cut one
     }
     if cfg.method == "beam":
-        # alpha > 0: every hypothesis CTranslate2 finished, re-ranked the GNMT way (``_ranked``)
+        # alpha > 0: every hypothesis CTranslate2 finished, re-ranked the GNMT way
         k = cfg.beam_size if cfg.length_penalty else n_best
         opts.update(beam_size=cfg.beam_size, length_penalty=cfg.length_penalty, num_hypotheses=k)
     elif cfg.method == "sample":
@@ -200,7 +196,10 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
             for pieces, score in zip(res.hypotheses, res.scores, strict=True)
         ]
         _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg)], cfg)
-        found.append(_ranked(hyps, cfg)[:n_best])
+        # best first by our score; beam search puts finished ones first, as ours returns a cut
+        # one only to fill the n-best
+        hyps.sort(key=lambda h: (cfg.method == "beam" and not h.finished, -h.score))
+        found.append(hyps[:n_best])
     return found
 
 
@@ -233,14 +232,6 @@ def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) ->
     for h in hyps:
         h.log_prob = sum(h.token_log_probs or [])
         h.score = h.log_prob / float(length_penalty(len(h.tokens), cfg.length_penalty))
-
-
-def _ranked(hyps: list[Hypothesis], cfg: DecodeConfig) -> list[Hypothesis]:
-    """Best first by our score (log P / GNMT lp), as our searches return them; beam search puts
-    finished hypotheses before cut ones, as ours returns a cut one only to fill the n-best."""
-    if cfg.method == "beam":
-        return sorted(hyps, key=lambda h: (not h.finished, -h.score))
-    return sorted(hyps, key=lambda h: -h.score)
 
 
 def _hypothesis(tokens: list[int], score: float, limit: int, cfg: DecodeConfig) -> Hypothesis:

@@ -2,7 +2,8 @@
 input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
 JSON object per line (``alignment_output.py``). Input is translated a window of lines at a time
 (``window_sizes``), each window's output written and flushed before the next is read, so Ctrl-C
-keeps the windows already written (``TranslationInterrupted``).
+keeps the windows already written (``TranslationInterrupted``). The progress bar of ``translate``,
+``eval`` and ``tune-decode`` (``ProgressBar``): on stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ import torch
 
 from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, replaced_path
 from seq2seq.config import DecodeConfig
-from seq2seq.console import counted
+from seq2seq.console import console, counted
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_lines
-from seq2seq.decoding.progress import ProgressBar
 from seq2seq.decoding.translate import Translation, TranslationReport, translate_sentences
 from seq2seq.models import Seq2SeqModel
 
@@ -309,6 +309,56 @@ def _waiting_lines(stdin: BinaryIO, limit: int) -> list[bytes]:
             break
         batch.append(nxt)
     return batch
+
+
+class ProgressBar:
+    """``with ProgressBar("translating", total=M) as bar: ... bar.advance(n)``; ``done`` counts
+    what was advanced, ``description`` is the text shown (``describe``)."""
+
+    def __init__(self, description: str, total: int | None):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.description = description
+        self.total = total
+        self.done = 0
+        self._bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            "eta",
+            TimeRemainingColumn(),
+            console=console,
+            disable=not console.is_terminal,
+            transient=True,
+        )
+        self._task = self._bar.add_task(description, total=total)
+
+    def __enter__(self) -> ProgressBar:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        self._bar.advance(self._task, n)
+
+    def add_total(self, n: int) -> None:
+        """``n`` more to do than the total said (e.g. settings added to a sweep)."""
+        self.total = (self.total or 0) + n
+        self._bar.update(self._task, total=self.total)
+
+    def describe(self, description: str) -> None:
+        self.description = description
+        self._bar.update(self._task, description=description)
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from seq2seq.config.lists import parse_list
 from seq2seq.config.sections import BEAM_LIMIT, MAX_LENGTH_PENALTY
 from seq2seq.console import console, counted
 from seq2seq.data.text import DataError, resolve_corpus_file
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.decoding.files import ProgressBar
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_bleu
 from seq2seq.evaluation.report import read_eval_texts
