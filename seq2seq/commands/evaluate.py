@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.atomic import is_stdout, write_output
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import (
     UserError,
@@ -64,7 +65,6 @@ def evaluate(
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref (docs/overview.md). Comparing systems: seq2seq paired."""
-    from seq2seq.atomic import is_stdout, write_output
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.evaluation.report import evaluation_report, format_report, read_eval_texts
 
@@ -157,7 +157,6 @@ def paired(
 ):
     """Compare two or more systems with sacreBLEU's paired significance test against the first
     (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
-    from seq2seq.atomic import is_stdout
     from seq2seq.evaluation import paired as significance
     from seq2seq.evaluation.report import read_eval_texts
 
@@ -206,11 +205,9 @@ def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
 
 
 def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs) -> str:
-    """The checks of eval and paired, before anything is read: decoding options and --quantize
-    only when something is translated, --tgt-lang a language code, no input ``-``, and each of
-    ``outputs`` ((option, path)) neither an input, a run's file nor an output before it, and
-    writable.
-    Returns ``device`` as --quantize sets it (``quantize_device``)."""
+    """The checks of eval and paired before anything is read: decoding options and --quantize only
+    to translate, --tgt-lang a language code, no input ``-``, ``outputs`` ((option, path)) neither
+    an input, a run's file nor another output, and writable. Returns ``device`` for --quantize."""
     from seq2seq.decoding.quantize import quantize_device
 
     if hyps and (given := [flag_of(k) for k, v in options.items() if v is not None]):
@@ -240,8 +237,6 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
 def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool) -> None:
     """Warn the report's warnings, print its ``text`` (on stderr when stdout holds another
     output) and write it to ``json_out`` as JSON."""
-    from seq2seq.atomic import write_output
-
     for w in report["warnings"]:
         warn(w)
     typer.echo(text, err=to_stderr)
@@ -252,9 +247,8 @@ def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool
 def translate_for_eval(
     checkpoints, src, texts, options, device, quantize=None
 ) -> tuple[list[str], str, dict]:
-    """Translate the sources of ``texts`` as ``translate -i`` would, with the checkpoints (several:
-    an ensemble) and ``options`` (DecodeConfig fields, None = not given); returns the best
-    translations, the run's target language and how they were made (``Translator.made_with``)."""
+    """The sources of ``texts`` translated as ``translate -i`` would (several checkpoints: an
+    ensemble): the best translations, the run's target language, ``Translator.made_with``."""
     from seq2seq.decoding.runs import load
 
     if not checkpoints or src is None:
