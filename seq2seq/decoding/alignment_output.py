@@ -7,7 +7,6 @@ null without cross-attention). docs/overview.md (translate, step 6) describes ev
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -227,24 +226,6 @@ def jsonl_record(
     empty = {"translation": "", "score": None, "log_prob": None, "finished": None, "tokens": []}
     alignment = "" if with_attention else None
     return {"line": line_no, **empty, "token_log_probs": [], "alignment": alignment}
-
-
-def jsonl_lines(
-    results: Sequence[Translation],
-    first_line_no: int,
-    tok: Tokenizer,
-    n_best: int,
-    with_attention: bool,
-) -> list[str]:
-    """One JSON line per translation (``jsonl_record``), numbered from ``first_line_no``."""
-    return [
-        json.dumps(
-            jsonl_record(r, first_line_no + k, tok, n_best, with_attention),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-        for k, r in enumerate(results)
-    ]
 
 
 @torch.inference_mode()

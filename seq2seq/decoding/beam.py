@@ -15,6 +15,7 @@ n-best list short of N finished ones (``_n_best``), which stays sorted and may h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -35,7 +36,16 @@ from seq2seq.models.base import Seq2SeqModel
 
 
 @dataclass
-class _Beams:
+class _Rows:
+    """Tensors whose first dimension is the b sentences still decoding."""
+
+    def select(self, keep: Tensor) -> Any:
+        """The sentences ``keep`` of every tensor, as the same type."""
+        return type(self)(*(None if x is None else x[keep] for x in vars(self).values()))
+
+
+@dataclass
+class _Beams(_Rows):
     """The K open hypotheses of each of b sentences, best first; an empty slot has lp -inf."""
 
     lp: Tensor  # (b, K) cumulative log-probabilities
@@ -43,13 +53,9 @@ class _Beams:
     tlp: Tensor  # (b, K, L) each token's log-probability at its step
     att: Tensor | None  # (b, K, L, S)
 
-    def select(self, keep: Tensor) -> _Beams:
-        att = None if self.att is None else self.att[keep]
-        return _Beams(self.lp[keep], self.tok[keep], self.tlp[keep], att)
-
 
 @dataclass
-class _Pool:
+class _Pool(_Rows):
     """The N best finished hypotheses of each of b sentences, best first; empty slots score -inf."""
 
     score: Tensor  # (b, N)
@@ -58,12 +64,6 @@ class _Pool:
     tlp: Tensor  # (b, N, L)
     length: Tensor  # (b, N)
     att: Tensor | None  # (b, N, L, S)
-
-    def select(self, keep: Tensor) -> _Pool:
-        att = None if self.att is None else self.att[keep]
-        return _Pool(
-            self.score[keep], self.lp[keep], self.tok[keep], self.tlp[keep], self.length[keep], att
-        )
 
 
 def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, _Pool]:

@@ -9,6 +9,7 @@ keeps the windows already written (``TranslationInterrupted``). The progress bar
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import select
@@ -26,7 +27,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.console import console, counted
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_lines
+from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_record
 from seq2seq.decoding.translate import Translation, TranslationReport, translate_sentences
 from seq2seq.models import Seq2SeqModel
 
@@ -154,8 +155,12 @@ class LineTranslator:
                 attach_layer_attention(
                     self.model, results, self.align_layer, self.device, self.cfg.batch_size
                 )
-            with_attention = has_attention(self.model)
-            return jsonl_lines(results, first_line_no, self.tok, self.n_best, with_attention)
+            att = has_attention(self.model)
+            records = (
+                jsonl_record(r, first_line_no + k, self.tok, self.n_best, att)
+                for k, r in enumerate(results)
+            )
+            return [json.dumps(x, ensure_ascii=False, allow_nan=False) for x in records]
         if fmt == "text":
             return [r.text for r in results]
         out = []

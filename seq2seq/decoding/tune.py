@@ -249,17 +249,14 @@ def best_row(rows: Sequence[SweepRow]) -> SweepRow:
     return max(rows, key=lambda r: (round(r.bleu, 2), -r.beam_size, -r.length_penalty))
 
 
-def decode_settings(row: SweepRow) -> dict:
-    """The ``decode`` keys that reproduce ``row``'s search."""
-    if row.method == "greedy":
-        return {"method": "greedy"}
-    return {"method": "beam", "beam_size": row.beam_size, "length_penalty": row.length_penalty}
-
-
 def write_decode_file(
     run_dir: Path, row: SweepRow, rows: Sequence[SweepRow], tuned_on: str
 ) -> Path:
-    """Write ``run_dir/decode.yaml`` atomically: the chosen settings under a comment header."""
+    """Write ``run_dir/decode.yaml`` atomically: the ``decode`` keys of ``row``'s search under a
+    comment header."""
+    keys = {"method": row.method}
+    if row.method == "beam":
+        keys |= {"beam_size": row.beam_size, "length_penalty": row.length_penalty}
     greedy = next(r for r in rows if r.method == "greedy")
     header = (
         f"# seq2seq tune-decode on {tuned_on}: {row.label} scores BLEU {row.bleu:.2f} "
@@ -267,7 +264,7 @@ def write_decode_file(
         "# translate, eval and serve use these settings; their options override them.\n"
     )
     path = run_dir / DECODE_FILE
-    atomic_write_text(path, header + yaml.safe_dump(decode_settings(row), sort_keys=False))
+    atomic_write_text(path, header + yaml.safe_dump(keys, sort_keys=False))
     return path
 
 
