@@ -138,10 +138,6 @@ def pharaoh(
     return " ".join(f"{i}-{j}" for i, j in sorted(pairs, key=lambda p: (p[1], p[0])))
 
 
-def source_pieces(tok: Tokenizer, ids: Sequence[int]) -> list[str]:
-    return [tok.src_sp.id_to_piece(int(i)) for i in ids]
-
-
 def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | None] | None:
     """For each source piece of ``ids`` (``clean_line(source)`` encoded, perhaps cut), the word of
     ``source.split()`` holding its text by sentencepiece's offsets (a piece without text takes
@@ -174,16 +170,14 @@ def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | 
     return out
 
 
-def alignment(
-    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, source: str | None = None
-) -> str | None:
-    """``h``'s Pharaoh alignment to ``src_ids``, or None without attention; source words are
-    ``source``'s as written when given (``source_words``), else the pieces' (``piece_words``)."""
+def alignment(tok: Tokenizer, r: Translation, h: Hypothesis) -> str | None:
+    """``h``'s Pharaoh alignment to the source of ``r``, or None without attention; source words
+    as written (``source_words``), else the pieces' (``piece_words``)."""
     if h.attention is None:
         return None
-    src_words = None if source is None else source_words(tok, source, src_ids)
+    src_words = source_words(tok, r.source, r.source_ids)
     if src_words is None:
-        src_words = piece_words(source_pieces(tok, src_ids))
+        src_words = piece_words([tok.src_sp.id_to_piece(int(i)) for i in r.source_ids])
     pieces = tok.tgt_pieces(h.tokens)
     tgt = [None if t in UNWRITTEN else p for t, p in zip(h.tokens, pieces, strict=True)]
     return pharaoh(h.attention, src_words, piece_words(tgt))
@@ -194,9 +188,7 @@ def _number(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def hypothesis_entry(
-    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str, source: str | None = None
-) -> dict[str, Any]:
+def hypothesis_entry(tok: Tokenizer, r: Translation, h: Hypothesis, text: str) -> dict[str, Any]:
     """One hypothesis as the JSON values of the module docstring."""
     token_lps = h.token_log_probs
     return {
@@ -206,7 +198,7 @@ def hypothesis_entry(
         "finished": h.finished,
         "tokens": tok.tgt_pieces(h.tokens),
         "token_log_probs": None if token_lps is None else [_number(x) for x in token_lps],
-        "alignment": alignment(tok, src_ids, h, source),
+        "alignment": alignment(tok, r, h),
     }
 
 
@@ -215,10 +207,7 @@ def jsonl_record(
 ) -> dict[str, Any]:
     """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's empty), or
     with ``n_best`` > 1 the list ``hypotheses``, best first."""
-    entries = [
-        hypothesis_entry(tok, r.source_ids, h, text, r.source)
-        for h, text in zip(r.hypotheses, r.texts, strict=True)
-    ]
+    entries = [hypothesis_entry(tok, r, h, t) for h, t in zip(r.hypotheses, r.texts, strict=True)]
     if n_best > 1:
         return {"line": line_no, "hypotheses": entries}
     if entries:
