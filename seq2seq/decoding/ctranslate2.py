@@ -44,11 +44,8 @@ def export_folder(path: str | Path) -> Path | None:
 
 
 def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
-    """``folder``'s ``seq2seq_export.json``, tokenizer, and the config the json holds.
-
-    Raises:
-        CheckpointError: a file is missing or not what the export writes.
-    """
+    """``folder``'s ``seq2seq_export.json``, tokenizer, and the config the json holds; raises
+    CheckpointError for a file that is missing or not what the export writes."""
     meta_path = folder / CTRANSLATE2_META
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -66,11 +63,8 @@ def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
 
 
 def ctranslate2_device(device: str) -> str:
-    """``--device`` for CTranslate2: auto is cuda when it sees a GPU, else cpu.
-
-    Raises:
-        ValueError: cuda asked for and none seen, or an unknown device (one line).
-    """
+    """``--device`` for CTranslate2: auto is cuda when it sees a GPU, else cpu; raises
+    ValueError (one line) for cuda asked for and none seen, or an unknown device."""
     import ctranslate2
 
     gpus = ctranslate2.get_cuda_device_count()
@@ -86,10 +80,8 @@ def ctranslate2_device(device: str) -> str:
 def load_translator(
     folder: Path, device: str, quantize: str | None = None, seed: int | None = None
 ):
-    """``ctranslate2.Translator`` over ``folder`` on ``device`` (cpu or cuda), with int8
-    computation under ``quantize`` int8 and torch's CPU thread count. ``seed`` seeds its sampling:
-    CTranslate2's generators belong to the translator's threads and take the seed when they
-    start, so it is set before the translator is made."""
+    """``ctranslate2.Translator`` over ``folder`` on ``device``, int8 under ``quantize``, with
+    torch's CPU thread count; ``seed`` is set before it is made (its threads take it then)."""
     import ctranslate2
 
     if seed is not None:
@@ -108,30 +100,25 @@ def load_translator(
 
 @dataclass
 class CTranslate2Model:
-    """What ``translate`` holds as the model of a CTranslate2 export: the translator, how it was
-    made, and the positions its tables hold (``source_limit`` reads them)."""
+    """The model of a CTranslate2 export: its translator (loaded at once, so a damaged model.bin
+    fails before any input), and the positions its tables hold (``source_limit`` reads them)."""
 
     folder: Path
     device: str = "cpu"
     quantize: str | None = None
     max_positions: int | None = None
-    translator: Any = None
     seed: int | None = None  # the seed the translator's generators started from
     _tgt_id: dict[str, int] | None = None  # target piece -> id, of the first tokenizer given
 
     def __post_init__(self) -> None:
-        if self.translator is None:  # loaded now: a damaged model.bin fails before any input
-            self.translator = load_translator(self.folder, self.device, self.quantize)
+        self.translator = load_translator(self.folder, self.device, self.quantize)
 
     def search_ids(
         self, tok: Tokenizer, batch: list[list[int]], cfg: DecodeConfig, n_best: int
     ) -> list[list[Hypothesis]]:
-        """CTranslate2's search of a batch of source ids (``translate.translate_sentences``):
-        each sentence's hypotheses, best first, as our searches return them. One
-        ``translate_batch`` call per output length limit in the batch: CTranslate2 takes one
-        per call, and a sentence searched past its own limit can end differently from ours.
-        Sampling with a seed the translator did not start from makes a new one from that seed,
-        so a seeded run repeats its draws."""
+        """CTranslate2's search of a batch of source ids: each sentence's hypotheses, best first,
+        as ours return them. One ``translate_batch`` call per output length limit (it takes one
+        per call); a new translator for a sampling seed it did not start from."""
         if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
             self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
             self.seed = cfg.seed
@@ -179,10 +166,8 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
 
 
 def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
-    """One ``translate_batch`` call for the source ids ``chunk``, whose output length limit is
-    ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id).
-    A hypothesis that goes on with a token its constraints forbid (CTranslate2 emits PAD and EOS
-    when it has nothing else) ends before it, as ours (``_blocked``), rescored by ``_rescore``."""
+    """One ``translate_batch`` call for the source ids ``chunk`` of output length limit ``own``:
+    each one's hypotheses, best first (``tgt_id``: piece -> id), cut where ours would end."""
     sources = [[tok.src_sp.id_to_piece(i) for i in ids] for ids in chunk]
     out = translator.translate_batch(
         sources,
@@ -205,8 +190,8 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
 
 def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
     """Cut ``h`` before its first token the constraints forbid (PAD, BOS, EOS before ``min_len``,
-    a repeat of an n-gram of ``no_repeat_ngram`` tokens): unfinished, ``blocked`` naming them, as
-    our searches end a hypothesis that has no allowed token. True when it was cut."""
+    a repeated n-gram; CTranslate2 emits them when it has nothing else), unfinished and
+    ``blocked``, as ours end; True when it was cut."""
     n, toks = cfg.no_repeat_ngram, h.tokens
     for k, t in enumerate(toks):
         seen = (
@@ -222,9 +207,8 @@ def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
 
 
 def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) -> None:
-    """Give each of ``hyps`` (cut by ``_blocked``) the log-probability of the tokens it kept,
-    from CTranslate2's ``score_batch`` (the model's log-probabilities, as ours sum them), and
-    the score ``_hypothesis`` would give it."""
+    """Give each of ``hyps`` (cut by ``_blocked``) the log-probability of the tokens it kept
+    (CTranslate2's ``score_batch``) and its GNMT score."""
     kept = [h for h in hyps if h.tokens]
     scored = translator.score_batch([source] * len(kept), [tok.tgt_pieces(h.tokens) for h in kept])
     for h, res in zip(kept, scored, strict=True):
@@ -235,9 +219,8 @@ def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) ->
 
 
 def _hypothesis(tokens: list[int], score: float, limit: int, cfg: DecodeConfig) -> Hypothesis:
-    """One CTranslate2 hypothesis (its ids, EOS included) as ours: cut to ``limit``, EOS last iff
-    finished, its log-probability (CTranslate2's score times |Y|^alpha, the length it divided by)
-    and the GNMT-normalised score of ``base.length_penalty``."""
+    """One CTranslate2 hypothesis (ids, EOS included) as ours: cut to ``limit``, its log P
+    (CTranslate2's score times the |Y|^alpha it divided by) and GNMT score."""
     alpha = cfg.length_penalty if cfg.method == "beam" else 0.0
     log_prob = score * len(tokens) ** alpha if tokens else score
     if len(tokens) > limit:
@@ -261,9 +244,8 @@ class CTranslate2LineTranslator(LineTranslator):
             )
 
     def render(self, lines, first_line_no: int = 1) -> list[str]:
-        """As ``LineTranslator.render``; ``--format jsonl`` names once, on stderr, the fields it
-        leaves null: CTranslate2's search returns no attention and no per-token
-        log-probabilities."""
+        """As ``LineTranslator.render``; ``--format jsonl`` warns once of the fields it leaves
+        null."""
         if self.format == "jsonl" and not getattr(self, "_said_nulls", False):
             log.warning(
                 "CTranslate2 export: --format jsonl writes alignment and token_log_probs as null "

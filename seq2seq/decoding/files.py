@@ -1,9 +1,6 @@
-"""Line-oriented translation, as ``translate`` does it: a file or standard input in, and for every
-input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
-JSON object per line (``alignment_output.py``). Input is translated a window of lines at a time
-(``window_sizes``), each window's output written and flushed before the next is read, so Ctrl-C
-keeps the windows already written (``TranslationInterrupted``). The progress bar of ``translate``,
-``eval`` and ``tune-decode`` (``ProgressBar``): on stderr when it is a terminal.
+"""Line-oriented translation, as ``translate`` does it: for every input line, in order, one output
+line (text, n-best TSV rows or JSON), a window of lines at a time (``window_sizes``), each
+written and flushed before the next is read; and the progress bar of the decoding commands.
 """
 
 from __future__ import annotations
@@ -37,9 +34,8 @@ WINDOW_BATCHES = 8  # the batches of every window after the first three (1, 2, 4
 
 
 def window_sizes(batch_size: int) -> Iterator[int]:
-    """Lines per window, window after window: ``batch_size`` times 1, 2, 4, then
-    ``WINDOW_BATCHES``: the small first windows put the first lines on disk within a batch's
-    time, and within a window the lines are sorted by length into batches (less padding)."""
+    """Lines per window: ``batch_size`` times 1, 2, 4, then ``WINDOW_BATCHES``: the first lines are
+    on disk within a batch's time, and later windows sort more lines into batches by length."""
     batches = 1
     while True:
         yield batch_size * batches
@@ -112,11 +108,7 @@ class LineTranslator:
 
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
-        decoded with attention and plotted.
-
-        Raises:
-            ConfigError: the decode length limits leave no room within the model's positions.
-        """
+        decoded with attention and plotted. Raises ConfigError as ``translate_sentences``."""
         n_att = 0
         if self.plot is not None:
             n_att = max(0, min(len(lines), self.attention_n - first_line_no + 1))
@@ -143,11 +135,8 @@ class LineTranslator:
         )
 
     def render(self, lines: Sequence[str], first_line_no: int = 1) -> list[str]:
-        """Output lines for ``lines``, by ``format``: ``text``, the best translation of each;
-        ``nbest``, TSV rows ``line number, score, hypothesis`` (one row with empty fields for a
-        blank line; the score is the length-penalised one the search ranks by; the hypothesis
-        escaped by ``escape_tsv_field``); ``jsonl``, one JSON object per line
-        (``alignment_output.jsonl_record``)."""
+        """Output lines for ``lines`` by ``format``: the best translations; TSV rows ``line number,
+        score, hypothesis`` (empty fields for a blank line); or ``jsonl_record``'s objects."""
         results = self.translate(lines, first_line_no)
         fmt = self.format
         if fmt == "jsonl":
@@ -178,14 +167,12 @@ class TranslationInterrupted(KeyboardInterrupt):
 
 
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
-    """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output. A window is the next
-    lines of a file (read whole first: a line that is not UTF-8 stops it before any work), or the
-    lines waiting on standard input (an interactive session gets each answer at once). A file
-    output is written to ``OUTPUT.partial``, renamed to OUTPUT when every line is translated.
+    """``translate -i INPUT -o OUTPUT`` (``-``: standard input / output): a file is read whole
+    first, standard input as lines wait; a file output goes to ``OUTPUT.partial``, renamed to
+    OUTPUT when every line is translated.
 
     Raises:
-        TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or
-            on standard output), and the message counts them.
+        TranslationInterrupted: Ctrl-C; the message counts the lines kept.
         DataError: the input is missing, unreadable or not UTF-8.
         ConfigError: as ``LineTranslator.translate``.
         OSError: the output cannot be written (e.g. it is a folder).
@@ -206,8 +193,7 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
 
 def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translation]:
     """``lines`` translated window by window as ``translate_io`` translates a file, so ``eval``
-    gives the same output as ``translate`` (sampling included: its draws depend on the batch);
-    with a progress bar (on a terminal)."""
+    gives ``translate``'s output (sampling included: its draws depend on the batch)."""
     out: list[Translation] = []
     with _progress(tr, len(lines)):
         for start, window in windows_of(lines, tr.cfg.batch_size):
@@ -217,8 +203,7 @@ def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translatio
 
 class _OutputLines:
     """Where ``translate_io`` writes: standard output for ``-``, else ``path.partial``, renamed
-    to ``path`` when the input is done (fsync'ed, then the folder). Counts the input lines whose
-    output was written (``lines``)."""
+    to ``path`` when done (fsync'ed). ``lines``: the input lines whose output was written."""
 
     def __init__(self, path: str, total: int | None, fmt: str):
         self.path, self.total, self.format = path, total, fmt
@@ -290,12 +275,8 @@ class _OutputLines:
 
 
 def _stdin_windows(stdin: BinaryIO, limits: Iterator[int]) -> Iterator[list[str]]:
-    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, again and again
-    until end of input.
-
-    Raises:
-        DataError: a line is not valid UTF-8 (named by its number).
-    """
+    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, until end of input.
+    Raises DataError for a line that is not UTF-8 (named by its number)."""
     line_no = 1
     while batch := _waiting_lines(stdin, next(limits)):
         yield [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]

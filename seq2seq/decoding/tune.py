@@ -65,12 +65,8 @@ class SweepRow:
 
 
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): length penalties, finite, increasing, from 0 to
-    ``MAX_LENGTH_PENALTY`` (``config.lists.parse_list``).
-
-    Raises:
-        ValueError: one line naming ``option``.
-    """
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): length penalties, increasing, from 0 to
+    ``MAX_LENGTH_PENALTY``; raises ValueError, one line naming ``option``."""
     top = f"{MAX_LENGTH_PENALTY:g}"
     fix = f"give distinct finite numbers from 0 to {top} in increasing order, e.g. 0,0.6,1"
     bad = "give comma-separated numbers, e.g. 0,0.6,1"
@@ -79,11 +75,7 @@ def parse_floats(spec: str, option: str) -> tuple[float, ...]:
 
 def parse_beams(spec: str) -> tuple[int, ...]:
     """``"5,10"`` -> (5, 10): beam sizes, increasing, from 2 (greedy is always swept) to
-    ``BEAM_LIMIT``.
-
-    Raises:
-        ValueError: one line naming --beams.
-    """
+    ``BEAM_LIMIT``; raises ValueError, one line naming --beams."""
     fix = (
         f"give distinct beam sizes from 2 to {BEAM_LIMIT} in increasing order (greedy search is "
         "always a candidate)"
@@ -131,10 +123,8 @@ def sweep(
 
 
 def beyond_edge(rows: Sequence[SweepRow]) -> list[tuple[int, float]]:
-    """The beam settings (K, α) to sweep next when the best of ``rows`` (``best_row``) has the
-    largest α swept (next: α plus the grid's last step, 0.5 for a one-value grid; at most
-    ``MAX_ALPHA``) or the largest K (next: 2K at the same α; at most ``MAX_BEAM``), where the
-    optimum may lie beyond the grid. Empty when it is inside, greedy, or at the caps."""
+    """The (K, α) to sweep next when the best of ``rows`` has the largest α (next: α plus the grid's
+    last step, or 0.5; at most ``MAX_ALPHA``) or K (next: 2K; at most ``MAX_BEAM``) swept."""
     best = best_row(rows)
     beam = [r for r in rows if r.method == "beam"]
     if best.method != "beam":
@@ -162,8 +152,7 @@ def sweep_inside(
     extend: Callable[[list[tuple[int, float]]], None] | None = None,
 ) -> list[SweepRow]:
     """``sweep`` over ``candidates(base, beams, alphas)``, then over ``beyond_edge``'s settings
-    (told to ``extend`` first) until the best setting lies inside the swept grid or the caps
-    stop it."""
+    (told to ``extend`` first) until there are none."""
     rows = sweep(translate, refs, candidates(base, beams, alphas), tgt_lang, progress)
     while more := beyond_edge(rows):
         if extend is not None:
@@ -184,8 +173,7 @@ def sweep_run(
     source_name: str = "input",
 ) -> tuple[list[SweepRow], list[dict]]:
     """``tune-decode``'s sweep of a loaded run (``runs.Translator``), each row printed above a
-    progress bar as it is scored; with ``extend``, beyond the grid's edge (``sweep_inside``).
-    Returns the rows and the settings swept beyond the grid."""
+    progress bar; returns the rows and the settings swept beyond the grid (with ``extend``)."""
     n_settings = len(candidates(base, beams, alphas))
     bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
     started = 0
@@ -271,13 +259,12 @@ def write_decode_file(
 def tuning_set(
     cfg: Config, src: Path | None, ref: Path | None, ckpt: Path
 ) -> tuple[Path, Path, list[str], list[str]]:
-    """``src`` and ``ref`` (both given or both None: the run's data.valid), with their source and
-    reference lines, read as ``eval`` reads them.
+    """``src`` and ``ref`` (both None: the run's data.valid), with their lines, read as ``eval``
+    reads them.
 
     Raises:
-        ValueError: the run (of checkpoint ``ckpt``) has no data.valid, or fewer than
-            ``MIN_TUNE_LINES`` lines have a non-blank source and reference: too few to tell search
-            settings apart.
+        ValueError: the run of ``ckpt`` has no data.valid, or fewer than ``MIN_TUNE_LINES`` lines
+            have a non-blank source and reference.
         DataError: a file that is missing, unreadable or not aligned with the other.
     """
     if src is None:
