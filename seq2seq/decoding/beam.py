@@ -84,16 +84,9 @@ def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, 
 
 
 def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
-    """Rank every one-token expansion and keep the best 2K, whose histories are built here.
-
-    Every beam has at most one EOS expansion, so the 2K best always hold K that do not end in EOS.
-
-    Args:
-        logp: (b*K, V) step log-probabilities.  att: (b*K, S) step attention or None.
-
-    Returns:
-        The 2K candidates (b, 2K, ·) best first, and each one's parent beam (b, 2K).
-    """
+    """From (b*K, V) step ``logp`` and (b*K, S) ``att`` (or None): the best 2K one-token
+    expansions (b, 2K, ·), best first, with their histories, and each one's parent beam (b, 2K).
+    Every beam has at most one EOS expansion, so the 2K hold K that do not end in EOS."""
     b, K = beams.lp.shape
     n, L = min(2 * K, logp.shape[-1]), beams.tok.shape[-1]
     # 1) each beam's n best tokens: the 2K best of all K x V expansions are among these K x n
@@ -232,10 +225,9 @@ def beam_search(
 
 
 def _n_best(finished: list[Hypothesis], cut: list[Hypothesis], n: int) -> list[Hypothesis]:
-    """The n-best list: the finished hypotheses (best first), filled up to ``n`` with unfinished
-    ones that score no higher than the last finished one. An unfinished score lacks the EOS
-    probability, so one above a finished score would rank a prefix over a whole output: such
-    are left out, and the list stays sorted by the score it reports (it may hold fewer than n)."""
+    """The finished hypotheses, filled up to ``n`` with unfinished ones that score no higher than
+    the last finished one (a score without EOS's probability above it would rank a prefix over a
+    whole output), so the list stays sorted by its score and may hold fewer than n."""
     floor = finished[-1].score if finished else float("inf")
     return (finished + [h for h in cut if h.score <= floor])[:n]
 

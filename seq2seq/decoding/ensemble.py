@@ -1,13 +1,10 @@
-"""An ensemble of models that is itself a model to the searches: ``Ensemble``.
+"""An ensemble of models that is itself a model to the searches: ``Ensemble``. Shapes: B rows, S
+source length, T target length, V target vocabulary, M models.
 
-Shape notation: B rows (sentences, or sentences x beams), S source length, T target length,
-V target vocabulary, M models.
-
-At every step the ensemble returns the log of the models' mean probability,
-log (1/M) sum_m p_m(y | x, y_<t), as fairseq's ``EnsembleModel`` does (not the mean of the
-log-probabilities, a product of experts). It implements the protocol the searches use, its state
-holding every model's own under the key prefix ``"<m>/"``. Any families may be mixed; they must
-share one tokenizer (``check_same_tokenizer``; ``Ensemble`` checks the vocabulary sizes).
+At every step it returns the log of the models' mean probability, log (1/M) sum_m p_m(y | x,
+y_<t), as fairseq's ``EnsembleModel`` (not the mean log-probability), its state holding every
+model's own under the key prefix ``"<m>/"``. Families may be mixed; the tokenizer is one
+(``check_same_tokenizer``).
 """
 
 from __future__ import annotations
@@ -134,13 +131,8 @@ class Ensemble(Seq2SeqModel):
 
 
 def check_same_tokenizer(names: Sequence[str], tokenizers: Sequence) -> None:
-    """Every tokenizer must equal the first (``Tokenizer.digest``, a hash of its sentencepiece
-    models); ``names``: how the user named each model (e.g. ``-c PATH``).
-
-    Raises:
-        ValueError: one line naming the first model that differs and how: its target vocabulary,
-            its source vocabulary, or (same pieces) its normalisation rules.
-    """
+    """Every tokenizer must equal the first (``Tokenizer.digest``); ``names``: how the user named
+    each model (``-c PATH``). Raises ValueError, one line naming the first that differs and how."""
     first, name0 = tokenizers[0], names[0]
     for name, tok in zip(names[1:], tokenizers[1:], strict=True):
         if tok.digest() == first.digest():

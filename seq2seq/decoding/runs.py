@@ -44,19 +44,11 @@ FROM_COMMAND_LINE = "command line"
 
 @dataclass
 class Translator:
-    """A run loaded for decoding (``load``).
-
-    Attributes:
-        model: in eval mode on ``device``: one model, an ``Ensemble``, int8 layers, or a
-            ``CTranslate2Model``.
-        cfg: the run's config, given as the checkpoint holds it (kept as ``config_decode``), its
-            decode section then with the ``decode.yaml`` beside ``checkpoint`` applied.
-        checkpoint: the file read (an ensemble's first); ``members``: each model's (checkpoint,
-            step) of an ensemble, empty for one model.
-        train_state: the checkpoint's training position (empty for an averaged one).
-        decode_file: the run's ``decode.yaml`` when it exists; ``decode_file_keys`` what it sets.
-        tune_hint: how the untuned-beam line says to tune (``settings_line``).
-    """
+    """A run loaded for decoding (``load``): ``model`` (one, an ``Ensemble``, int8 layers or a
+    ``CTranslate2Model``) in eval mode on ``device``; ``cfg`` as the checkpoint holds it (its
+    decode section kept as ``config_decode``), then with the ``decode.yaml`` beside
+    ``checkpoint`` applied (``decode_file``, setting ``decode_file_keys``); ``members``: an
+    ensemble's (checkpoint, step) each; ``tune_hint``: how ``settings_line`` says to tune."""
 
     model: Any
     tok: Tokenizer
@@ -260,12 +252,8 @@ def _load_one(path: Path, device: str | None, quantize: str | None) -> Translato
 
 
 def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Translator:
-    """A CTranslate2 export, its ``model`` a ``CTranslate2Model``.
-
-    Raises:
-        ValueError: ctranslate2 is missing, or the device is refused.
-        CheckpointError: the export's files are not readable.
-    """
+    """A CTranslate2 export, its ``model`` a ``CTranslate2Model``; raises ValueError when
+    ctranslate2 is missing or the device refused, CheckpointError for unreadable files."""
     import_ctranslate2()
     dev = ctranslate2_device(device)
     meta, tok, cfg = read_export(folder)
