@@ -18,8 +18,8 @@ class UserError(Exception):
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """Print one error line on stderr and exit with ``code``. Code 130 is the user's own Ctrl-C
-    (or SIGTERM), which is no error: its line is headed "stopped:", in yellow."""
+    """Print one error line on stderr and exit with ``code``; 130 (the user's Ctrl-C or SIGTERM)
+    is headed "stopped:", in yellow."""
     warn(msg, ("stopped: ", "bold yellow") if code == 130 else ("error: ", "bold red"))
     sys.exit(code)
 
@@ -42,9 +42,8 @@ def flag_of(field: str) -> str:
 
 @contextmanager
 def user_errors():
-    """Bad user input found by the library becomes a one-line ``UserError``: a ValueError keeps its
-    message; a pydantic ValidationError of a config section names the option it came from
-    (``decode.beam_size`` -> ``--beam: ...``), and a number out of range the range it may take."""
+    """Bad user input found by the library becomes a one-line ``UserError``: a ValueError's message,
+    or a pydantic ValidationError's naming its option (``--beam: ...``) and a number's range."""
     from pydantic import ValidationError
 
     from seq2seq.config import RANGE_ERRORS, valid_range
@@ -68,7 +67,7 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
 
 
 def no_stdin(path: Path | str | None, option: str) -> None:
-    """``-`` as an input this command reads whole (or more than once): refused, it takes a file."""
+    """``-`` as an input read whole (or more than once) is refused."""
     if path is not None and str(path) == "-":
         raise UserError(f"{option} -: standard input is not read here; give a file")
 

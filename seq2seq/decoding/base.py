@@ -1,7 +1,6 @@
 """What every search shares: the ``Hypothesis`` it returns, output length limits, the GNMT length
-penalty, and the step log-probabilities with the tokens no search may emit blocked.
-
-Shape notation: B sentences (b of them still decoding), S source length, V target vocabulary.
+penalty, and the step log-probabilities with the tokens no search may emit blocked. Shapes: B
+sentences (b of them still decoding), S source length, V target vocabulary.
 
 Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
