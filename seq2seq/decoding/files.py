@@ -67,17 +67,10 @@ def escape_tsv_field(text: str) -> str:
 
 @dataclass
 class LineTranslator:
-    """One model and its settings, applied to numbered runs of input lines.
-
-    Attributes:
-        batch_tokens: batch by padded source tokens instead of ``cfg.batch_size`` sentences.
-        attention_n: input lines 1..N are decoded with attention and handed to ``plot`` (None:
-            nothing is).
-        report: counts over everything translated (``TranslationReport.summary``).
-        output_format: ``text`` | ``nbest`` | ``jsonl`` (``format``).
-        align_layer: with ``jsonl``, align with this decoder layer's cross-attention
-            (``alignment_output.attach_layer_attention``); None: the attention the search returns.
-    """
+    """One model and its settings, applied to numbered runs of input lines: input lines 1 to
+    ``attention_n`` are decoded with attention and handed to ``plot``; ``report`` counts all;
+    ``align_layer``: with ``jsonl``, align with this decoder layer (``attach_layer_attention``),
+    not the search's attention."""
 
     model: Seq2SeqModel
     tok: Tokenizer

@@ -13,15 +13,10 @@ QUANTIZE_MODES = ("int8",)
 FLOAT_LINEARS = ("in_proj", "out_proj")
 
 
-def quantize_device(
-    quantize: str | None, device: str | None, option: str = "--device"
-) -> str | None:
+def quantize_device(quantize: str | None, device: str | None) -> str | None:
     """The device to decode on under ``--quantize``: ``auto`` (or None) -> cpu (int8 kernels are
-    CPU-only); without ``quantize``, ``device`` unchanged.
-
-    Raises:
-        ValueError: an unknown mode, or ``device`` cuda (one line naming ``option``).
-    """
+    CPU-only); without ``quantize``, ``device`` unchanged. Raises ValueError (one line) for an
+    unknown mode or cuda."""
     if quantize is None:
         return device
     if quantize not in QUANTIZE_MODES:
@@ -30,14 +25,14 @@ def quantize_device(
     if device.startswith("cuda"):
         raise ValueError(
             f"--quantize {quantize} decodes on the CPU (torch has no CUDA int8 kernels for it); "
-            f"drop {option} {device} or give {option} cpu"
+            f"drop --device {device} or give --device cpu"
         )
     return "cpu" if device == "auto" else device
 
 
 def quantizable(model: nn.Module) -> list[str]:
-    """Names of the modules ``quantize_model`` converts: every nn.Linear (but ``FLOAT_LINEARS``),
-    nn.LSTM and nn.GRU."""
+    """Names of the modules ``quantize_model`` converts: nn.Linear (not ``FLOAT_LINEARS``), nn.LSTM,
+    nn.GRU."""
     names = []
     for name, m in model.named_modules():
         linear = isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] not in FLOAT_LINEARS
