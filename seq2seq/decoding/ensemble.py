@@ -92,9 +92,8 @@ class Ensemble(Seq2SeqModel):
     def decode_step(
         self, prev_tokens: Tensor, state: State, need_attention: bool = False
     ) -> tuple[Tensor, Tensor | None, State]:
-        """One step of every member from (B,) ``prev_tokens``: (B, V) log of their mean
-        next-token probability (normalised, so a search's log-softmax leaves it as it is), (B, S)
-        the mean cross-attention of the members that have one (or None), the next state."""
+        """One step of every member from (B,) ``prev_tokens``: (B, V) log of their mean probability
+        (a search's log-softmax leaves it as it is), (B, S) mean attention or None, the state."""
         logits, attn, states = [], [], []
         for m, s in zip(self.models, _split(state, len(self.models)), strict=True):
             x, a, s = m.decode_step(prev_tokens, s, need_attention)

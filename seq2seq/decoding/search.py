@@ -7,8 +7,6 @@ settings in ``DecodeConfig`` and ``config.SEARCH_SETTINGS``, its limit in ``chec
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from torch import Tensor
 
 from seq2seq.config import ConfigError, DecodeConfig
@@ -18,9 +16,7 @@ from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sample import sample_search
 from seq2seq.models.base import Seq2SeqModel
 
-SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], list[list[Hypothesis]]]
-
-SEARCHES: dict[str, SearchFn] = {
+SEARCHES = {
     "greedy": lambda model, src, mask, cfg, n_best, att: [
         [h] for h in greedy_search(model, src, mask, cfg, att)
     ],

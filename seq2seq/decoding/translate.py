@@ -175,8 +175,7 @@ def eval_mode(model) -> Iterator[None]:
 
 
 def _warn_blocked(hyps: Sequence[Hypothesis], source_name: str, line_no: int) -> None:
-    """One warning for a line whose best hypothesis ended because its constraints forbade every
-    token (``Hypothesis.blocked``)."""
+    """Warn of a line whose best hypothesis ended because every token was forbidden."""
     if hyps and hyps[0].blocked is not None:
         log.warning(
             "%s line %d: every token is forbidden after %d output tokens by %s; the translation "
@@ -231,8 +230,8 @@ def _batches(
 def _prepare(
     tok: Tokenizer, sentences: Sequence[str], limit: int, first_line_no: int, source_name: str
 ) -> tuple[list[Translation], list[int], list[list[int]]]:
-    """Clean and encode; returns a Translation per sentence (empty so far), the positions that
-    need the model, and their ids cut to ``limit`` tokens."""
+    """A Translation per sentence (empty so far), the positions that need the model, and their
+    cleaned and encoded ids cut to ``limit`` tokens."""
     cleaned = [clean_line(s) for s in sentences]
     nonblank = [i for i, s in enumerate(cleaned) if s]
     encoded = tok.encode_src([cleaned[i] for i in nonblank])

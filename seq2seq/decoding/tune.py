@@ -226,8 +226,7 @@ def sweep_result(
 
 
 def all_tied(rows: Sequence[SweepRow]) -> bool:
-    """Every setting scored the same BLEU (at two decimals): the tie rule would pick greedy for
-    no reason."""
+    """Every setting scored the same BLEU (at two decimals): the tie rule's greedy means nothing."""
     return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
 
 
@@ -287,8 +286,7 @@ def tuning_set(
 
 
 def warn_if_test_split(src: Path, cfg: Config) -> None:
-    """A warning when ``src`` is the run's own test split: the search would be chosen on the
-    sentences its test scores are reported on."""
+    """A warning when ``src`` is the run's own test split (its test scores would not be unseen)."""
     if cfg.data.test is None:
         return
     try:
@@ -304,8 +302,7 @@ def warn_if_test_split(src: Path, cfg: Config) -> None:
 
 
 def tie_reasons(rows: Sequence[SweepRow], src: Path) -> tuple[str, str]:
-    """For a sweep whose settings all scored the same BLEU (``tune.all_tied``): what happened
-    and what to do about it."""
+    """For a sweep whose settings all tied (``all_tied``): what happened and what to do."""
     bleu = rows[0].bleu
     same = f"--src {src}: all {len(rows)} settings scored BLEU {bleu:.2f}, so"
     if bleu == 0:
