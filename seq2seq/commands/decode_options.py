@@ -97,10 +97,8 @@ FIELD_OF_OPTION = {o: f for f, o in OPTION_OF_FIELD.items()}
 
 
 def with_search_options(command: Callable) -> Callable:
-    """``command`` with the search options (``SEARCH``, None = not given) added to its signature
-    before ``--device``, so typer offers them; ``command`` gets them as one keyword ``search``:
-    DecodeConfig fields (``beam`` -> ``beam_size``) -> value, what ``Translator.decode_settings``
-    takes."""
+    """``command`` with the ``SEARCH`` options added to its signature before ``--device``; it gets
+    them as one keyword ``search``: DecodeConfig field -> value (None = not given)."""
     sig = inspect.signature(command, eval_str=True)
     params = [p for p in sig.parameters.values() if p.name != "search"]
     at = next(i for i, p in enumerate(params) if p.name == "device")

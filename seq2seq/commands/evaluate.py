@@ -1,8 +1,6 @@
-"""``eval`` and ``paired``: score translations with sacrebleu. ``eval`` scores a hypothesis file,
-or translates the sources first with a checkpoint (as ``translate`` does; several ``-c`` form an
-ensemble); ``paired`` compares two or more systems with sacreBLEU's paired significance tests
-(``evaluation/paired.py``), the first the baseline, a system being a ``--hyp`` file or a ``-c`` run
-that translates ``--src`` on its own."""
+"""``eval`` and ``paired``: score translations with sacrebleu. ``eval`` scores a hypothesis file or
+translates the sources first; ``paired`` compares systems (``--hyp`` files or ``-c`` runs) with
+sacreBLEU's paired significance tests (``evaluation/paired.py``), the first the baseline."""
 
 from __future__ import annotations
 

@@ -103,11 +103,8 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
 
 
 def _not_a_live_runs_file(output: Path) -> None:
-    """``average -o`` never replaces a checkpoint a live training writes (last.pt, best.pt, ...).
-
-    Raises:
-        UserError: ``output`` is such a file in a folder a training holds (``run_lock``).
-    """
+    """``average -o`` never replaces a checkpoint (last.pt, ...) a live training writes (raises
+    UserError)."""
     from seq2seq.training.run_dir import CHECKPOINT_FILES
     from seq2seq.training.run_lock import live_holder
 

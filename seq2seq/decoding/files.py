@@ -94,11 +94,6 @@ class LineTranslator:
             return self.output_format
         return "nbest" if self.n_best > 1 else "text"
 
-    @property
-    def _search_attention(self) -> bool:
-        """``jsonl`` aligns every line with the attention the search returns."""
-        return self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
-
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
         decoded with attention and plotted. Raises ConfigError as ``translate_sentences``."""
@@ -108,7 +103,9 @@ class LineTranslator:
         head = self._translate(lines[:n_att], first_line_no, need_attention=True) if n_att else []
         if head and self.plot is not None:
             self.plot(head, first_line_no)
-        tail = self._translate(lines[n_att:], first_line_no + n_att, self._search_attention)
+        # jsonl aligns every line with the attention the search returns
+        att = self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
+        tail = self._translate(lines[n_att:], first_line_no + n_att, att)
         self.report.add(head + tail)
         return head + tail
 
