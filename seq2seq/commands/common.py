@@ -90,14 +90,9 @@ RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json"
 def check_writable(
     path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
 ) -> None:
-    """Refuse in one line (``option`` ... ``fix``) an output the command could not write; None and
-    ``-`` pass. Creates nothing (missing folders are the writer's). ``folder``: ``path`` is a
-    folder the command writes into, not a file.
-
-    Raises:
-        UserError: a folder where a file goes or the reverse, a file on the way, or the nearest
-            existing folder is not writable.
-    """
+    """Refuse in one line (``option`` ... ``fix``) an output the command could not write (a folder
+    if ``folder``): a folder where a file goes or the reverse, a file on the way, or the nearest
+    existing folder not writable. None and ``-`` pass; creates nothing (that is the writer's)."""
     if path is None or is_stdout(path):
         return
     p = Path(path)
@@ -129,15 +124,10 @@ def check_not_input(
     checkpoints: bool = True,
     outputs: Sequence[tuple[str, str | Path | None]] = (),
 ) -> None:
-    """Refuse in one line an output ``path`` of ``option`` that would replace what the command
-    reads; None and ``-`` pass. ``inputs``, ``outputs``: (option, path) of the other files;
-    ``runs``: the checkpoints or run folders loaded; ``checkpoints`` False lets ``average`` write
-    a new ``*.pt`` into the run folder.
-
-    Raises:
-        UserError: ``path`` is an input file, another output, or a run's checkpoint (``*.pt``),
-            tokenizer (``spm*.model``), ``train_log.jsonl`` or one of ``RUN_FILES``.
-    """
+    """Refuse in one line (UserError) an output ``path`` of ``option`` that is one of ``inputs``
+    or ``outputs`` ((option, path) each), or a checkpoint (``*.pt``, unless ``checkpoints`` is
+    False), tokenizer, ``train_log.jsonl`` or one of ``RUN_FILES`` of ``runs``. None and ``-``
+    pass."""
     if path is None or is_stdout(path):
         return
     out = Path(path).resolve()

@@ -159,16 +159,9 @@ def beam_search(
     n_best: int = 1,
     need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
-    """Batched beam search over B sentences x K = ``cfg.beam_size`` beams, ranked by the GNMT
-    score of ``cfg.length_penalty`` α, under the limits of ``base`` (module docstrings).
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        n_best: N <= K hypotheses returned per sentence, best first (finished ones first).
-
-    Raises:
-        ValueError: n_best > beam_size.
-    """
+    """Beam search over (B, S) ``src`` ids and mask (True = real token), K = ``cfg.beam_size``
+    beams ranked by the GNMT score of ``cfg.length_penalty`` α: N = ``n_best`` hypotheses per
+    sentence, best first (finished ones first). Raises ValueError for N > K."""
     K, alpha, no_repeat_ngram = cfg.beam_size, cfg.length_penalty, cfg.no_repeat_ngram
     if n_best > K:
         raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({K})")

@@ -118,8 +118,7 @@ class Ensemble(Seq2SeqModel):
         need_attention: bool = True,
         src_lengths: Lengths | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Teacher-forced (B, T, V) log of the mean probability and the (B, T, S) mean
-        cross-attention of the members that have one (or None)."""
+        """Teacher-forced (B, T, V) log of the mean probability and (B, T, S) mean attention."""
         outs = [
             m.forward_attention(src, src_mask, tgt_in, need_attention, src_lengths)
             for m in self.models

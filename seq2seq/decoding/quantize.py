@@ -43,12 +43,8 @@ def quantizable(model: nn.Module) -> list[str]:
 
 def quantize_model(model: nn.Module, quantize: str | None) -> nn.Module:
     """A new module: ``model`` (on the CPU) with int8 weights in its ``quantizable`` layers, in
-    eval mode; ``quantize`` None returns ``model`` itself.
-
-    Raises:
-        ValueError: an unknown mode, a model not on the CPU, or a torch without dynamic
-            quantization (one line each).
-    """
+    eval mode (``quantize`` None: ``model`` itself). Raises ValueError (one line) for an unknown
+    mode, a model not on the CPU, or a torch without dynamic quantization."""
     if quantize is None:
         return model
     quantize_device(quantize, "cpu")

@@ -127,8 +127,7 @@ def translate_sentences(
     The search is ``SEARCHES[cfg.method]``, or a ``model``'s own ``search_ids`` (CTranslate2's).
 
     Raises:
-        ConfigError: ``n_best`` is more than ``cfg.method`` returns, or ``cfg``'s output limit
-            does not fit the model's positions.
+        ConfigError: ``n_best`` is more than ``cfg.method`` returns, or the limits do not fit.
     """
     check_n_best(cfg, n_best)
     limit = source_limit(model, cfg)
