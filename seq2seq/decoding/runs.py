@@ -62,6 +62,7 @@ class Translator:
     members: list[tuple[Path, int | None]] = field(default_factory=list)
     decode_file: Path | None = None
     decode_file_keys: frozenset[str] = frozenset()
+    config_decode: DecodeConfig = field(init=False)
 
     def __post_init__(self) -> None:
         folder = self.checkpoint.parent
