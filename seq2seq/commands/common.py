@@ -1,7 +1,5 @@
-"""What every command shares: the one-line user error, its printing, the mapping of library
-errors and ``-`` paths to what the commands need, and the output paths checked before the work, so
-that no finished translation, sweep, average or training is thrown away on a path that was never
-writable (``check_writable``) or replaces what the command reads (``check_not_input``)."""
+"""What every command shares: the one-line user error and its printing, library errors mapped to
+it, and the output paths checked before the work (``check_writable``, ``check_not_input``)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,8 @@ class UserError(Exception):
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """Print one error line on stderr and exit with ``code``. Code 130 is the user's own Ctrl-C
-    (or SIGTERM), which is no error: its line is headed "stopped:", in yellow."""
+    """Print one error line on stderr and exit with ``code``; 130 (the user's Ctrl-C or SIGTERM)
+    is headed "stopped:", in yellow."""
     warn(msg, ("stopped: ", "bold yellow") if code == 130 else ("error: ", "bold red"))
     sys.exit(code)
 
@@ -37,11 +35,15 @@ def warn(msg: str, head: tuple[str, str] = ("warning: ", "bold yellow")) -> None
 OPTION_OF_FIELD = {"beam_size": "beam"}
 
 
+def flag_of(field: str) -> str:
+    """A config field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
+    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
+
+
 @contextmanager
 def user_errors():
-    """Bad user input found by the library becomes a one-line ``UserError``: a ValueError keeps its
-    message; a pydantic ValidationError of a config section names the option it came from
-    (``decode.beam_size`` -> ``--beam: ...``), and a number out of range the range it may take."""
+    """Bad user input found by the library becomes a one-line ``UserError``: a ValueError's message,
+    or a pydantic ValidationError's naming its option (``--beam: ...``) and a number's range."""
     from pydantic import ValidationError
 
     from seq2seq.config import RANGE_ERRORS, valid_range
@@ -50,12 +52,10 @@ def user_errors():
         yield
     except ValidationError as e:
         err = e.errors()[0]
-        field = str(err["loc"][0])
-        option = OPTION_OF_FIELD.get(field, field).replace("_", "-")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] in RANGE_ERRORS and (valid := valid_range(e.title, err["loc"])):
             msg += f", not {err['input']} (valid: {valid})"
-        raise UserError(f"--{option}: {msg}") from None
+        raise UserError(f"{flag_of(str(err['loc'][0]))}: {msg}") from None
     except ValueError as e:
         raise UserError(str(e)) from None
 
@@ -67,7 +67,7 @@ def no_stdout(path: Path | str | None, option: str, what: str) -> None:
 
 
 def no_stdin(path: Path | str | None, option: str) -> None:
-    """``-`` as an input this command reads whole (or more than once): refused, it takes a file."""
+    """``-`` as an input read whole (or more than once) is refused."""
     if path is not None and str(path) == "-":
         raise UserError(f"{option} -: standard input is not read here; give a file")
 
@@ -90,16 +90,9 @@ RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json"
 def check_writable(
     path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
 ) -> None:
-    """Refuse in one line (starting with ``option``, ending with ``fix``) an output the command
-    could not write; None and ``-`` (standard output) pass. It creates nothing: missing folders
-    on the way are the writer's to make (as ``atomic.atomic_open`` does). ``folder``: ``path`` is
-    a folder the command writes into (``--run-dir``, ``--out``), not a file.
-
-    Raises:
-        UserError: ``path`` is a folder where a file goes (or a file where a folder goes), a file
-            stands where a folder on its way should be, or the nearest existing folder that would
-            hold it is not writable.
-    """
+    """Refuse in one line (``option`` ... ``fix``) an output the command could not write (a folder
+    if ``folder``): a folder where a file goes or the reverse, a file on the way, or the nearest
+    existing folder not writable. None and ``-`` pass; creates nothing (that is the writer's)."""
     if path is None or is_stdout(path):
         return
     p = Path(path)
@@ -131,16 +124,10 @@ def check_not_input(
     checkpoints: bool = True,
     outputs: Sequence[tuple[str, str | Path | None]] = (),
 ) -> None:
-    """Refuse in one line an output ``path`` of ``option`` that would replace what the command
-    reads; None and ``-`` pass. ``inputs``: (option, path) of each input file; ``runs``: each
-    checkpoint file or run folder the command loads; ``checkpoints`` False lets a new ``*.pt``
-    be written into the run folder (``average``); ``outputs``: (option, path) of the command's
-    other outputs.
-
-    Raises:
-        UserError: ``path`` is an input file, another output, or a run's checkpoint (``*.pt``),
-            tokenizer (``spm*.model``), ``train_log.jsonl`` or one of ``RUN_FILES``.
-    """
+    """Refuse in one line (UserError) an output ``path`` of ``option`` that is one of ``inputs``
+    or ``outputs`` ((option, path) each), or a checkpoint (``*.pt``, unless ``checkpoints`` is
+    False), tokenizer, ``train_log.jsonl`` or one of ``RUN_FILES`` of ``runs``. None and ``-``
+    pass."""
     if path is None or is_stdout(path):
         return
     out = Path(path).resolve()

@@ -1,8 +1,6 @@
-"""The options several commands share, each defined once as an ``Annotated`` type: the search
-options of ``translate``, ``eval`` and ``paired`` (``DecodeConfig`` fields, None = the run's
-setting; applied by ``decoding.runs.Translator.decode_settings``), ``--device``, ``--quantize``
-(also ``serve``'s) and the scoring options of ``eval`` and ``paired``. docs/overview.md has the
-detail."""
+"""The options several commands share, each defined once as an ``Annotated`` type: ``-c``, the
+search options of ``translate``, ``eval`` and ``paired`` (``with_search_options``), ``--device``,
+``--quantize`` and the scoring options of ``eval`` and ``paired``."""
 
 from __future__ import annotations
 
@@ -14,16 +12,20 @@ from typing import Annotated, Any, get_args
 
 import typer
 
-from seq2seq.commands.common import OPTION_OF_FIELD, user_errors
+from seq2seq.commands.common import OPTION_OF_FIELD
 from seq2seq.config import SearchMethod
 
-# The help text of a repeated -c, shared by translate and eval (``decoding.runs.load``).
 ENSEMBLE_HELP = "Repeat -c for an ensemble."
 
 
 def option(kind: Any, *flags: str, **settings: Any) -> Any:
     """``Annotated[kind, typer.Option(*flags, **settings)]``: an option's type, shared."""
     return Annotated[kind, typer.Option(*flags, **settings)]
+
+
+def checkpoints(help: str, kind: Any = list[Path]) -> Any:
+    """The ``-c RUN`` option (repeatable: click keeps a list) with its ``help``."""
+    return option(kind, "--checkpoint", "-c", metavar="RUN", help=help)
 
 
 Device = option(str, "--device", metavar="DEVICE", help="auto | cpu | cuda.")
@@ -35,70 +37,36 @@ Quantize = option(
 )
 
 # The search options by parameter name, in --help's order: DecodeConfig fields (--beam is
-# beam_size); None = the run's setting.
-SEARCH = {
-    "beam": option(
-        int | None,
-        "--beam",
-        help="Beam size K, 1 to 1000; implies --method beam [default: the run's].",
-    ),
-    "method": option(
-        str | None,
-        "--method",
-        metavar="METHOD",
-        help=f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
+# beam_size), their type and help; None = the run's setting.
+_SEARCH_HELP = {
+    "beam": (int, "Beam size K, 1 to 1000; implies --method beam [default: the run's]."),
+    "method": (
+        str,
+        f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
         "run's decode.method].",
     ),
-    "temperature": option(
-        float | None,
-        "--temperature",
-        help="sample: softmax(logits / T), T > 0 [default: the run's, 1].",
+    "temperature": (float, "sample: softmax(logits / T), T > 0 [default: the run's, 1]."),
+    "top_k": (int, "sample: only the K most probable tokens [default: the run's, all]."),
+    "top_p": (float, "sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens]."),
+    "seed": (int, "sample: seed of the draws [default: the run's, none = new draws]."),
+    "no_repeat_ngram": (
+        int,
+        "Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
     ),
-    "top_k": option(
-        int | None,
-        "--top-k",
-        help="sample: only the K most probable tokens [default: the run's, all].",
+    "length_penalty": (
+        float,
+        "Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
     ),
-    "top_p": option(
-        float | None,
-        "--top-p",
-        help="sample: nucleus, 0 < P <= 1 [default: the run's, 1 = all tokens].",
-    ),
-    "seed": option(
-        int | None,
-        "--seed",
-        help="sample: seed of the draws [default: the run's, none = new draws].",
-    ),
-    "no_repeat_ngram": option(
-        int | None,
-        "--no-repeat-ngram",
-        metavar="N",
-        help="Never repeat an n-gram of N tokens in an output; 0 = off [default: the run's, 0].",
-    ),
-    "length_penalty": option(
-        float | None,
-        "--length-penalty",
-        help="Beam search: GNMT alpha, log P / ((5 + |Y|) / 6)^alpha [default: the run's].",
-    ),
-    "min_len": option(
-        int | None,
-        "--min-len",
-        help="Tokens required before EOS [default: the run's decode.min_len].",
-    ),
-    "max_len_a": option(
-        float | None, "--max-len-a", help="Output length limit a*src_len+b: a [default: the run's]."
-    ),
-    "max_len_b": option(
-        int | None, "--max-len-b", help="Output length limit a*src_len+b: b [default: the run's]."
-    ),
-    "max_src_len": option(
-        int | None, "--max-src-len", help="Cut longer sources to this many tokens, with a warning."
-    ),
-    "batch_size": option(
-        int | None,
-        "--batch-size",
-        help="Sentences per batch [default: the run's decode.batch_size].",
-    ),
+    "min_len": (int, "Tokens required before EOS [default: the run's decode.min_len]."),
+    "max_len_a": (float, "Output length limit a*src_len+b: a [default: the run's]."),
+    "max_len_b": (int, "Output length limit a*src_len+b: b [default: the run's]."),
+    "max_src_len": (int, "Cut longer sources to this many tokens, with a warning."),
+    "batch_size": (int, "Sentences per batch [default: the run's decode.batch_size]."),
+}
+METAVARS = {"method": "METHOD", "no_repeat_ngram": "N"}
+SEARCH = {
+    name: option(kind | None, metavar=METAVARS.get(name), help=text)
+    for name, (kind, text) in _SEARCH_HELP.items()
 }
 BatchSize = SEARCH["batch_size"]  # tune-decode's too
 
@@ -129,10 +97,8 @@ FIELD_OF_OPTION = {o: f for f, o in OPTION_OF_FIELD.items()}
 
 
 def with_search_options(command: Callable) -> Callable:
-    """``command`` with the search options (``SEARCH``, None = not given) added to its signature
-    before ``--device``, so typer offers them; ``command`` gets them as one keyword ``search``:
-    DecodeConfig fields (``beam`` -> ``beam_size``) -> value, what ``Translator.decode_settings``
-    takes."""
+    """``command`` with the ``SEARCH`` options added to its signature before ``--device``; it gets
+    them as one keyword ``search``: DecodeConfig field -> value (None = not given)."""
     sig = inspect.signature(command, eval_str=True)
     params = [p for p in sig.parameters.values() if p.name != "search"]
     at = next(i for i, p in enumerate(params) if p.name == "device")
@@ -147,21 +113,3 @@ def with_search_options(command: Callable) -> Callable:
 
     run.__signature__ = sig.replace(parameters=params)
     return run
-
-
-def decode_flag(field: str) -> str:
-    """A DecodeConfig field's option: ``beam_size`` -> ``--beam``, ``top_k`` -> ``--top-k``."""
-    return "--" + OPTION_OF_FIELD.get(field, field).replace("_", "-")
-
-
-def quantized_device(quantize: str | None, device: str | None) -> str | None:
-    """``--device`` under ``--quantize``: cpu for auto (or none given), checked before anything
-    is read; unchanged without it.
-
-    Raises:
-        UserError: an unknown mode, or --device cuda with it (one line).
-    """
-    from seq2seq.decoding.quantize import quantize_device
-
-    with user_errors():
-        return quantize_device(quantize, device or "auto") if quantize else device

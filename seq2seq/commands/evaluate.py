@@ -1,8 +1,6 @@
-"""``eval`` and ``paired``: score translations with sacrebleu. ``eval`` scores a hypothesis file,
-or translates the sources first with a checkpoint (as ``translate`` does; several ``-c`` form an
-ensemble); ``paired`` compares two or more systems with sacreBLEU's paired significance tests
-(``evaluation/paired.py``), the first the baseline, a system being a ``--hyp`` file or a ``-c`` run
-that translates ``--src`` on its own."""
+"""``eval`` and ``paired``: score translations with sacrebleu. ``eval`` scores a hypothesis file or
+translates the sources first; ``paired`` compares systems (``--hyp`` files or ``-c`` runs) with
+sacreBLEU's paired significance tests (``evaluation/paired.py``), the first the baseline."""
 
 from __future__ import annotations
 
@@ -12,11 +10,13 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.atomic import is_stdout, write_output
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import (
     UserError,
     check_not_input,
     check_writable,
+    flag_of,
     no_stdin,
     user_errors,
     warn,
@@ -26,13 +26,10 @@ from seq2seq.console import setup_logging
 
 @opt.with_search_options
 def evaluate(
-    checkpoint: list[Path] | None = typer.Option(
-        None,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Checkpoint file or run directory, to translate --src. " + opt.ENSEMBLE_HELP,
-    ),
+    checkpoint: opt.checkpoints(
+        "Checkpoint file or run directory, to translate --src. " + opt.ENSEMBLE_HELP,
+        list[Path] | None,
+    ) = None,
     src: opt.Src = None,
     ref: opt.Ref = ...,
     hyp: list[Path] | None = typer.Option(
@@ -66,7 +63,6 @@ def evaluate(
 ):
     """Score translations with sacrebleu: translate --src with a checkpoint (or take --hyp) and
     compare with --ref (docs/overview.md). Comparing systems: seq2seq paired."""
-    from seq2seq.atomic import is_stdout, write_output
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.evaluation.report import evaluation_report, format_report, read_eval_texts
 
@@ -124,13 +120,9 @@ def paired(
     hyp: list[Path] | None = typer.Option(
         None, metavar="FILE", help="A system's translations; repeat, the first is the baseline."
     ),
-    checkpoint: list[Path] | None = typer.Option(
-        None,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="A system that translates --src; repeat, the first is the baseline.",
-    ),
+    checkpoint: opt.checkpoints(
+        "A system that translates --src; repeat, the first is the baseline.", list[Path] | None
+    ) = None,
     src: opt.Src = None,
     ref: opt.Ref = ...,
     paired_method: str = typer.Option(
@@ -163,7 +155,6 @@ def paired(
 ):
     """Compare two or more systems with sacreBLEU's paired significance test against the first
     (as sacrebleu --paired-bs / --paired-ar does; docs/overview.md)."""
-    from seq2seq.atomic import is_stdout
     from seq2seq.evaluation import paired as significance
     from seq2seq.evaluation.report import read_eval_texts
 
@@ -212,19 +203,20 @@ def metric_names(bleu: bool, chrf: bool, ter: bool) -> list[str]:
 
 
 def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quantize, outputs) -> str:
-    """The checks of eval and paired, before anything is read: decoding options and --quantize
-    only when something is translated, --tgt-lang a language code, no input ``-``, and each of
-    ``outputs`` ((option, path)) neither an input, a run's file nor an output before it, and
-    writable.
-    Returns ``device`` as --quantize sets it (``quantized_device``)."""
-    if hyps and (given := [opt.decode_flag(k) for k, v in options.items() if v is not None]):
+    """The checks of eval and paired before anything is read: decoding options and --quantize only
+    to translate, --tgt-lang a language code, no input ``-``, ``outputs`` ((option, path)) neither
+    an input, a run's file nor another output, and writable. Returns ``device`` for --quantize."""
+    from seq2seq.decoding.quantize import quantize_device
+
+    if hyps and (given := [flag_of(k) for k, v in options.items() if v is not None]):
         raise UserError(
             f"{', '.join(given)}: with --hyp nothing is translated, so decoding options "
             "do not apply; drop them, or translate with --checkpoint and --src"
         )
     if hyps and quantize:
         raise UserError("--quantize: with --hyp nothing is translated; drop it, or use -c")
-    device = opt.quantized_device(quantize, device)
+    with user_errors():
+        device = quantize_device(quantize, device)
     if tgt_lang is not None and not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", tgt_lang):
         raise UserError(
             f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "
@@ -243,8 +235,6 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
 def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool) -> None:
     """Warn the report's warnings, print its ``text`` (on stderr when stdout holds another
     output) and write it to ``json_out`` as JSON."""
-    from seq2seq.atomic import write_output
-
     for w in report["warnings"]:
         warn(w)
     typer.echo(text, err=to_stderr)
@@ -255,9 +245,8 @@ def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool
 def translate_for_eval(
     checkpoints, src, texts, options, device, quantize=None
 ) -> tuple[list[str], str, dict]:
-    """Translate the sources of ``texts`` as ``translate -i`` would, with the checkpoints (several:
-    an ensemble) and ``options`` (DecodeConfig fields, None = not given); returns the best
-    translations, the run's target language and how they were made (``Translator.made_with``)."""
+    """The sources of ``texts`` translated as ``translate -i`` would (several checkpoints: an
+    ensemble): the best translations, the run's target language, ``Translator.made_with``."""
     from seq2seq.decoding.runs import load
 
     if not checkpoints or src is None:

@@ -10,8 +10,6 @@ import typer
 from seq2seq.commands.common import UserError, check_writable, no_stdout, user_errors
 from seq2seq.console import setup_logging
 
-FORMATS = ("seq2seq", "ctranslate2")
-
 
 def export(
     run: Path = typer.Argument(
@@ -48,7 +46,7 @@ def export(
 
     setup_logging()
     no_stdout(output, "-o", "an export folder")
-    if fmt not in FORMATS:
+    if fmt not in ("seq2seq", "ctranslate2"):
         raise UserError(f"--format {fmt}: choose seq2seq or ctranslate2")
     if quantize not in (None, "int8"):
         raise UserError(f"--quantize {quantize}: only int8 is offered (with --format ctranslate2)")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import UserError
+from seq2seq.commands.common import UserError, user_errors
 from seq2seq.console import setup_logging
 
 
@@ -44,13 +44,15 @@ def serve(
 ):
     """Serve a local page and JSON API (POST /translate) showing every run's translations side
     by side; the runs are loaded once (docs/serve.md). Ctrl-C stops the server."""
+    from seq2seq.decoding.quantize import quantize_device
     from seq2seq.serve import ServeError
     from seq2seq.serve.app import serve as run_server
     from seq2seq.serve.engine import Limits
 
     setup_logging()
     limits = Limits(workers=workers, max_queued=max_queued, timeout_s=timeout)
-    device = opt.quantized_device(quantize, device)
+    with user_errors():
+        device = quantize_device(quantize, device)
     try:
         run_server(runs, host, port, study, device, limits, quantize)
     except ServeError as e:

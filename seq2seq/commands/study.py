@@ -9,6 +9,9 @@ import typer
 from seq2seq.commands.common import check_writable, no_stdout, user_errors
 from seq2seq.console import counted, setup_logging
 
+# The options of the real-text study alone.
+REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only")
+
 
 def compare(
     configs: list[Path] = typer.Argument(
@@ -127,13 +130,8 @@ def compare(
                 "--single-steps and --joined-steps train real text; a synthetic task "
                 "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
             )
-        real_only = {
-            "--seeds": seeds,
-            "--negative-seeds": negative_seeds,
-            "--test": tests,
-            "--score-only": score_only or None,
-        }
-        given = [name for name, value in real_only.items() if value]
+        real_only = zip(REAL_ONLY, (seeds, negative_seeds, tests, score_only), strict=True)
+        given = [name for name, value in real_only if value]
         if exact and given:
             raise ValueError(
                 f"{given[0]} is for the real-text study (--single-steps, --joined-steps); a "

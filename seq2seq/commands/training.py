@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import (
     UserError,
     check_not_input,
@@ -102,11 +103,8 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
 
 
 def _not_a_live_runs_file(output: Path) -> None:
-    """``average -o`` never replaces a checkpoint a live training writes (last.pt, best.pt, ...).
-
-    Raises:
-        UserError: ``output`` is such a file in a folder a training holds (``run_lock``).
-    """
+    """``average -o`` never replaces a checkpoint (last.pt, ...) a live training writes (raises
+    UserError)."""
     from seq2seq.training.run_dir import CHECKPOINT_FILES
     from seq2seq.training.run_lock import live_holder
 
@@ -118,9 +116,7 @@ def _not_a_live_runs_file(output: Path) -> None:
 
 
 def average(
-    checkpoint: list[Path] = typer.Option(
-        ..., "--checkpoint", "-c", metavar="RUN", help="Run directory."
-    ),
+    checkpoint: opt.checkpoints("Run directory.") = ...,
     last: int | None = typer.Option(
         None, help="Average the newest K step<N>.pt (train.keep_last >= K); --last 1 is last.pt."
     ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -21,13 +22,9 @@ from seq2seq.console import setup_logging
 
 @opt.with_search_options
 def translate(
-    checkpoint: list[Path] = typer.Option(
-        ...,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP,
-    ),
+    checkpoint: opt.checkpoints(
+        "Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP
+    ) = ...,
     input: str = typer.Option(
         "-",
         "--input",
@@ -79,8 +76,6 @@ def translate(
 ):
     """Translate text line by line, one output line per input line, in order (docs/overview.md).
     Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""
-    import sys
-
     from seq2seq.decoding.alignment_output import has_attention
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder

@@ -22,13 +22,7 @@ from seq2seq.console import setup_logging
 
 
 def tune_decode(
-    checkpoint: list[Path] = typer.Option(
-        ...,
-        "--checkpoint",
-        "-c",
-        metavar="RUN",
-        help="Run directory (its best.pt) or a checkpoint file in it.",
-    ),
+    checkpoint: opt.checkpoints("Run directory (its best.pt) or a checkpoint file in it.") = ...,
     src: Path | None = typer.Option(
         None,
         metavar="FILE",
@@ -75,7 +69,6 @@ def tune_decode(
     from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
     from seq2seq.decoding import tune
     from seq2seq.decoding.runs import load
-    from seq2seq.decoding.tuning_set import tie_reasons, tuning_set
 
     setup_logging()
     no_stdout(json_out, "--json", "the sweep")
@@ -95,7 +88,7 @@ def tune_decode(
         if write:
             check_writable(run_dir / DECODE_FILE, "--write", fix=fix)
         run = load(ckpt, device)
-        src, ref, sources, refs = tuning_set(run.cfg, src, ref, ckpt)
+        src, ref, sources, refs = tune.tuning_set(run.cfg, src, ref, ckpt)
         base = run.cfg.decode
         if batch_size is not None:
             base = base.model_copy(update={"batch_size": batch_size})
@@ -114,7 +107,7 @@ def tune_decode(
     if json_out is not None:  # the sweep the user asked for, whatever it decides
         write_output(json_out, sweep)
     if tune.all_tied(rows):
-        same, fix = tie_reasons(rows, src)
+        same, fix = tune.tie_reasons(rows, src)
         if write:
             raise UserError(f"{same}; nothing written, the run keeps its decode settings; {fix}")
         warn(f"{same}; {fix}")

@@ -1,26 +1,12 @@
-"""``translate --format jsonl``: one JSON object per input line (``jsonl_record``), with each
-hypothesis's scores, target pieces, per-piece log-probabilities and a word alignment read off the
-cross-attention; docs/overview.md (translate, step 6) describes every field.
-
-An object holds, for input line ``line`` (from 1): ``translation`` (the text ``--format text``
-writes), ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT, ``base.length_penalty``), ``log_prob``,
-``finished``, ``tokens`` (target pieces, ``</s>`` when finished), ``token_log_probs`` (one per
-piece; null from a search that keeps none) and ``alignment``: Pharaoh ``i-j`` pairs, source word i
-and target word j, 0-based (``pharaoh``), null for a model without cross-attention. With
-``--n-best N`` it is ``{"line": n, "hypotheses": [N entries]}``. A blank line gives an empty
-hypothesis (no scores); with ``--n-best N``, an empty ``hypotheses`` list.
-
-Word indices count ``str.split`` words of the source line as written (``source_words``, from
-sentencepiece's offsets, so ``<unk>`` keeps its word and a character normalised away moves no
-index) and of ``translation`` (``piece_words``). Each target piece's argmax source piece gives one
-pair; EOS and ``<unk>`` targets are not aligned. The attention is the search's (the Transformer's
-last decoder layer, heads averaged), or with ``--align-layer N`` decoder layer N of
-``cross_attention_maps``, teacher-forced on each hypothesis.
+"""``translate --format jsonl``: one JSON object per input line (``jsonl_record``): each
+hypothesis's ``translation``, ``score`` (log P / ((5 + |Y|) / 6)^α, GNMT), ``log_prob``,
+``finished``, target ``tokens``, ``token_log_probs`` and ``alignment``, Pharaoh ``i-j`` pairs read
+off the cross-attention (word i of the source line as written, word j of ``translation``, 0-based;
+null without cross-attention). docs/overview.md (translate, step 6) describes every field.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -49,9 +35,8 @@ def output_format(
     model: Seq2SeqModel | None,
     device: torch.device | str = "cpu",
 ) -> str:
-    """The output format ``translate`` writes: ``fmt``, or by default ``nbest`` with ``--n-best``
-    above 1 and ``text`` otherwise (the output before ``--format`` existed). ``model`` None:
-    only the checks that need no model (before it is loaded).
+    """The output format ``translate`` writes: ``fmt``, else ``nbest`` with ``--n-best`` above 1,
+    else ``text``. ``model`` None: only the checks that need no model.
 
     Raises:
         ConfigError: an unknown format, ``text`` with ``n_best`` > 1, ``align_layer`` without
@@ -103,10 +88,8 @@ def attention_shape(model: Seq2SeqModel, device: torch.device | str = "cpu") -> 
 
 
 def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
-    """The word (0-based) each piece belongs to, as sentencepiece detokenises: a piece starting
-    with ``▁`` starts a word, the others continue the current one (the first piece starts word 0
-    either way). A piece that is only ``▁`` belongs to the word the next piece starts; None for a
-    trailing one and for a None piece (one the text leaves out, e.g. EOS).
+    """The word (0-based) each piece belongs to, as sentencepiece detokenises: ``▁`` starts a word
+    (a lone ``▁`` belongs to the next piece's word); None for a trailing one and a None piece.
 
     >>> piece_words(["▁a", "b", "▁c", "▁", ",", None])
     [0, 0, 1, 2, 2, None]
@@ -136,9 +119,8 @@ def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
 def pharaoh(
     attention: Tensor, src_words: Sequence[int | None], tgt_words: Sequence[int | None]
 ) -> str:
-    """Pharaoh ``i-j`` pairs from a (T, S) cross-attention: for each target piece t with a word,
-    the source piece s = argmax attention[t] gives (src_words[s], tgt_words[t]); deduplicated,
-    in target order (then source order), space-separated; "" when no piece aligns.
+    """Pharaoh ``i-j`` pairs from a (T, S) cross-attention: (src_words[s], tgt_words[t]) for
+    s = argmax attention[t], deduplicated, in target then source order; "" when none aligns.
 
     Raises:
         ValueError: the attention's shape is not (len(tgt_words), len(src_words)).
@@ -156,17 +138,10 @@ def pharaoh(
     return " ".join(f"{i}-{j}" for i, j in sorted(pairs, key=lambda p: (p[1], p[0])))
 
 
-def source_pieces(tok: Tokenizer, ids: Sequence[int]) -> list[str]:
-    """The source pieces of ``ids`` (``<unk>`` stands for characters the text does have)."""
-    return [tok.src_sp.id_to_piece(int(i)) for i in ids]
-
-
 def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | None] | None:
-    """For each source piece of ``ids`` (the encoding of ``clean_line(source)``, perhaps cut),
-    the index of the word of ``source.split()`` that holds its text: the word of the last
-    non-blank character sentencepiece's offsets give the piece (a piece with none, such as a
-    lone ``▁``, takes the next piece's word). None when the encoding is not ``ids`` (then the
-    pieces are grouped as ``piece_words`` groups them)."""
+    """For each source piece of ``ids`` (``clean_line(source)`` encoded, perhaps cut), the word of
+    ``source.split()`` holding its text by sentencepiece's offsets (a piece without text takes
+    the next one's); None when the encoding is not ``ids``."""
     text = clean_line(source)
     proto = tok.src_sp.encode(text, return_type="proto")
     if [p.id for p in proto.pieces[: len(ids)]] != [int(i) for i in ids]:
@@ -195,17 +170,14 @@ def source_words(tok: Tokenizer, source: str, ids: Sequence[int]) -> list[int | 
     return out
 
 
-def alignment(
-    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, source: str | None = None
-) -> str | None:
-    """``h``'s Pharaoh alignment to the source ``src_ids`` (``pharaoh``), or None without
-    attention; source word indices count the words of ``source`` as written (``source_words``)
-    when it is given, else the pieces' words (``piece_words``)."""
+def alignment(tok: Tokenizer, r: Translation, h: Hypothesis) -> str | None:
+    """``h``'s Pharaoh alignment to the source of ``r``, or None without attention; source words
+    as written (``source_words``), else the pieces' (``piece_words``)."""
     if h.attention is None:
         return None
-    src_words = None if source is None else source_words(tok, source, src_ids)
+    src_words = source_words(tok, r.source, r.source_ids)
     if src_words is None:
-        src_words = piece_words(source_pieces(tok, src_ids))
+        src_words = piece_words([tok.src_sp.id_to_piece(int(i)) for i in r.source_ids])
     pieces = tok.tgt_pieces(h.tokens)
     tgt = [None if t in UNWRITTEN else p for t, p in zip(h.tokens, pieces, strict=True)]
     return pharaoh(h.attention, src_words, piece_words(tgt))
@@ -216,11 +188,8 @@ def _number(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def hypothesis_entry(
-    tok: Tokenizer, src_ids: Sequence[int], h: Hypothesis, text: str, source: str | None = None
-) -> dict[str, Any]:
-    """One hypothesis as the JSON values of the module docstring (``source``: the input line, so
-    alignment indices count its words as written)."""
+def hypothesis_entry(tok: Tokenizer, r: Translation, h: Hypothesis, text: str) -> dict[str, Any]:
+    """One hypothesis as the JSON values of the module docstring."""
     token_lps = h.token_log_probs
     return {
         "translation": text,
@@ -229,19 +198,16 @@ def hypothesis_entry(
         "finished": h.finished,
         "tokens": tok.tgt_pieces(h.tokens),
         "token_log_probs": None if token_lps is None else [_number(x) for x in token_lps],
-        "alignment": alignment(tok, src_ids, h, source),
+        "alignment": alignment(tok, r, h),
     }
 
 
 def jsonl_record(
     r: Translation, line_no: int, tok: Tokenizer, n_best: int, with_attention: bool
 ) -> dict[str, Any]:
-    """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's: empty,
-    never scored), or with ``n_best`` > 1 the list ``hypotheses`` of entries, best first."""
-    entries = [
-        hypothesis_entry(tok, r.source_ids, h, text, r.source)
-        for h, text in zip(r.hypotheses, r.texts, strict=True)
-    ]
+    """Input line ``line_no``'s object: its best hypothesis's entry (a blank line's empty), or
+    with ``n_best`` > 1 the list ``hypotheses``, best first."""
+    entries = [hypothesis_entry(tok, r, h, t) for h, t in zip(r.hypotheses, r.texts, strict=True)]
     if n_best > 1:
         return {"line": line_no, "hypotheses": entries}
     if entries:
@@ -249,24 +215,6 @@ def jsonl_record(
     empty = {"translation": "", "score": None, "log_prob": None, "finished": None, "tokens": []}
     alignment = "" if with_attention else None
     return {"line": line_no, **empty, "token_log_probs": [], "alignment": alignment}
-
-
-def jsonl_lines(
-    results: Sequence[Translation],
-    first_line_no: int,
-    tok: Tokenizer,
-    n_best: int,
-    with_attention: bool,
-) -> list[str]:
-    """One JSON line per translation (``jsonl_record``), numbered from ``first_line_no``."""
-    return [
-        json.dumps(
-            jsonl_record(r, first_line_no + k, tok, n_best, with_attention),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-        for k, r in enumerate(results)
-    ]
 
 
 @torch.inference_mode()
@@ -277,9 +225,8 @@ def attach_layer_attention(
     device: torch.device | str = "cpu",
     batch_size: int = 32,
 ) -> None:
-    """Replace every hypothesis's ``attention`` by decoder layer ``layer`` of
-    ``model.cross_attention_maps`` (heads averaged), teacher-forced on its own tokens, in batches
-    of ``batch_size`` hypotheses (``--align-layer``)."""
+    """``--align-layer``: every hypothesis's ``attention`` becomes decoder layer ``layer`` of
+    ``model.cross_attention_maps`` (heads averaged), teacher-forced, ``batch_size`` at a time."""
     rows = [(r.source_ids, h) for r in results for h in r.hypotheses]
     with eval_mode(model):
         for k in range(0, len(rows), batch_size):

@@ -1,7 +1,6 @@
 """What every search shares: the ``Hypothesis`` it returns, output length limits, the GNMT length
-penalty, and the step log-probabilities with the tokens no search may emit blocked.
-
-Shape notation: B sentences (b of them still decoding), S source length, V target vocabulary.
+penalty, and the step log-probabilities with the tokens no search may emit blocked. Shapes: B
+sentences (b of them still decoding), S source length, V target vocabulary.
 
 Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - A hypothesis's length |Y| counts its generated tokens, EOS once; BOS and padding never.
@@ -19,10 +18,6 @@ Conventions shared by all searches (``greedy``, ``beam``, ``sample``):
 - When they block every token at a step, the hypothesis ends there, unfinished and without EOS,
   its ``blocked`` naming them (``blocking_constraints``); beam search returns such a hypothesis
   only to fill an n-best list, as it does a cut one.
-- ``attention`` is (|Y|, S_i): one row of cross-attention per output token, over the sentence's
-  real source positions only, so it does not depend on how the sentence was batched.
-- ``token_log_probs`` holds each of the |Y| tokens' log-probability at its step (EOS included), as
-  the search summed them into ``log_prob``.
 """
 
 from __future__ import annotations
@@ -39,19 +34,11 @@ NEG_INF = float("-inf")
 
 @dataclass
 class Hypothesis:
-    """One output.
-
-    Attributes:
-        tokens: generated ids, no BOS; ends with EOS iff ``finished``.
-        score: ``log_prob`` / lp(len(tokens)); equal to ``log_prob`` when α = 0.
-        log_prob: log P(tokens | source) under the model.
-        finished: False for a hypothesis cut at the maximum length.
-        attention: (T, S_i) cross-attention over the real source positions, or None.
-        token_log_probs: T floats, the log-probability of each token at its step; they sum to
-            ``log_prob`` (up to float32 rounding).
-        blocked: None, or the constraints that forbade every token after these ``tokens``
-            (``blocking_constraints``); the hypothesis then ends there, unfinished.
-    """
+    """One output: ``tokens`` (no BOS; EOS last iff ``finished``, False for one cut), ``score`` =
+    ``log_prob`` / lp(|Y|), ``log_prob`` = log P(tokens | source); ``attention``: (T, S_i) over
+    the real source positions only (so batching changes nothing), or None; ``token_log_probs``:
+    T floats summing to ``log_prob`` (up to float32 rounding); ``blocked``: the constraints that
+    forbade every token after ``tokens`` (``blocking_constraints``), or None."""
 
     tokens: list[int]
     score: float
@@ -85,11 +72,8 @@ def step_log_probs(
     logits: Tensor, step: int, min_len: int, allowed: Tensor | None = None
 ) -> Tensor:
     """(b, V) logits -> (b, V) log-probabilities with PAD, BOS (and EOS before ``min_len``) at -inf,
-    and every piece that ``allowed`` ((V,) bool on the logits' device, or None) leaves out.
-
-    Blocking happens after the softmax, so it never renormalises: scores stay the model's
-    log-probabilities.
-    """
+    and every piece that ``allowed`` ((V,) bool, or None) leaves out; after the softmax, so it
+    never renormalises."""
     logp = torch.log_softmax(logits.float(), -1)
     if allowed is not None:
         logp.masked_fill_(~allowed, NEG_INF)
@@ -113,19 +97,10 @@ def blocking_constraints(step: int, min_len: int, no_repeat_ngram: int, allowed)
 
 
 def block_repeated_ngrams(logp: Tensor, history: Tensor, n: int) -> Tensor:
-    """Set to -inf, in place, every token that would complete an n-gram of ``n`` tokens already in
-    the row's history (fairseq's ``--no-repeat-ngram-size``): where the history's last n - 1
-    tokens occurred before, the token that followed them then is blocked now. n = 1 blocks every
-    token already generated; n = 0 (or a history shorter than n) blocks nothing.
-
-    Args:
-        logp: (b, V) step log-probabilities of the b rows.
-        history: (b, t) the tokens each row has generated so far (no BOS).
-        n: the n-gram size N.
-
-    Returns:
-        ``logp`` itself, blocked.
-    """
+    """Set to -inf in (b, V) ``logp``, in place, every token that would complete an n-gram of
+    ``n`` tokens already in the row's (b, t) ``history`` (no BOS; fairseq's
+    ``--no-repeat-ngram-size``): the tokens that followed the history's last n - 1 before. n = 1
+    blocks every token generated; n = 0 nothing. Returns ``logp``."""
     t = history.shape[1]
     if n <= 0 or t < n:
         return logp

@@ -15,6 +15,7 @@ n-best list short of N finished ones (``_n_best``), which stays sorted and may h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -35,7 +36,16 @@ from seq2seq.models.base import Seq2SeqModel
 
 
 @dataclass
-class _Beams:
+class _Rows:
+    """Tensors whose first dimension is the b sentences still decoding."""
+
+    def select(self, keep: Tensor) -> Any:
+        """The sentences ``keep`` of every tensor, as the same type."""
+        return type(self)(*(None if x is None else x[keep] for x in vars(self).values()))
+
+
+@dataclass
+class _Beams(_Rows):
     """The K open hypotheses of each of b sentences, best first; an empty slot has lp -inf."""
 
     lp: Tensor  # (b, K) cumulative log-probabilities
@@ -43,13 +53,9 @@ class _Beams:
     tlp: Tensor  # (b, K, L) each token's log-probability at its step
     att: Tensor | None  # (b, K, L, S)
 
-    def select(self, keep: Tensor) -> _Beams:
-        att = None if self.att is None else self.att[keep]
-        return _Beams(self.lp[keep], self.tok[keep], self.tlp[keep], att)
-
 
 @dataclass
-class _Pool:
+class _Pool(_Rows):
     """The N best finished hypotheses of each of b sentences, best first; empty slots score -inf."""
 
     score: Tensor  # (b, N)
@@ -58,12 +64,6 @@ class _Pool:
     tlp: Tensor  # (b, N, L)
     length: Tensor  # (b, N)
     att: Tensor | None  # (b, N, L, S)
-
-    def select(self, keep: Tensor) -> _Pool:
-        att = None if self.att is None else self.att[keep]
-        return _Pool(
-            self.score[keep], self.lp[keep], self.tok[keep], self.tlp[keep], self.length[keep], att
-        )
 
 
 def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, _Pool]:
@@ -84,16 +84,9 @@ def _start(B: int, K: int, N: int, L: int, S: int | None, dev) -> tuple[_Beams, 
 
 
 def _expand(beams: _Beams, logp: Tensor, att: Tensor | None, t: int) -> tuple[_Beams, Tensor]:
-    """Rank every one-token expansion and keep the best 2K, whose histories are built here.
-
-    Every beam has at most one EOS expansion, so the 2K best always hold K that do not end in EOS.
-
-    Args:
-        logp: (b*K, V) step log-probabilities.  att: (b*K, S) step attention or None.
-
-    Returns:
-        The 2K candidates (b, 2K, ·) best first, and each one's parent beam (b, 2K).
-    """
+    """From (b*K, V) step ``logp`` and (b*K, S) ``att`` (or None): the best 2K one-token
+    expansions (b, 2K, ·), best first, with their histories, and each one's parent beam (b, 2K).
+    Every beam has at most one EOS expansion, so the 2K hold K that do not end in EOS."""
     b, K = beams.lp.shape
     n, L = min(2 * K, logp.shape[-1]), beams.tok.shape[-1]
     # 1) each beam's n best tokens: the 2K best of all K x V expansions are among these K x n
@@ -166,16 +159,9 @@ def beam_search(
     n_best: int = 1,
     need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
-    """Batched beam search over B sentences x K = ``cfg.beam_size`` beams, ranked by the GNMT
-    score of ``cfg.length_penalty`` α, under the limits of ``base`` (module docstrings).
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        n_best: N <= K hypotheses returned per sentence, best first (finished ones first).
-
-    Raises:
-        ValueError: n_best > beam_size.
-    """
+    """Beam search over (B, S) ``src`` ids and mask (True = real token), K = ``cfg.beam_size``
+    beams ranked by the GNMT score of ``cfg.length_penalty`` α: N = ``n_best`` hypotheses per
+    sentence, best first (finished ones first). Raises ValueError for N > K."""
     K, alpha, no_repeat_ngram = cfg.beam_size, cfg.length_penalty, cfg.no_repeat_ngram
     if n_best > K:
         raise ValueError(f"n_best ({n_best}) cannot exceed the beam size ({K})")
@@ -232,10 +218,9 @@ def beam_search(
 
 
 def _n_best(finished: list[Hypothesis], cut: list[Hypothesis], n: int) -> list[Hypothesis]:
-    """The n-best list: the finished hypotheses (best first), filled up to ``n`` with unfinished
-    ones that score no higher than the last finished one. An unfinished score lacks the EOS
-    probability, so one above a finished score would rank a prefix over a whole output: such
-    are left out, and the list stays sorted by the score it reports (it may hold fewer than n)."""
+    """The finished hypotheses, filled up to ``n`` with unfinished ones that score no higher than
+    the last finished one (a score without EOS's probability above it would rank a prefix over a
+    whole output), so the list stays sorted by its score and may hold fewer than n."""
     floor = finished[-1].score if finished else float("inf")
     return (finished + [h for h in cut if h.score <= floor])[:n]
 
@@ -260,9 +245,8 @@ def _cut(
     only: Tensor | None = None,
     blocked: str | None = None,
 ) -> list[Hypothesis]:
-    """Sentence i's open beams of t + 1 tokens, best first, as unfinished hypotheses: cut at its
-    maximum length, or (``blocked``: the constraints) the beams that ``only`` ((K,) bool) marks,
-    which no token could extend."""
+    """Sentence i's open beams of t + 1 tokens as unfinished hypotheses: all (cut at the maximum
+    length), or those ``only`` ((K,) bool) marks, which no token could extend (``blocked``)."""
     penalty = length_penalty(t + 1, alpha).item()
     out = []
     for j, lp in enumerate(beams.lp[i].tolist()):

@@ -1,20 +1,11 @@
-"""Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``): ``translate -c
-DIR`` finds ``DIR/seq2seq_export.json`` and ``translate_sentences`` decodes with a
-``CTranslate2Model``, whose ``search_ids`` runs ``ctranslate2.Translator.translate_batch`` where our
-search would run; cleaning, source cuts, batching and detokenizing stay ours. What differs, and
-by how much, is in docs/overview.md (export).
-
-The decode settings map onto ``translate_batch`` (``search_options``): greedy is ``beam_size`` 1;
-beam is ``beam_size`` K, and with alpha > 0 all K finished hypotheses are re-ranked by our GNMT
-score (CTranslate2's own penalty divides by |Y|^alpha); sample is ``sampling_topk`` /
-``sampling_topp`` / ``sampling_temperature`` with CTranslate2's own generator. ``min_len``,
-``no_repeat_ngram`` and each sentence's own limit floor(a * S + b) map onto its options; PAD and
-BOS are suppressed; ``target_vocab_mask`` is not applied (an export carries no target vocabulary).
-A hypothesis that goes on past what the constraints allow is cut before its first forbidden
-token, unfinished with ``blocked`` set, and rescored from ``score_batch``, as ours.
-
-Devices: ``auto`` is CUDA when CTranslate2 sees a GPU, else the CPU; ``--quantize int8`` is
-CTranslate2's ``compute_type`` int8. CPU threads: torch's count, so both engines get the same.
+"""Translating with a CTranslate2 export (``seq2seq export --format ctranslate2``):
+``translate_sentences`` decodes with a ``CTranslate2Model``, whose ``search_ids`` runs
+``ctranslate2.Translator.translate_batch`` where our search would run; cleaning, source cuts,
+batching and detokenizing stay ours. The decode settings map onto ``translate_batch`` in
+``search_options``; beam search with alpha > 0 re-ranks all K finished hypotheses by our GNMT
+score (CTranslate2's own penalty divides by |Y|^alpha). A hypothesis that goes on past what the
+constraints allow is cut before its first forbidden token and rescored (``_blocked``), as ours.
+What differs, and by how much: docs/overview.md (export).
 """
 
 from __future__ import annotations
@@ -53,11 +44,8 @@ def export_folder(path: str | Path) -> Path | None:
 
 
 def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
-    """``folder``'s ``seq2seq_export.json``, tokenizer, and the config the json holds.
-
-    Raises:
-        CheckpointError: a file is missing or not what the export writes.
-    """
+    """``folder``'s ``seq2seq_export.json``, tokenizer, and the config the json holds; raises
+    CheckpointError for a file that is missing or not what the export writes."""
     meta_path = folder / CTRANSLATE2_META
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -75,11 +63,8 @@ def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
 
 
 def ctranslate2_device(device: str) -> str:
-    """``--device`` for CTranslate2: auto is cuda when it sees a GPU, else cpu.
-
-    Raises:
-        ValueError: cuda asked for and none seen, or an unknown device (one line).
-    """
+    """``--device`` for CTranslate2: auto is cuda when it sees a GPU, else cpu; raises
+    ValueError (one line) for cuda asked for and none seen, or an unknown device."""
     import ctranslate2
 
     gpus = ctranslate2.get_cuda_device_count()
@@ -95,10 +80,8 @@ def ctranslate2_device(device: str) -> str:
 def load_translator(
     folder: Path, device: str, quantize: str | None = None, seed: int | None = None
 ):
-    """``ctranslate2.Translator`` over ``folder`` on ``device`` (cpu or cuda), with int8
-    computation under ``quantize`` int8 and torch's CPU thread count. ``seed`` seeds its sampling:
-    CTranslate2's generators belong to the translator's threads and take the seed when they
-    start, so it is set before the translator is made."""
+    """``ctranslate2.Translator`` over ``folder`` on ``device``, int8 under ``quantize``, with
+    torch's CPU thread count; ``seed`` is set before it is made (its threads take it then)."""
     import ctranslate2
 
     if seed is not None:
@@ -117,37 +100,28 @@ def load_translator(
 
 @dataclass
 class CTranslate2Model:
-    """What ``translate`` holds as the model of a CTranslate2 export: the translator, how it was
-    made, and the positions its tables hold (``source_limit`` reads them)."""
+    """The model of a CTranslate2 export: its translator (loaded at once, so a damaged model.bin
+    fails before any input), and the positions its tables hold (``source_limit`` reads them)."""
 
     folder: Path
     device: str = "cpu"
     quantize: str | None = None
     max_positions: int | None = None
-    translator: Any = None
     seed: int | None = None  # the seed the translator's generators started from
     _tgt_id: dict[str, int] | None = None  # target piece -> id, of the first tokenizer given
 
     def __post_init__(self) -> None:
-        if self.translator is None:  # loaded now: a damaged model.bin fails before any input
-            self.translator = load_translator(self.folder, self.device, self.quantize)
-
-    def for_search(self, cfg: DecodeConfig):
-        """The translator for ``cfg``: sampling with a seed it did not start from makes a new
-        one from that seed (once per seed), so a seeded run repeats its draws."""
-        if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
-            self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
-            self.seed = cfg.seed
-        return self.translator
+        self.translator = load_translator(self.folder, self.device, self.quantize)
 
     def search_ids(
         self, tok: Tokenizer, batch: list[list[int]], cfg: DecodeConfig, n_best: int
     ) -> list[list[Hypothesis]]:
-        """CTranslate2's search of a batch of source ids (``translate.translate_sentences``):
-        each sentence's hypotheses, best first, as our searches return them. One
-        ``translate_batch`` call per output length limit in the batch: CTranslate2 takes one
-        per call, and a sentence searched past its own limit can end differently from ours."""
-        translator = self.for_search(cfg)
+        """CTranslate2's search of a batch of source ids: each sentence's hypotheses, best first,
+        as ours return them. One ``translate_batch`` call per output length limit (it takes one
+        per call); a new translator for a sampling seed it did not start from."""
+        if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
+            self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
+            self.seed = cfg.seed
         if self._tgt_id is None:
             self._tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
         lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.float32)
@@ -156,14 +130,16 @@ class CTranslate2Model:
         for own in sorted(set(limits)):
             rows = [k for k, limit in enumerate(limits) if limit == own]
             chunk = [batch[k] for k in rows]
-            found = _translate_chunk(translator, tok, chunk, own, cfg, n_best, self._tgt_id)
+            found = _translate_chunk(self.translator, tok, chunk, own, cfg, n_best, self._tgt_id)
             for k, hyps in zip(rows, found, strict=True):
                 out[k] = hyps
         return out
 
 
 def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
-    """``translate_batch`` keyword arguments for ``cfg`` (see the module docstring)."""
+    """``translate_batch`` keyword arguments for ``cfg``: greedy is beam size 1; ``min_len``,
+    ``no_repeat_ngram`` and the sentence's limit ``max_len`` map onto its options;
+    ``target_vocab_mask`` is not applied (an export carries no target vocabulary)."""
     opts: dict[str, Any] = {
         "beam_size": 1,
         "num_hypotheses": n_best,
@@ -177,7 +153,7 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
         "return_end_token": True,  # tells a finished hypothesis from a cut one
     }
     if cfg.method == "beam":
-        # alpha > 0: every hypothesis CTranslate2 finished, re-ranked the GNMT way (``_ranked``)
+        # alpha > 0: every hypothesis CTranslate2 finished, re-ranked the GNMT way
         k = cfg.beam_size if cfg.length_penalty else n_best
         opts.update(beam_size=cfg.beam_size, length_penalty=cfg.length_penalty, num_hypotheses=k)
     elif cfg.method == "sample":
@@ -190,10 +166,8 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
 
 
 def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
-    """One ``translate_batch`` call for the source ids ``chunk``, whose output length limit is
-    ``own``: each one's hypotheses, best first (``tgt_id``: piece -> id).
-    A hypothesis that goes on with a token its constraints forbid (CTranslate2 emits PAD and EOS
-    when it has nothing else) ends before it, as ours (``_blocked``), rescored by ``_rescore``."""
+    """One ``translate_batch`` call for the source ids ``chunk`` of output length limit ``own``:
+    each one's hypotheses, best first (``tgt_id``: piece -> id), cut where ours would end."""
     sources = [[tok.src_sp.id_to_piece(i) for i in ids] for ids in chunk]
     out = translator.translate_batch(
         sources,
@@ -207,14 +181,17 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
             for pieces, score in zip(res.hypotheses, res.scores, strict=True)
         ]
         _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg)], cfg)
-        found.append(_ranked(hyps, cfg)[:n_best])
+        # best first by our score; beam search puts finished ones first, as ours returns a cut
+        # one only to fill the n-best
+        hyps.sort(key=lambda h: (cfg.method == "beam" and not h.finished, -h.score))
+        found.append(hyps[:n_best])
     return found
 
 
 def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
     """Cut ``h`` before its first token the constraints forbid (PAD, BOS, EOS before ``min_len``,
-    a repeat of an n-gram of ``no_repeat_ngram`` tokens): unfinished, ``blocked`` naming them, as
-    our searches end a hypothesis that has no allowed token. True when it was cut."""
+    a repeated n-gram; CTranslate2 emits them when it has nothing else), unfinished and
+    ``blocked``, as ours end; True when it was cut."""
     n, toks = cfg.no_repeat_ngram, h.tokens
     for k, t in enumerate(toks):
         seen = (
@@ -230,9 +207,8 @@ def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
 
 
 def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) -> None:
-    """Give each of ``hyps`` (cut by ``_blocked``) the log-probability of the tokens it kept,
-    from CTranslate2's ``score_batch`` (the model's log-probabilities, as ours sum them), and
-    the score ``_hypothesis`` would give it."""
+    """Give each of ``hyps`` (cut by ``_blocked``) the log-probability of the tokens it kept
+    (CTranslate2's ``score_batch``) and its GNMT score."""
     kept = [h for h in hyps if h.tokens]
     scored = translator.score_batch([source] * len(kept), [tok.tgt_pieces(h.tokens) for h in kept])
     for h, res in zip(kept, scored, strict=True):
@@ -242,18 +218,9 @@ def _rescore(translator, tok, source: list[str], hyps: list[Hypothesis], cfg) ->
         h.score = h.log_prob / float(length_penalty(len(h.tokens), cfg.length_penalty))
 
 
-def _ranked(hyps: list[Hypothesis], cfg: DecodeConfig) -> list[Hypothesis]:
-    """Best first by our score (log P / GNMT lp), as our searches return them; beam search puts
-    finished hypotheses before cut ones, as ours returns a cut one only to fill the n-best."""
-    if cfg.method == "beam":
-        return sorted(hyps, key=lambda h: (not h.finished, -h.score))
-    return sorted(hyps, key=lambda h: -h.score)
-
-
 def _hypothesis(tokens: list[int], score: float, limit: int, cfg: DecodeConfig) -> Hypothesis:
-    """One CTranslate2 hypothesis (its ids, EOS included) as ours: cut to ``limit``, EOS last iff
-    finished, its log-probability (CTranslate2's score times |Y|^alpha, the length it divided by)
-    and the GNMT-normalised score of ``base.length_penalty``."""
+    """One CTranslate2 hypothesis (ids, EOS included) as ours: cut to ``limit``, its log P
+    (CTranslate2's score times the |Y|^alpha it divided by) and GNMT score."""
     alpha = cfg.length_penalty if cfg.method == "beam" else 0.0
     log_prob = score * len(tokens) ** alpha if tokens else score
     if len(tokens) > limit:
@@ -277,9 +244,8 @@ class CTranslate2LineTranslator(LineTranslator):
             )
 
     def render(self, lines, first_line_no: int = 1) -> list[str]:
-        """As ``LineTranslator.render``; ``--format jsonl`` names once, on stderr, the fields it
-        leaves null: CTranslate2's search returns no attention and no per-token
-        log-probabilities."""
+        """As ``LineTranslator.render``; ``--format jsonl`` warns once of the fields it leaves
+        null."""
         if self.format == "jsonl" and not getattr(self, "_said_nulls", False):
             log.warning(
                 "CTranslate2 export: --format jsonl writes alignment and token_log_probs as null "

@@ -1,13 +1,10 @@
-"""An ensemble of models that is itself a model to the searches: ``Ensemble``.
+"""An ensemble of models that is itself a model to the searches: ``Ensemble``. Shapes: B rows, S
+source length, T target length, V target vocabulary, M models.
 
-Shape notation: B rows (sentences, or sentences x beams), S source length, T target length,
-V target vocabulary, M models.
-
-At every step the ensemble returns the log of the models' mean probability,
-log (1/M) sum_m p_m(y | x, y_<t), as fairseq's ``EnsembleModel`` does (not the mean of the
-log-probabilities, a product of experts). It implements the protocol the searches use, its state
-holding every model's own under the key prefix ``"<m>/"``. Any families may be mixed; they must
-share one tokenizer (``check_same_tokenizer``; ``Ensemble`` checks the vocabulary sizes).
+At every step it returns the log of the models' mean probability, log (1/M) sum_m p_m(y | x,
+y_<t), as fairseq's ``EnsembleModel`` (not the mean log-probability), its state holding every
+model's own under the key prefix ``"<m>/"``. Families may be mixed; the tokenizer is one
+(``check_same_tokenizer``).
 """
 
 from __future__ import annotations
@@ -42,26 +39,15 @@ def mean_log_probs(logits: Sequence[Tensor]) -> Tensor:
 
 
 class Ensemble(Seq2SeqModel):
-    """M models decoding as one (see the module docstring); M = 1 decodes like the model alone.
-
-    Attributes:
-        models: the members, in the order given (an ``nn.ModuleList``: ``eval()`` and ``to()``
-            reach them all).
-        has_attention: True when any member returns cross-attention; the step attention is the
-            mean over the members that do.
-        max_positions: the smallest of the members' (None when none has a limit).
-        target_vocab: (V,) bool, the union of the members' target vocabularies (a piece any of
-            them saw in its training targets), or None when a member has none (see
-            ``decoding.base.allowed_tokens``).
+    """M models decoding as one; M = 1 decodes like the model alone. ``has_attention`` when any
+    member has it (the step attention is the mean over those that do); ``max_positions``: the
+    members' smallest; ``target_vocab``: (V,) bool, the union of the members' (None when one has
+    none).
     """
 
     def __init__(self, models: Sequence[Seq2SeqModel]):
-        """The ensemble of ``models``, in that order.
-
-        Raises:
-            ValueError: no model, or a member's source or target vocabulary size differs from the
-                first model's (one line naming both sizes).
-        """
+        """Raises ValueError (one line naming both sizes): no model, or a member's source or
+        target vocabulary size differs from the first model's."""
         super().__init__()
         if not models:
             raise ValueError("an ensemble needs at least one model")
@@ -106,9 +92,8 @@ class Ensemble(Seq2SeqModel):
     def decode_step(
         self, prev_tokens: Tensor, state: State, need_attention: bool = False
     ) -> tuple[Tensor, Tensor | None, State]:
-        """One step of every member from (B,) ``prev_tokens``: (B, V) log of their mean
-        next-token probability (normalised, so a search's log-softmax leaves it as it is), (B, S)
-        the mean cross-attention of the members that have one (or None), the next state."""
+        """One step of every member from (B,) ``prev_tokens``: (B, V) log of their mean probability
+        (a search's log-softmax leaves it as it is), (B, S) mean attention or None, the state."""
         logits, attn, states = [], [], []
         for m, s in zip(self.models, _split(state, len(self.models)), strict=True):
             x, a, s = m.decode_step(prev_tokens, s, need_attention)
@@ -133,8 +118,7 @@ class Ensemble(Seq2SeqModel):
         need_attention: bool = True,
         src_lengths: Lengths | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Teacher-forced (B, T, V) log of the mean probability and the (B, T, S) mean
-        cross-attention of the members that have one (or None)."""
+        """Teacher-forced (B, T, V) log of the mean probability and (B, T, S) mean attention."""
         outs = [
             m.forward_attention(src, src_mask, tgt_in, need_attention, src_lengths)
             for m in self.models
@@ -145,13 +129,8 @@ class Ensemble(Seq2SeqModel):
 
 
 def check_same_tokenizer(names: Sequence[str], tokenizers: Sequence) -> None:
-    """Every tokenizer must equal the first (``Tokenizer.digest``, a hash of its sentencepiece
-    models); ``names``: how the user named each model (e.g. ``-c PATH``).
-
-    Raises:
-        ValueError: one line naming the first model that differs and how: its target vocabulary,
-            its source vocabulary, or (same pieces) its normalisation rules.
-    """
+    """Every tokenizer must equal the first (``Tokenizer.digest``); ``names``: how the user named
+    each model (``-c PATH``). Raises ValueError, one line naming the first that differs and how."""
     first, name0 = tokenizers[0], names[0]
     for name, tok in zip(names[1:], tokenizers[1:], strict=True):
         if tok.digest() == first.digest():

@@ -1,16 +1,14 @@
-"""Line-oriented translation, as ``translate`` does it: a file or standard input in, and for every
-input line, in order, one output line (or its N-best rows) out: plain text, the n-best TSV, or one
-JSON object per line (``alignment_output.py``). Input is translated a window of lines at a time
-(``window_sizes``), each window's output written and flushed before the next is read, so Ctrl-C
-keeps the windows already written (``TranslationInterrupted``).
+"""Line-oriented translation, as ``translate`` does it: for every input line, in order, one output
+line (text, n-best TSV rows or JSON), a window of lines at a time (``window_sizes``), each
+written and flushed before the next is read; and the progress bar of the decoding commands.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
-import re
 import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,11 +21,10 @@ import torch
 
 from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, replaced_path
 from seq2seq.config import DecodeConfig
-from seq2seq.console import counted
+from seq2seq.console import console, counted
 from seq2seq.data.text import decode_line, read_lines
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_lines
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.decoding.alignment_output import attach_layer_attention, has_attention, jsonl_record
 from seq2seq.decoding.translate import Translation, TranslationReport, translate_sentences
 from seq2seq.models import Seq2SeqModel
 
@@ -37,9 +34,8 @@ WINDOW_BATCHES = 8  # the batches of every window after the first three (1, 2, 4
 
 
 def window_sizes(batch_size: int) -> Iterator[int]:
-    """Lines per window, window after window: ``batch_size`` times 1, 2, 4, then
-    ``WINDOW_BATCHES``: the small first windows put the first lines on disk within a batch's
-    time, and within a window the lines are sorted by length into batches (less padding)."""
+    """Lines per window: ``batch_size`` times 1, 2, 4, then ``WINDOW_BATCHES``: the first lines are
+    on disk within a batch's time, and later windows sort more lines into batches by length."""
     batches = 1
     while True:
         yield batch_size * batches
@@ -62,7 +58,6 @@ AttentionSink = Callable[[list[Translation], int], object]
 # The n-best TSV's hypothesis field escapes backslash, tab, newline and carriage return as linear
 # TSV and PostgreSQL's text format do, so every row has three fields and one line.
 _TSV_ESCAPE = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-_TSV_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 
 def escape_tsv_field(text: str) -> str:
@@ -70,27 +65,12 @@ def escape_tsv_field(text: str) -> str:
     return text.translate(_TSV_ESCAPE)
 
 
-def unescape_tsv_field(field: str) -> str:
-    """The text an n-best TSV field holds (``escape_tsv_field`` reversed)."""
-    return re.sub(r"\\([\\tnr])", lambda m: _TSV_UNESCAPE[m[1]], field)
-
-
 @dataclass
 class LineTranslator:
-    """One model and its settings, applied to numbered runs of input lines.
-
-    Attributes:
-        n_best: hypotheses per line; above 1, ``render`` writes TSV rows by default.
-        batch_tokens: batch by padded source tokens instead of ``cfg.batch_size`` sentences.
-        attention_n: input lines 1..N are decoded with attention and handed to ``plot``.
-        plot: receives those translations (None: nothing is decoded with attention).
-        source_name: the input's name in warnings.
-        report: counts over everything translated (``TranslationReport.summary``).
-        output_format: what ``render`` writes, ``text`` | ``nbest`` | ``jsonl``; None: ``nbest``
-            when ``n_best`` > 1, else ``text`` (``alignment_output.output_format`` checks it).
-        align_layer: with ``jsonl``, align with this decoder layer's cross-attention
-            (``alignment_output.attach_layer_attention``); None: the attention the search returns.
-    """
+    """One model and its settings, applied to numbered runs of input lines: input lines 1 to
+    ``attention_n`` are decoded with attention and handed to ``plot``; ``report`` counts all;
+    ``align_layer``: with ``jsonl``, align with this decoder layer (``attach_layer_attention``),
+    not the search's attention."""
 
     model: Seq2SeqModel
     tok: Tokenizer
@@ -108,30 +88,24 @@ class LineTranslator:
 
     @property
     def format(self) -> str:
-        """The output format ``render`` writes (``output_format``, or its default)."""
+        """The output format ``render`` writes: ``output_format``, else ``nbest`` for ``n_best``
+        above 1, else ``text``."""
         if self.output_format is not None:
             return self.output_format
         return "nbest" if self.n_best > 1 else "text"
 
-    @property
-    def _search_attention(self) -> bool:
-        """``jsonl`` aligns every line with the attention the search returns."""
-        return self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
-
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
-        decoded with attention and plotted.
-
-        Raises:
-            ConfigError: the decode length limits leave no room within the model's positions.
-        """
+        decoded with attention and plotted. Raises ConfigError as ``translate_sentences``."""
         n_att = 0
         if self.plot is not None:
             n_att = max(0, min(len(lines), self.attention_n - first_line_no + 1))
         head = self._translate(lines[:n_att], first_line_no, need_attention=True) if n_att else []
         if head and self.plot is not None:
             self.plot(head, first_line_no)
-        tail = self._translate(lines[n_att:], first_line_no + n_att, self._search_attention)
+        # jsonl aligns every line with the attention the search returns
+        att = self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
+        tail = self._translate(lines[n_att:], first_line_no + n_att, att)
         self.report.add(head + tail)
         return head + tail
 
@@ -151,11 +125,8 @@ class LineTranslator:
         )
 
     def render(self, lines: Sequence[str], first_line_no: int = 1) -> list[str]:
-        """Output lines for ``lines``, by ``format``: ``text``, the best translation of each;
-        ``nbest``, TSV rows ``line number, score, hypothesis`` (one row with empty fields for a
-        blank line; the score is the length-penalised one the search ranks by; the hypothesis
-        escaped by ``escape_tsv_field``); ``jsonl``, one JSON object per line
-        (``alignment_output.jsonl_record``)."""
+        """Output lines for ``lines`` by ``format``: the best translations; TSV rows ``line number,
+        score, hypothesis`` (empty fields for a blank line); or ``jsonl_record``'s objects."""
         results = self.translate(lines, first_line_no)
         fmt = self.format
         if fmt == "jsonl":
@@ -163,8 +134,12 @@ class LineTranslator:
                 attach_layer_attention(
                     self.model, results, self.align_layer, self.device, self.cfg.batch_size
                 )
-            with_attention = has_attention(self.model)
-            return jsonl_lines(results, first_line_no, self.tok, self.n_best, with_attention)
+            att = has_attention(self.model)
+            records = (
+                jsonl_record(r, first_line_no + k, self.tok, self.n_best, att)
+                for k, r in enumerate(results)
+            )
+            return [json.dumps(x, ensure_ascii=False, allow_nan=False) for x in records]
         if fmt == "text":
             return [r.text for r in results]
         out = []
@@ -182,17 +157,12 @@ class TranslationInterrupted(KeyboardInterrupt):
 
 
 def translate_io(tr: LineTranslator, input: str, output: str) -> None:
-    """``translate -i INPUT -o OUTPUT``; ``-`` is standard input / output.
-
-    A window is the next lines of a file, or the lines waiting on standard input (up to a window:
-    an interactive session gets each answer while its input stays open). A file input is read
-    whole first (a line that is not UTF-8 stops the command before anything is translated; the
-    progress bar has a total). A file output is written to ``OUTPUT.partial``, renamed to OUTPUT
-    when every line is translated: OUTPUT never looks complete when it is not.
+    """``translate -i INPUT -o OUTPUT`` (``-``: standard input / output): a file is read whole
+    first, standard input as lines wait; a file output goes to ``OUTPUT.partial``, renamed to
+    OUTPUT when every line is translated.
 
     Raises:
-        TranslationInterrupted: Ctrl-C; the lines translated so far stay in ``OUTPUT.partial`` (or
-            on standard output), and the message counts them.
+        TranslationInterrupted: Ctrl-C; the message counts the lines kept.
         DataError: the input is missing, unreadable or not UTF-8.
         ConfigError: as ``LineTranslator.translate``.
         OSError: the output cannot be written (e.g. it is a folder).
@@ -213,8 +183,7 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
 
 def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translation]:
     """``lines`` translated window by window as ``translate_io`` translates a file, so ``eval``
-    gives the same output as ``translate`` (sampling included: its draws depend on the batch);
-    with a progress bar (on a terminal)."""
+    gives ``translate``'s output (sampling included: its draws depend on the batch)."""
     out: list[Translation] = []
     with _progress(tr, len(lines)):
         for start, window in windows_of(lines, tr.cfg.batch_size):
@@ -224,8 +193,7 @@ def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translatio
 
 class _OutputLines:
     """Where ``translate_io`` writes: standard output for ``-``, else ``path.partial``, renamed
-    to ``path`` when the input is done (fsync'ed, then the folder). Counts the input lines whose
-    output was written (``lines``)."""
+    to ``path`` when done (fsync'ed). ``lines``: the input lines whose output was written."""
 
     def __init__(self, path: str, total: int | None, fmt: str):
         self.path, self.total, self.format = path, total, fmt
@@ -297,12 +265,8 @@ class _OutputLines:
 
 
 def _stdin_windows(stdin: BinaryIO, limits: Iterator[int]) -> Iterator[list[str]]:
-    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, again and again
-    until end of input.
-
-    Raises:
-        DataError: a line is not valid UTF-8 (named by its number).
-    """
+    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, until end of input.
+    Raises DataError for a line that is not UTF-8 (named by its number)."""
     line_no = 1
     while batch := _waiting_lines(stdin, next(limits)):
         yield [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
@@ -321,6 +285,56 @@ def _waiting_lines(stdin: BinaryIO, limit: int) -> list[bytes]:
             break
         batch.append(nxt)
     return batch
+
+
+class ProgressBar:
+    """``with ProgressBar("translating", total=M) as bar: ... bar.advance(n)``; ``done`` counts
+    what was advanced, ``description`` is the text shown (``describe``)."""
+
+    def __init__(self, description: str, total: int | None):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.description = description
+        self.total = total
+        self.done = 0
+        self._bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            "eta",
+            TimeRemainingColumn(),
+            console=console,
+            disable=not console.is_terminal,
+            transient=True,
+        )
+        self._task = self._bar.add_task(description, total=total)
+
+    def __enter__(self) -> ProgressBar:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        self._bar.advance(self._task, n)
+
+    def add_total(self, n: int) -> None:
+        """``n`` more to do than the total said (e.g. settings added to a sweep)."""
+        self.total = (self.total or 0) + n
+        self._bar.update(self._task, total=self.total)
+
+    def describe(self, description: str) -> None:
+        self.description = description
+        self._bar.update(self._task, description=description)
 
 
 @contextmanager

@@ -1,8 +1,6 @@
-"""Greedy search, and the left-to-right loop it shares with sampling (``sample.py``).
-
-Shape notation: B sentences, C copies of each, b rows still decoding, L maximum output length,
-S source length, V vocabulary. The conventions every search follows are in ``base.py``.
-"""
+"""Greedy search, and the left-to-right loop it shares with sampling (``sample.py``). Shapes: B
+sentences, C copies of each, b rows still decoding, L maximum output length, S source length, V
+vocabulary; the conventions of every search are in ``base.py``."""
 
 from __future__ import annotations
 
@@ -39,21 +37,10 @@ def left_to_right(
     copies: int = 1,
     need_attention: bool = False,
 ) -> list[Hypothesis]:
-    """Extend every row by the token ``choose`` picks, one step at a time, for a whole batch at
-    once; a row leaves the batch as soon as it produces EOS or reaches its maximum length.
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        choose: picks the next tokens of the rows still decoding, after ``cfg``'s limits
-            (``base``) blocked tokens; ``cfg.length_penalty`` only rescales the reported score.
-        copies: C rows per sentence, decoded from one encoding of it.
-
-    Returns:
-        B x C hypotheses; row i * C + j is copy j of sentence i. ``log_prob`` sums the model's
-        log-probabilities of the chosen tokens, each kept in ``token_log_probs``. A row whose
-        every token is blocked at a step ends before it, unfinished, with ``blocked`` set
-        (``choose`` never sees it).
-    """
+    """Extend every row of (B, S) ``src`` ids and mask by the token ``choose`` picks (after
+    ``base``'s limits), a step at a time; a row leaves at EOS or its maximum length, or, every
+    token blocked, before the step (``blocked`` set). ``copies``: C rows per sentence from one
+    encoding. Returns B x C hypotheses, row i * C + j copy j of sentence i."""
     dev, S = src.device, src.shape[1]
     allowed = allowed_tokens(model, cfg.target_vocab_mask, dev)
     state = model.init_state(model.encode(src, src_mask))
@@ -99,31 +86,15 @@ def left_to_right(
             idx = keep.nonzero().squeeze(1)
             state, alive, best = model.select_state(state, idx), alive[idx], best[idx]
         prev = best
-    hyps = _hypotheses(tokens, length, logp_sum, token_lp, attn, src_mask, cfg.length_penalty)
-    for row, why in blocked.items():
-        hyps[row].blocked = why
-    return hyps
-
-
-def _hypotheses(
-    tokens: Tensor,
-    length: Tensor,
-    logp_sum: Tensor,
-    token_lp: Tensor,
-    attn: Tensor | None,
-    src_mask: Tensor,
-    alpha: float,
-) -> list[Hypothesis]:
-    """One hypothesis per row from (b, L) tokens, (b,) lengths and log-probabilities, (b, L)
-    token log-probabilities, (b, L, S) attention (or None) and the (b, S) source mask."""
-    score = logp_sum / length_penalty(length, alpha).to(logp_sum.device)
-    out = []
+    score = logp_sum / length_penalty(length, cfg.length_penalty).to(dev)
+    hyps = []
     rows = zip(length.tolist(), score.tolist(), logp_sum.tolist(), token_lp.tolist(), strict=True)
     for i, (n, s, lp, tlp) in enumerate(rows):
         toks = tokens[i, :n].tolist()
         att = None if attn is None else attn[i, :n][:, src_mask[i]]
-        out.append(Hypothesis(toks, s, lp, bool(toks) and toks[-1] == EOS, att, tlp[:n]))
-    return out
+        finished = bool(toks) and toks[-1] == EOS
+        hyps.append(Hypothesis(toks, s, lp, finished, att, tlp[:n], blocked.get(i)))
+    return hyps
 
 
 def greedy_search(

@@ -1,10 +1,5 @@
-"""``--quantize int8`` for ``translate``, ``eval`` and ``serve``: dynamic int8 quantization of a
-model for decoding on the CPU (torch's ``torch.ao.quantization.quantize_dynamic``; no CUDA kernels).
-
-Weights of ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU`` layers are stored as int8 (one scale per
-tensor), activations quantized on the fly per batch (VNNI where the CPU has it). Embeddings, layer
-norms and any weight a model reads directly stay float (``FLOAT_LINEARS``).
-"""
+"""``--quantize int8`` for ``translate``, ``eval`` and ``serve``: torch's dynamic int8
+quantization (``quantize_dynamic``) for decoding on the CPU; docs/overview.md has the detail."""
 
 from __future__ import annotations
 
@@ -18,28 +13,26 @@ QUANTIZE_MODES = ("int8",)
 FLOAT_LINEARS = ("in_proj", "out_proj")
 
 
-def quantize_device(quantize: str | None, device: str, option: str = "--device") -> str:
-    """The device to decode on under ``--quantize``: ``auto`` -> cpu (int8 kernels are CPU-only);
-    without ``quantize``, ``device`` unchanged.
-
-    Raises:
-        ValueError: an unknown mode, or ``device`` cuda (one line naming ``option``).
-    """
+def quantize_device(quantize: str | None, device: str | None) -> str | None:
+    """The device to decode on under ``--quantize``: ``auto`` (or None) -> cpu (int8 kernels are
+    CPU-only); without ``quantize``, ``device`` unchanged. Raises ValueError (one line) for an
+    unknown mode or cuda."""
     if quantize is None:
         return device
     if quantize not in QUANTIZE_MODES:
         raise ValueError(f"--quantize {quantize!r}: choose {' or '.join(QUANTIZE_MODES)}")
+    device = device or "auto"
     if device.startswith("cuda"):
         raise ValueError(
             f"--quantize {quantize} decodes on the CPU (torch has no CUDA int8 kernels for it); "
-            f"drop {option} {device} or give {option} cpu"
+            f"drop --device {device} or give --device cpu"
         )
     return "cpu" if device == "auto" else device
 
 
 def quantizable(model: nn.Module) -> list[str]:
-    """Names of the modules ``quantize_model`` converts: every nn.Linear (but ``FLOAT_LINEARS``),
-    nn.LSTM and nn.GRU."""
+    """Names of the modules ``quantize_model`` converts: nn.Linear (not ``FLOAT_LINEARS``), nn.LSTM,
+    nn.GRU."""
     names = []
     for name, m in model.named_modules():
         linear = isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] not in FLOAT_LINEARS
@@ -49,13 +42,9 @@ def quantizable(model: nn.Module) -> list[str]:
 
 
 def quantize_model(model: nn.Module, quantize: str | None) -> nn.Module:
-    """``model`` (on the CPU, in eval mode) with int8 weights in its ``quantizable`` layers; a new
-    module, ``model`` is left alone. ``quantize`` None returns ``model`` itself.
-
-    Raises:
-        ValueError: an unknown mode, a model not on the CPU, or a torch without dynamic
-            quantization (one line each).
-    """
+    """A new module: ``model`` (on the CPU) with int8 weights in its ``quantizable`` layers, in
+    eval mode (``quantize`` None: ``model`` itself). Raises ValueError (one line) for an unknown
+    mode, a model not on the CPU, or a torch without dynamic quantization."""
     if quantize is None:
         return model
     quantize_device(quantize, "cpu")

@@ -1,8 +1,5 @@
-"""The one way a trained run is loaded for decoding: ``load(paths, device, quantize)`` gives a
-``Translator`` for one model, an ensemble of several (``ensemble.Ensemble``), int8 weights
-(``quantize``) or a CTranslate2 export (``ctranslate2``). ``translate``, ``eval``, ``tune-decode``,
-``serve`` and the study all load through it.
-"""
+"""The one way a trained run is loaded for decoding, by every command, ``serve`` and the study:
+``load`` gives a ``Translator`` for one model, an ensemble, int8 weights or a CTranslate2 export."""
 
 from __future__ import annotations
 
@@ -47,19 +44,11 @@ FROM_COMMAND_LINE = "command line"
 
 @dataclass
 class Translator:
-    """A run loaded for decoding (``load``).
-
-    Attributes:
-        model: in eval mode on ``device``: one model, an ``Ensemble``, int8 layers, or a
-            ``CTranslate2Model``.
-        cfg: the run's config, its decode section with ``decode.yaml`` applied; ``config_decode``
-            the checkpoint's own decode section.
-        checkpoint: the file read (an ensemble's first); ``members``: each model's (checkpoint,
-            step) of an ensemble, empty for one model.
-        train_state: the checkpoint's training position (empty for an averaged one).
-        decode_file: the run's ``decode.yaml`` when it exists; ``decode_file_keys`` what it sets.
-        tune_hint: how the untuned-beam line says to tune (``settings_line``).
-    """
+    """A run loaded for decoding (``load``): ``model`` (one, an ``Ensemble``, int8 layers or a
+    ``CTranslate2Model``) in eval mode on ``device``; ``cfg`` as the checkpoint holds it (its
+    decode section kept as ``config_decode``), then with the ``decode.yaml`` beside
+    ``checkpoint`` applied (``decode_file``, setting ``decode_file_keys``); ``members``: an
+    ensemble's (checkpoint, step) each; ``tune_hint``: how ``settings_line`` says to tune."""
 
     model: Any
     tok: Tokenizer
@@ -67,13 +56,22 @@ class Translator:
     device: torch.device | str
     checkpoint: Path
     train_state: dict[str, Any]
-    config_decode: DecodeConfig
-    decode_file: Path | None = None
-    decode_file_keys: frozenset[str] = frozenset()
-    members: list[tuple[Path, int | None]] = field(default_factory=list)
     quantize: str | None = None
     tune_hint: str = ""
     engine: type[LineTranslator] = LineTranslator
+    members: list[tuple[Path, int | None]] = field(default_factory=list)
+    decode_file: Path | None = None
+    decode_file_keys: frozenset[str] = frozenset()
+    config_decode: DecodeConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        folder = self.checkpoint.parent
+        self.config_decode = self.cfg.decode
+        self.cfg = with_tuned_decode(self.cfg, folder)  # checks decode.yaml
+        if (folder / DECODE_FILE).is_file():
+            self.decode_file = folder / DECODE_FILE
+            keys = load_yaml(self.decode_file.read_text(encoding="utf-8")) or {}
+            self.decode_file_keys = frozenset(keys)
 
     @property
     def step(self) -> int | None:
@@ -83,11 +81,9 @@ class Translator:
     def decode_settings(
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
-        """The run's decode settings with ``options`` (DecodeConfig fields, None = not given):
-        the method is ``method``, else beam when ``beam_size`` is given, else the run's
-        (``DecodeConfig.with_method`` drops another method's settings). Returns them and where
-        each came from: the command line (a field given, or changed by the method given), the
-        run's decode.yaml, or the checkpoint's config; says so in one log line.
+        """The run's decode settings with ``options`` (DecodeConfig fields, None = not given) and
+        ``method`` (else beam when ``beam_size`` is given, else the run's), and where each came
+        from (``FROM_*``), said in one log line (``settings_line``).
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
@@ -118,10 +114,9 @@ class Translator:
         return final, sources
 
     def settings_line(self, final: DecodeConfig, sources: dict[str, str]) -> str | None:
-        """The one line on where ``final`` came from: what decode.yaml set (and what the command
-        line overrode of it), e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5,
-        alpha 1.0``; without decode.yaml, beam search's beam and alpha and how to tune them
-        (unless the command line set both); None when there is nothing to say."""
+        """The line on where ``final`` came from: what decode.yaml set and the command line
+        overrode, e.g. ``decoding with runs/x/decode.yaml (tune-decode): beam 5, alpha 1.0``;
+        without decode.yaml, beam search's beam and alpha and how to tune them; or None."""
         if self.decode_file is None:
             beam = {sources.get("beam_size"), sources.get("length_penalty")}
             if final.method != "beam" or beam == {FROM_COMMAND_LINE}:
@@ -148,20 +143,19 @@ class Translator:
         return f"{self.decode_file} (tune-decode) not used: {sets}" if over else None
 
     def line_translator(self, dcfg: DecodeConfig, **kwargs: Any) -> LineTranslator:
-        """A ``files.LineTranslator`` (CTranslate2's for an export of it) decoding with ``dcfg``;
-        ``kwargs`` are its other fields (n_best, batch_tokens, source_name, ...)."""
+        """A ``files.LineTranslator`` (``engine``) decoding with ``dcfg``; ``kwargs``: its other
+        fields."""
         return self.engine(self.model, self.tok, dcfg, self.device, **kwargs)
 
     def translate(
         self, sentences: Sequence[str], dcfg: DecodeConfig, source_name: str = "input"
     ) -> list[Translation]:
-        """``sentences`` translated window by window as ``translate -i FILE`` does
-        (``files.translate_lines``), so ``eval`` gives ``translate``'s output."""
+        """``sentences`` translated as ``translate -i FILE`` does (``files.translate_lines``)."""
         return translate_lines(self.line_translator(dcfg, source_name=source_name), sentences)
 
     def made_with(self, dcfg: DecodeConfig, sources: dict[str, str]) -> dict[str, Any]:
-        """How translations were made, for eval --json: checkpoint (path, step), ensemble (each
-        model's, or None), decode settings and where each came from; and quantize, if used."""
+        """How translations were made, for eval --json: checkpoint, ensemble, decode settings and
+        their sources, quantize."""
         made = {
             "checkpoint": {"path": str(self.checkpoint), "step": self.step},
             "ensemble": [{"path": str(p), "step": s} for p, s in self.members] or None,
@@ -174,8 +168,7 @@ class Translator:
 
 
 def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:
-    """Some settings of a DecodeConfig in words: ``beam 5, alpha 1.0``, ``greedy``,
-    ``max_len_b 20``."""
+    """Some settings in words: ``beam 5, alpha 1.0``, ``greedy``, ``max_len_b 20``."""
     parts = []
     if "method" in names or "beam_size" in names:
         parts.append(f"beam {cfg.beam_size}" if cfg.method == "beam" else cfg.method)
@@ -247,55 +240,33 @@ def _load_one(path: Path, device: str | None, quantize: str | None) -> Translato
         dev = inference_device(quantize_device(quantize, cfg.train.device), said)
     else:
         dev = inference_device(device)
-    tuned = with_tuned_decode(cfg, ckpt_path.parent)
-    run = Translator(
+    return Translator(
         quantize_model(model.to(dev), quantize),
         tok,
-        tuned,
+        cfg,
         dev,
         ckpt_path,
         state,
-        cfg.decode,
-        quantize=quantize,
-        tune_hint=f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on "
-        "validation",
+        quantize,
+        f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on validation",
     )
-    _note_decode_file(run, ckpt_path.parent)
-    return run
 
 
 def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Translator:
-    """A CTranslate2 export, its ``model`` a ``CTranslate2Model``.
-
-    Raises:
-        ValueError: ctranslate2 is missing, or the device is refused.
-        CheckpointError: the export's files are not readable.
-    """
+    """A CTranslate2 export, its ``model`` a ``CTranslate2Model``; raises ValueError when
+    ctranslate2 is missing or the device refused, CheckpointError for unreadable files."""
     import_ctranslate2()
     dev = ctranslate2_device(device)
     meta, tok, cfg = read_export(folder)
-    tuned = with_tuned_decode(cfg, folder)
-    run = Translator(
+    return Translator(
         CTranslate2Model(folder, dev, quantize, meta.get("max_positions")),
         tok,
-        tuned,
+        cfg,
         dev,
         folder / "model.bin",
         {"step": (meta.get("exported_from") or {}).get("step")},
-        cfg.decode,
-        quantize=quantize,
-        tune_hint="`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and "
-        "alpha on validation; export again to bring its decode.yaml along",
-        engine=CTranslate2LineTranslator,
+        quantize,
+        "`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and alpha on "
+        "validation; export again to bring its decode.yaml along",
+        CTranslate2LineTranslator,
     )
-    _note_decode_file(run, folder)
-    return run
-
-
-def _note_decode_file(run: Translator, folder: Path) -> None:
-    """``run.decode_file`` and the keys it names, when ``folder`` has a decode.yaml (already
-    checked by ``with_tuned_decode``)."""
-    decode_file = folder / DECODE_FILE
-    if decode_file.is_file():
-        keys = load_yaml(decode_file.read_text(encoding="utf-8")) or {}
-        run.decode_file, run.decode_file_keys = decode_file, frozenset(keys)

@@ -1,7 +1,5 @@
-"""Ancestral sampling with temperature, top-k and nucleus (top-p) filtering.
-
-Shape notation: B sentences, N samples per sentence, b rows still decoding, S source length,
-V vocabulary. The conventions every search follows are in ``base.py``.
+"""Ancestral sampling with temperature, top-k and nucleus (top-p) filtering. Shapes: B sentences,
+N samples each, b rows still decoding, S source length, V vocabulary; conventions in ``base.py``.
 
 At every step the next token is drawn from the model's distribution reshaped in three steps:
 1) temperature τ: softmax(logits / τ); τ < 1 sharpens it, τ > 1 flattens it;
@@ -68,22 +66,11 @@ def sample_search(
     n_best: int = 1,
     need_attention: bool = False,
 ) -> list[list[Hypothesis]]:
-    """Draw ``n_samples`` independent outputs per sentence, token by token (ancestral sampling),
-    for a whole batch at once; a draw stops at EOS or at its maximum length, like greedy search.
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool, True = real token.
-        cfg: ``temperature``, ``top_k``, ``top_p``: steps 1-3 of the module docstring (None /
-            1.0 turn 2 / 3 off); ``seed`` with the batch's ids seeds the draws (None: fresh);
-            the limits of ``base`` block tokens before step 1, so the draw renormalises over
-            the rest.
-        n_best: N draws per sentence (duplicates possible), from one encoding.
-
-    Returns:
-        For each sentence in input order, its N draws, highest ``score`` first. ``log_prob`` is
-        the model's unfiltered log-probability of the drawn tokens (before temperature, top-k and
-        top-p), so it is comparable with greedy and beam search.
-    """
+    """N = ``n_best`` draws per sentence of (B, S) ``src`` ids and mask (duplicates possible, from
+    one encoding), each stopping at EOS or its maximum length; ``cfg``'s ``temperature``,
+    ``top_k``, ``top_p`` are steps 1-3 of the module docstring, applied after ``base``'s limits.
+    Returns each sentence's draws, highest ``score`` first; ``log_prob`` is the model's
+    unfiltered log-probability of the tokens, comparable with greedy and beam search."""
     gen = _generator(cfg.seed, src)
 
     def draw(logp: Tensor) -> Tensor:

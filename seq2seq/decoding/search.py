@@ -1,42 +1,22 @@
 """The table of searches: ``decode.method`` names one, and every caller dispatches through it.
-
-Each entry takes (model, src (B, S) ids, src_mask (B, S) bool, DecodeConfig, n_best,
-need_attention), the DecodeConfig holding every limit and setting (a search's own are listed in
-``config.SEARCH_SETTINGS``), and returns for each of the B sentences its ``Hypothesis`` list, best
-first. Adding a search: write its module here in ``decoding/``, add its entry below and its name to
-``config.SearchMethod`` (a test checks the two agree), its settings to ``DecodeConfig`` and
-``config.SEARCH_SETTINGS``, and its n-best limit to ``check_n_best`` if it has one.
+Each takes (model, (B, S) src ids, (B, S) bool mask, DecodeConfig with every limit, n_best,
+need_attention) and returns each sentence's ``Hypothesis`` list, best first. A new search: its
+module here, its entry below, its name in ``config.SearchMethod`` (a test checks them), its
+settings in ``DecodeConfig`` and ``config.SEARCH_SETTINGS``, its limit in ``check_n_best``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from torch import Tensor
 
 from seq2seq.config import ConfigError, DecodeConfig
-from seq2seq.decoding.base import Hypothesis, length_penalty, max_lengths
+from seq2seq.decoding.base import Hypothesis
 from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sample import sample_search
 from seq2seq.models.base import Seq2SeqModel
 
-__all__ = [
-    "SEARCHES",
-    "Hypothesis",
-    "SearchFn",
-    "beam_search",
-    "check_n_best",
-    "greedy_search",
-    "length_penalty",
-    "max_lengths",
-    "sample_search",
-    "search",
-]
-
-SearchFn = Callable[[Seq2SeqModel, Tensor, Tensor, DecodeConfig, int, bool], list[list[Hypothesis]]]
-
-SEARCHES: dict[str, SearchFn] = {
+SEARCHES = {
     "greedy": lambda model, src, mask, cfg, n_best, att: [
         [h] for h in greedy_search(model, src, mask, cfg, att)
     ],
@@ -46,8 +26,7 @@ SEARCHES: dict[str, SearchFn] = {
 
 
 def check_n_best(cfg: DecodeConfig, n_best: int) -> None:
-    """Greedy search finds one hypothesis and beam search keeps ``beam_size``; sampling draws any
-    number.
+    """Greedy search finds one hypothesis, beam search ``beam_size``; sampling draws any number.
 
     Raises:
         ConfigError: ``cfg.method`` cannot return ``n_best`` hypotheses per sentence.

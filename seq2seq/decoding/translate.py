@@ -1,11 +1,7 @@
 """Sentences -> batches -> search -> detokenised text; shared by ``translate``, ``eval`` and
-validation.
-
-Input policy (docs/data.md, "Data hygiene"): blank inputs, and inputs that encode to no tokens,
-are never sent to the model and come back empty in their place; a source longer than
-``source_limit`` tokens is cut and translated, with a warning naming the line (as OpenNMT's
-``src_seq_length_trunc``); uncovered characters, cut sources and translations that stopped at the
-maximum length are counted into one summary line (``TranslationReport``).
+validation. Blank inputs come back empty, never sent to the model; a source longer than
+``source_limit`` tokens is cut with a warning (as OpenNMT's ``src_seq_length_trunc``); the input
+policy is in docs/data.md ("Data hygiene").
 """
 
 from __future__ import annotations
@@ -22,7 +18,8 @@ from seq2seq.console import counted
 from seq2seq.data.batch import pad_sequences
 from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import PAD, UNK, Tokenizer
-from seq2seq.decoding.search import Hypothesis, check_n_best, max_lengths, search
+from seq2seq.decoding.base import Hypothesis, max_lengths
+from seq2seq.decoding.search import check_n_best, search
 from seq2seq.models import Seq2SeqModel
 
 log = logging.getLogger("seq2seq")
@@ -32,13 +29,10 @@ MAX_SEARCH_ROWS = 8192  # sentences x beam size decoded at once, at most (beam 4
 
 @dataclass
 class Translation:
-    """A source sentence's n-best outputs, best first (empty list for an empty input).
-
-    ``uncovered``: the source has characters the tokenizer cannot spell (they became ``<unk>``).
-    ``truncated``: the source was cut to ``source_limit`` tokens.
-    ``source_ids``: the source ids the model read (cut when ``truncated``; none for an empty input),
-    whose positions the hypotheses' attention columns are.
-    """
+    """A source sentence's n-best outputs, best first (none for an empty input); ``uncovered``:
+    it has characters the tokenizer cannot spell (read as ``<unk>``); ``truncated``: it was cut
+    to ``source_limit`` tokens; ``source_ids``: the ids the model read, the columns of the
+    hypotheses' attention."""
 
     source: str
     hypotheses: list[Hypothesis]
@@ -94,10 +88,8 @@ class TranslationReport:
 
 
 def source_limit(model: Seq2SeqModel, cfg: DecodeConfig) -> int:
-    """The longest source, in tokens, that is translated whole.
-
-    ``cfg.max_src_len``; for a model with positions (the Transformer's ``max_positions``) also the
-    longest source S whose output limit floor(a·S + b) still fits those positions.
+    """The longest source, in tokens, translated whole: ``cfg.max_src_len``, and for a model with
+    ``max_positions`` the longest S whose output limit floor(a·S + b) still fits them.
 
     Raises:
         ConfigError: ``max_len_a`` + ``max_len_b`` alone exceed the model's positions.
@@ -129,17 +121,13 @@ def translate_sentences(
     batch_tokens: int | None = None,
     source_name: str = "input",
 ) -> list[Translation]:
-    """Translate in length-sorted batches of ``cfg.batch_size`` sentences (or, with
-    ``batch_tokens``, of at most that many padded source tokens); output in input order.
-
-    ``progress`` (optional) is called with the number of sentences finished after each batch.
-    ``first_line_no`` is the line number of ``sentences[0]``, and ``source_name`` the file, in
-    warnings. The search is ``SEARCHES[cfg.method]``, or CTranslate2's for a ``model`` with
-    ``search_ids`` (``ctranslate2.CTranslate2Model``: no attention, ``device`` unused).
+    """Translate in length-sorted batches of ``cfg.batch_size`` sentences (or of at most
+    ``batch_tokens`` padded source tokens); output in input order. ``progress`` gets the count of
+    sentences done after each batch; ``first_line_no`` and ``source_name`` name lines in warnings.
+    The search is ``SEARCHES[cfg.method]``, or a ``model``'s own ``search_ids`` (CTranslate2's).
 
     Raises:
-        ConfigError: ``n_best`` is more than ``cfg.method`` returns, or ``cfg``'s output limit
-            does not fit the model's positions.
+        ConfigError: ``n_best`` is more than ``cfg.method`` returns, or the limits do not fit.
     """
     check_n_best(cfg, n_best)
     limit = source_limit(model, cfg)
@@ -172,8 +160,8 @@ def translate_sentences(
 
 @contextmanager
 def eval_mode(model) -> Iterator[None]:
-    """``model`` in eval mode for the block, then back in the mode it was in (nothing for a
-    model that is not an ``nn.Module``, such as a ``CTranslate2Model``)."""
+    """``model`` in eval mode for the block, then back in its mode (nothing for a model that is
+    not an ``nn.Module``)."""
     was_training = getattr(model, "training", None)
     if was_training is None:
         yield
@@ -186,8 +174,7 @@ def eval_mode(model) -> Iterator[None]:
 
 
 def _warn_blocked(hyps: Sequence[Hypothesis], source_name: str, line_no: int) -> None:
-    """One warning for a line whose best hypothesis ended because its constraints forbade every
-    token (``Hypothesis.blocked``)."""
+    """Warn of a line whose best hypothesis ended because every token was forbidden."""
     if hyps and hyps[0].blocked is not None:
         log.warning(
             "%s line %d: every token is forbidden after %d output tokens by %s; the translation "
@@ -242,8 +229,8 @@ def _batches(
 def _prepare(
     tok: Tokenizer, sentences: Sequence[str], limit: int, first_line_no: int, source_name: str
 ) -> tuple[list[Translation], list[int], list[list[int]]]:
-    """Clean and encode; returns a Translation per sentence (empty so far), the positions that
-    need the model, and their ids cut to ``limit`` tokens."""
+    """A Translation per sentence (empty so far), the positions that need the model, and their
+    cleaned and encoded ids cut to ``limit`` tokens."""
     cleaned = [clean_line(s) for s in sentences]
     nonblank = [i for i, s in enumerate(cleaned) if s]
     encoded = tok.encode_src([cleaned[i] for i in nonblank])

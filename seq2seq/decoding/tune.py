@@ -5,11 +5,13 @@ eq. 14: lp(Y) = ((5 + |Y|) / 6)^α), swept against greedy search, scored with sa
 on; the right α depends on the model, so it is chosen per run on validation, never on a test set.
 Greedy is a candidate too, so the choice never scores below it there; a choice at the grid's top
 edge is swept further until it lies inside (``sweep_inside``). The choice goes to ``decode.yaml``
-beside the run's checkpoints, which ``runs.load`` applies.
+beside the run's checkpoints, which ``runs.load`` applies. Also what ``tune-decode`` checks around
+the sweep: its lines (``tuning_set``) and a sweep whose settings all tied (``tie_reasons``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -20,13 +22,17 @@ from rich.text import Text
 
 from seq2seq.atomic import atomic_write_text
 from seq2seq.checkpoint import DECODE_FILE
-from seq2seq.config import DecodeConfig
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.config.lists import parse_list
 from seq2seq.config.sections import BEAM_LIMIT, MAX_LENGTH_PENALTY
 from seq2seq.console import console, counted
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.data.text import DataError, resolve_corpus_file
+from seq2seq.decoding.files import ProgressBar
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.evaluation.metrics import corpus_bleu
+from seq2seq.evaluation.report import read_eval_texts
+
+log = logging.getLogger("seq2seq")
 
 # A choice at the top edge of the grid is swept further (``beyond_edge``): α by the grid's last
 # step, the beam size doubled, up to these.
@@ -59,12 +65,8 @@ class SweepRow:
 
 
 def parse_floats(spec: str, option: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): length penalties, finite, increasing, from 0 to
-    ``MAX_LENGTH_PENALTY`` (``config.lists.parse_list``).
-
-    Raises:
-        ValueError: one line naming ``option``.
-    """
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0): length penalties, increasing, from 0 to
+    ``MAX_LENGTH_PENALTY``; raises ValueError, one line naming ``option``."""
     top = f"{MAX_LENGTH_PENALTY:g}"
     fix = f"give distinct finite numbers from 0 to {top} in increasing order, e.g. 0,0.6,1"
     bad = "give comma-separated numbers, e.g. 0,0.6,1"
@@ -73,11 +75,7 @@ def parse_floats(spec: str, option: str) -> tuple[float, ...]:
 
 def parse_beams(spec: str) -> tuple[int, ...]:
     """``"5,10"`` -> (5, 10): beam sizes, increasing, from 2 (greedy is always swept) to
-    ``BEAM_LIMIT``.
-
-    Raises:
-        ValueError: one line naming --beams.
-    """
+    ``BEAM_LIMIT``; raises ValueError, one line naming --beams."""
     fix = (
         f"give distinct beam sizes from 2 to {BEAM_LIMIT} in increasing order (greedy search is "
         "always a candidate)"
@@ -125,10 +123,8 @@ def sweep(
 
 
 def beyond_edge(rows: Sequence[SweepRow]) -> list[tuple[int, float]]:
-    """The beam settings (K, α) to sweep next when the best of ``rows`` (``best_row``) has the
-    largest α swept (next: α plus the grid's last step, 0.5 for a one-value grid; at most
-    ``MAX_ALPHA``) or the largest K (next: 2K at the same α; at most ``MAX_BEAM``), where the
-    optimum may lie beyond the grid. Empty when it is inside, greedy, or at the caps."""
+    """The (K, α) to sweep next when the best of ``rows`` has the largest α (next: α plus the grid's
+    last step, or 0.5; at most ``MAX_ALPHA``) or K (next: 2K; at most ``MAX_BEAM``) swept."""
     best = best_row(rows)
     beam = [r for r in rows if r.method == "beam"]
     if best.method != "beam":
@@ -156,8 +152,7 @@ def sweep_inside(
     extend: Callable[[list[tuple[int, float]]], None] | None = None,
 ) -> list[SweepRow]:
     """``sweep`` over ``candidates(base, beams, alphas)``, then over ``beyond_edge``'s settings
-    (told to ``extend`` first) until the best setting lies inside the swept grid or the caps
-    stop it."""
+    (told to ``extend`` first) until there are none."""
     rows = sweep(translate, refs, candidates(base, beams, alphas), tgt_lang, progress)
     while more := beyond_edge(rows):
         if extend is not None:
@@ -178,8 +173,7 @@ def sweep_run(
     source_name: str = "input",
 ) -> tuple[list[SweepRow], list[dict]]:
     """``tune-decode``'s sweep of a loaded run (``runs.Translator``), each row printed above a
-    progress bar as it is scored; with ``extend``, beyond the grid's edge (``sweep_inside``).
-    Returns the rows and the settings swept beyond the grid."""
+    progress bar; returns the rows and the settings swept beyond the grid (with ``extend``)."""
     n_settings = len(candidates(base, beams, alphas))
     bar = ProgressBar(f"setting 1/{n_settings}", n_settings * len(sources))
     started = 0
@@ -224,29 +218,15 @@ def sweep_result(
     return {
         "checkpoint": str(ckpt),
         "tuned_on": {"src": str(src), "ref": str(ref), "lines": lines},
-        "best": rows_as_dicts([best_row(rows)])[0],
+        "best": asdict(best_row(rows)),
         "greedy_bleu": rows[0].bleu,
-        "sweep": rows_as_dicts(rows),
+        "sweep": [asdict(r) for r in rows],
         "beyond_grid": added,
     }
 
 
-def check_tuning_set(sources: Sequence[str], refs: Sequence[str], src: str | Path) -> None:
-    """Raises ValueError (one line naming ``src``) for fewer than ``MIN_TUNE_LINES`` lines whose
-    source and reference are both non-blank: too few to tell search settings apart."""
-    n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
-    if n_lines < MIN_TUNE_LINES:
-        raise ValueError(
-            f"--src {src} has {counted(n_lines, 'non-blank line')}, too few to tune on (at least "
-            f"{MIN_TUNE_LINES}): BLEU on so few cannot tell the search settings apart; give a "
-            f"bigger --src/--ref (at least {MIN_TUNE_LINES} aligned lines, e.g. the whole "
-            "validation set)"
-        )
-
-
 def all_tied(rows: Sequence[SweepRow]) -> bool:
-    """Every setting scored the same BLEU (at two decimals): the tie rule would pick greedy for
-    no reason."""
+    """Every setting scored the same BLEU (at two decimals): the tie rule's greedy means nothing."""
     return len(rows) > 1 and len({round(r.bleu, 2) for r in rows}) == 1
 
 
@@ -256,17 +236,14 @@ def best_row(rows: Sequence[SweepRow]) -> SweepRow:
     return max(rows, key=lambda r: (round(r.bleu, 2), -r.beam_size, -r.length_penalty))
 
 
-def decode_settings(row: SweepRow) -> dict:
-    """The ``decode`` keys that reproduce ``row``'s search."""
-    if row.method == "greedy":
-        return {"method": "greedy"}
-    return {"method": "beam", "beam_size": row.beam_size, "length_penalty": row.length_penalty}
-
-
 def write_decode_file(
     run_dir: Path, row: SweepRow, rows: Sequence[SweepRow], tuned_on: str
 ) -> Path:
-    """Write ``run_dir/decode.yaml`` atomically: the chosen settings under a comment header."""
+    """Write ``run_dir/decode.yaml`` atomically: the ``decode`` keys of ``row``'s search under a
+    comment header."""
+    keys = {"method": row.method}
+    if row.method == "beam":
+        keys |= {"beam_size": row.beam_size, "length_penalty": row.length_penalty}
     greedy = next(r for r in rows if r.method == "greedy")
     header = (
         f"# seq2seq tune-decode on {tuned_on}: {row.label} scores BLEU {row.bleu:.2f} "
@@ -274,9 +251,64 @@ def write_decode_file(
         "# translate, eval and serve use these settings; their options override them.\n"
     )
     path = run_dir / DECODE_FILE
-    atomic_write_text(path, header + yaml.safe_dump(decode_settings(row), sort_keys=False))
+    atomic_write_text(path, header + yaml.safe_dump(keys, sort_keys=False))
     return path
 
 
-def rows_as_dicts(rows: Sequence[SweepRow]) -> list[dict]:
-    return [asdict(r) for r in rows]
+def tuning_set(
+    cfg: Config, src: Path | None, ref: Path | None, ckpt: Path
+) -> tuple[Path, Path, list[str], list[str]]:
+    """``src`` and ``ref`` (both None: the run's data.valid), with their lines, read as ``eval``
+    reads them.
+
+    Raises:
+        ValueError: the run of ``ckpt`` has no data.valid, or fewer than ``MIN_TUNE_LINES`` lines
+            have a non-blank source and reference.
+        DataError: a file that is missing, unreadable or not aligned with the other.
+    """
+    if src is None:
+        if cfg.data.valid is None:
+            raise ValueError(f"{ckpt}: the run has no data.valid; give --src and --ref")
+        src = resolve_corpus_file(cfg.data.valid, cfg.data.src_lang)
+        ref = resolve_corpus_file(cfg.data.valid, cfg.data.tgt_lang)
+    warn_if_test_split(src, cfg)
+    texts = read_eval_texts([ref], src, None)
+    sources, refs = texts.sources, texts.refs[0]
+    n_lines = sum(1 for s, r in zip(sources, refs, strict=True) if s.strip() and r.strip())
+    if n_lines < MIN_TUNE_LINES:
+        raise ValueError(
+            f"--src {src} has {counted(n_lines, 'non-blank line')}, too few to tune on (at least "
+            f"{MIN_TUNE_LINES}): BLEU on so few cannot tell the search settings apart; give a "
+            f"bigger --src/--ref (at least {MIN_TUNE_LINES} aligned lines, e.g. the whole "
+            "validation set)"
+        )
+    return src, ref, sources, refs
+
+
+def warn_if_test_split(src: Path, cfg: Config) -> None:
+    """A warning when ``src`` is the run's own test split (its test scores would not be unseen)."""
+    if cfg.data.test is None:
+        return
+    try:
+        test = resolve_corpus_file(cfg.data.test, cfg.data.src_lang)
+    except DataError:
+        return
+    if Path(src).resolve() == test.resolve():
+        log.warning(
+            "--src %s is the run's test split (data.test): its test scores will no longer be "
+            "unseen; tune on validation lines instead",
+            src,
+        )
+
+
+def tie_reasons(rows: Sequence[SweepRow], src: Path) -> tuple[str, str]:
+    """For a sweep whose settings all tied (``all_tied``): what happened and what to do."""
+    bleu = rows[0].bleu
+    same = f"--src {src}: all {len(rows)} settings scored BLEU {bleu:.2f}, so"
+    if bleu == 0:
+        fix = "check that --ref translates --src, or train the model longer"
+        return f"{same} no output matches its reference", fix
+    return (
+        f"{same} this tuning set cannot tell them apart",
+        "tune on a bigger or more varied --src/--ref",
+    )

@@ -18,7 +18,7 @@ from tests.toys import run_cli
 
 def test_tuning_on_the_runs_own_test_split_is_warned_about(tmp_path, caplog):
     from seq2seq.config import load_config
-    from seq2seq.decoding.tuning_set import warn_if_test_split
+    from seq2seq.decoding.tune import warn_if_test_split
 
     for name in ("test.de", "test.en", "val.de"):
         (tmp_path / name).write_text("ein hund .\n")

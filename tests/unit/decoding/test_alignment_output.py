@@ -21,14 +21,9 @@ from seq2seq.decoding.alignment_output import (
     pharaoh,
     piece_words,
 )
+from seq2seq.decoding.base import length_penalty
 from seq2seq.decoding.files import LineTranslator
-from seq2seq.decoding.search import (
-    beam_search,
-    greedy_search,
-    length_penalty,
-    sample_search,
-    search,
-)
+from seq2seq.decoding.search import beam_search, greedy_search, sample_search, search
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models.base import Seq2SeqModel
 from tests.toys import (

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from seq2seq.data.tokenizer import EOS
-from seq2seq.decoding.search import Hypothesis, beam_search, greedy_search, length_penalty
+from seq2seq.decoding.base import Hypothesis, length_penalty
+from seq2seq.decoding.search import beam_search, greedy_search
 from seq2seq.decoding.translate import translate_sentences
 from tests.corpora import FIVE
 from tests.toys import (

@@ -3,6 +3,7 @@ its place whatever the line holds, what Ctrl-C keeps, and an n-best TSV of three
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -10,7 +11,6 @@ import pytest
 from seq2seq.decoding.files import (
     WINDOW_BATCHES,
     escape_tsv_field,
-    unescape_tsv_field,
     window_sizes,
     windows_of,
 )
@@ -154,6 +154,12 @@ def test_odd_characters_keep_translate_aligned(toy, tmp_path, name):
     same = "thedog" if odd == "\x00" else "the dog"  # NUL removed, the others a space
     res = translate_sentences(toy["model"], toy["tok"], [f"the{odd}dog", same], toy["cfg"].decode)
     assert res[0].text == res[1].text  # normalised the same way in the Python API
+
+
+def unescape_tsv_field(field: str) -> str:
+    """The text an n-best TSV field holds (``escape_tsv_field`` reversed)."""
+    unescape = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+    return re.sub(r"\\([\\tnr])", lambda m: unescape[m[1]], field)
 
 
 @pytest.mark.parametrize(

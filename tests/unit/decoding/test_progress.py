@@ -1,9 +1,9 @@
-"""``seq2seq/decoding/progress.py``: the progress bars of ``eval`` and ``tune-decode`` count every
-line and setting."""
+"""``seq2seq/decoding/files.py`` ``ProgressBar``: the progress bars of ``eval`` and
+``tune-decode`` count every line and setting."""
 
 from __future__ import annotations
 
-from seq2seq.decoding.progress import ProgressBar
+from seq2seq.decoding.files import ProgressBar
 from tests.corpora import eval_files
 from tests.toys import run_cli
 

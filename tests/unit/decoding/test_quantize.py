@@ -12,13 +12,14 @@ from torch import nn
 
 from seq2seq.config import DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD
+from seq2seq.decoding.base import max_lengths
 from seq2seq.decoding.quantize import (
     FLOAT_LINEARS,
     quantizable,
     quantize_device,
     quantize_model,
 )
-from seq2seq.decoding.search import max_lengths, search
+from seq2seq.decoding.search import search
 from tests.toys import TINY_MODELS, random_batch, run_cli, tiny_model
 
 
