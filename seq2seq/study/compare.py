@@ -1,16 +1,10 @@
 """``seq2seq compare``: the bottleneck-versus-attention study (Bahdanau et al. 2015, Figure 2).
 
-Every config trains with one shared tokenizer (``runs.shared_tokenizer``: trained once on the
-training split and given to every run, so vocabulary differences cannot explain a score
-difference), then is decoded and scored by source length. The output folder holds:
-
-- ``tokenizer/``: the sentencepiece model(s);
-- ``runs/<name>/``: one run per config (per stage, for the Multi30k half), reused when finished
-  (``runs.train_or_reuse``), resumed from its last.pt when interrupted;
-- ``report.md``, ``results.json`` and the plots (``study.report``).
-
-Real text goes through ``study.multi30k`` (the two-stage recipe, the verdict rule); a synthetic
-task (``--exact-match`` / ``--alignment``) through ``study.synthetic``.
+Every config trains with one shared tokenizer (``runs.shared_tokenizer``) into ``OUT/runs/<name>``
+(reused when finished, resumed when interrupted: ``runs.train_or_reuse``) and is decoded and
+scored by source length; ``study.report`` writes report.md, results.json and the plots. Real text
+goes through ``study.multi30k``; a synthetic task (``--exact-match`` / ``--alignment``) through
+``study.synthetic``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """What a study trains, before anything is trained: the configs and their shared data, the budget
 (synthetic half), the two-stage recipe and the roles (Multi30k half), the seed copies.
 
-The Multi30k recipe (``Recipe``): every model first trains on single pairs for the same number of
-updates, its config's peak learning rate (after its warmup) decaying along a cosine to a tenth of
-it over the first three quarters of the stage and holding there for the last quarter, the
-quarter the competence gate reads (``verdict.PLATEAU_FROM``); then it fine-tunes from that
-stage's last checkpoint (``train.init_from``) on single plus joined pairs (k = 2..K) for the same
-number of updates, from half its peak learning rate along a cosine to 0. Every model batches the
-same data alike (one tokenizer, the same ``batch_tokens`` and seed), so equal updates are equal
-target tokens. The single-pair checkpoint is also the zero-shot length-generalisation control,
-and the fine-tuned checkpoint at the budget step is the one scored. Why the decay, and why it
-ends a quarter early: docs/results/study/pilot.md (at a constant 0.002 rnnencdec still gained 0.5
-validation BLEU per 100 updates at update 1,200; a cosine that ends with the stage put 1.24 BLEU
-of annealing gains into bahdanau's last quarter).
+The Multi30k recipe (``Recipe``; ``Recipe.describe`` words it): a single-pair stage whose cosine
+decay ends a quarter early, so the competence gate (``verdict.PLATEAU_FROM``) reads a held
+learning rate, then a fine-tuning stage on single plus joined pairs from its last checkpoint.
+Every model batches the same data alike (one tokenizer, the same ``batch_tokens`` and seed), so
+equal updates are equal target tokens. Why the decay, and why it ends a quarter early:
+docs/results/study/pilot.md.
 
 Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
 with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
@@ -229,12 +223,9 @@ def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str)
 
 def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Config:
     raw = cfg.model_dump(mode="json")
-    if budget.minutes is not None:
-        raw["train"].update(STOPS, max_time=budget.minutes)
-    elif budget.steps is not None:
-        raw["train"].update(STOPS, max_steps=budget.steps)
-    elif budget.tokens is not None:
-        raw["train"].update(STOPS, max_tokens=budget.tokens)
+    stop = {"max_time": budget.minutes, "max_steps": budget.steps, "max_tokens": budget.tokens}
+    if budget.given:  # one at most (``Budget``)
+        raw["train"].update(STOPS, **{k: v for k, v in stop.items() if v is not None})
     raw["train"]["device"] = device
     kind = "--budget-minutes" if budget.minutes is not None else "--budget-tokens"
     if raw["train"].get("schedule") == "cosine" and (budget.minutes or budget.tokens) is not None:

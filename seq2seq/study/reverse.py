@@ -8,19 +8,14 @@ of attention that Bahdanau et al. (2015, Figure 3) show as pictures. Sources car
 (``Batch``: src = x_1..x_n; tgt_in = BOS y_1..y_n; tgt_out = y_1..y_n EOS), and row t of an
 attention map is the attention used to predict tgt_out[t], so for the reversal of an n-symbol
 source target position t (0-based) aligns to source position n-1-t (for a copy, to t); the EOS
-row has no gold and is not counted. The word tokenizer gives one id per symbol, which is checked:
-every test pair must be the reversal (copy) of its source id for id. The Transformer is measured
-per layer and head; its head is chosen on the validation set and rated on the test set. An RNN
-attention model has one map: one value. Beside it, the shares of positions whose argmax lies
-d = -3..3 places from the gold one, and the commonest d: Bahdanau-style attention, queried with
-the previous state, may sit one place off all along (on the previous output's source symbol,
-whose bidirectional annotation also holds its neighbour), which the strict share alone hides.
+row has no gold and is not counted. The word tokenizer gives one id per symbol, which is checked
+(``check_task``). The Transformer is measured per layer and head, its head chosen on the
+validation set. Beside it, the shares of positions whose argmax lies d = -3..3 places from the
+gold one: Bahdanau-style attention, queried with the previous state, may sit one place off all
+along (on the previous output's source symbol), which the strict share alone hides.
 
-Plateau check (``plateau_check``): exact match on the validation lines of at most ``edges[0]``
-symbols (1-10 by default), for each kept ``step<N>.pt`` (``train.keep_last``) and for ``best.pt``,
-the checkpoint that is rated. A model is *trained* when best.pt reaches PLATEAU_TARGET there, or
-*flat* when its last PLATEAU_POINTS checkpoints lie within PLATEAU_SPAN points of one another;
-otherwise it is *rising*, and its fall with length says nothing about a bottleneck.
+Plateau check (``plateau_check``, ``plateau_verdict``): exact match on the shortest validation
+lines at each kept ``step<N>.pt`` and at ``best.pt``, the checkpoint that is rated.
 
 Shape notation: B batch, L decoder layers, H heads, T target length (EOS included), S source.
 """

@@ -126,32 +126,14 @@ def models_table(results: dict) -> list[str]:
     """One row per model: size, training cost, test scores per decoding."""
     labels = list(results["models"][0]["decodes"])
     metrics = ["bleu", "chrf"] + (["exact"] if results["exact_match"] else [])
-    head = [
-        "model",
-        "family",
-        "training data",
-        "parameters",
-        "train min",
-        "target tok/s",
-        "steps",
-    ] + [
-        f"{mt if mt != 'exact' else 'exact %'} {lab}".replace("bleu", "BLEU").replace(
-            "chrf", "chrF"
-        )
-        for mt in metrics
-        for lab in labels
-    ]
+    names = {"bleu": "BLEU", "chrf": "chrF", "exact": "exact %"}
+    head = ["model", "family", "training data", "parameters", "train min", "target tok/s", "steps"]
+    head += [f"{names[mt]} {lab}" for mt in metrics for lab in labels]
     rows = []
     for m in results["models"]:
-        cells = [
-            m["name"],
-            m["family"],
-            _data_label(m),
-            f"{m['parameters']:,}",
-            num((m["train_seconds"] or 0) / 60),
-            f"{m['target_tokens_per_s'] or 0:,.0f}",
-            str(m["steps"]),
-        ]
+        cells = [m["name"], m["family"], _data_label(m), f"{m['parameters']:,}"]
+        cells += [num((m["train_seconds"] or 0) / 60), f"{m['target_tokens_per_s'] or 0:,.0f}"]
+        cells += [str(m["steps"])]
         cells += [num(m["decodes"][lab][mt]) for mt in metrics for lab in labels]
         rows.append(cells)
     return table(head, rows)
