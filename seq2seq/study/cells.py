@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seq2seq.study.evalsets import EvalSet, lines_of
+from seq2seq.study.evalsets import EvalSet, lines_of, rows_by_k
 from seq2seq.study.stats import (
     SACREBLEU_SEED,
     BleuStats,
@@ -36,12 +36,8 @@ def cell_scores(
     seed: int | None = SACREBLEU_SEED,
 ) -> list[dict]:
     """One row per k in ``evalset.k`` (ascending): BLEU of that k's lines, sacreBLEU's 95%
-    bootstrap interval of it, and what explains it.
-
-    Args:
-        hyps: one hypothesis per evalset line.  cut: per line, whether decoding stopped at the
-            maximum length without EOS (``Translation.cut``).
-        tgt_lang: picks sacreBLEU's tokenizer.  n_bootstrap, seed: as ``stats.bleu_ci``.
+    bootstrap interval of it (``stats.bleu_ci``), and what explains it. ``hyps`` and ``cut``
+    (stopped at the maximum length without EOS: ``Translation.cut``) hold one per line.
 
     Returns:
         ``{"k", "sentences", "bleu", "low", "high", "bp", "bleu_nobp", "ratio", "cut", "early",
@@ -53,38 +49,30 @@ def cell_scores(
         whitespace words; ``mean_src_words`` whitespace words per source.
 
     Raises:
-        ValueError: ``hyps`` or ``cut`` not one per evalset line, or ``n_bootstrap`` < 2.
+        ValueError: ``hyps`` or ``cut`` not one per evalset line, or as ``bleu_ci``.
     """
     n = len(evalset.src)
     if len(hyps) != n or len(cut) != n:
         raise ValueError(
             f"{len(hyps)} hypotheses and {len(cut)} cut flags for {n} lines of {evalset.name}"
         )
-    rows = []
-    for k in sorted(set(evalset.k)):
-        idx = lines_of(evalset.k, k)
-        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
+
+    def score(idx: list[int], hk: list[str], rk: list[str]) -> dict:
         ci = bleu_ci(hk, rk, n_bootstrap, seed, tgt_lang)
         stats = BleuStats(hk, rk, tgt_lang)
-        whole = stats.bleu()
-        ratio = stats.length_ratio()
         early = [len(h.split()) < 0.5 * len(r.split()) for h, r in zip(hk, rk, strict=True)]
-        rows.append(
-            {
-                "k": k,
-                "sentences": len(idx),
-                "bleu": ci["score"],
-                "low": ci["low"],
-                "high": ci["high"],
-                "bp": float(whole.bp),
-                "bleu_nobp": stats.score_nobp(),
-                "ratio": ratio,
-                "cut": _pct([bool(cut[i]) for i in idx]),
-                "early": _pct(early),
-                "mean_src_words": sum(len(evalset.src[i].split()) for i in idx) / len(idx),
-            }
-        )
-    return rows
+        return {
+            "bleu": ci["score"],
+            "low": ci["low"],
+            "high": ci["high"],
+            "bp": float(stats.bleu().bp),
+            "bleu_nobp": stats.score_nobp(),
+            "ratio": stats.length_ratio(),
+            "cut": _pct([bool(cut[i]) for i in idx]),
+            "early": _pct(early),
+        }
+
+    return rows_by_k(evalset, hyps, score)
 
 
 def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
@@ -135,15 +123,12 @@ def retention_difference_ci(
     each joined line with its own single lines, for both systems.
 
     Args:
-        stats_a, stats_b: (N, 10) sentence statistics (``BleuStats.stats``) of every evalset
-            line, A's and B's, as a study's per-line file keeps them.
+        stats_a, stats_b: (N, 10) sentence statistics (``BleuStats.stats``) of every line.
         k_of_line: k of each line.  units: (U, K) as ``retention_units`` returns for ``k_hi``.
-        n_bootstrap, seed, level: as ``stats.paired_difference_ci``.
 
     Returns:
-        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``: the two
-        retentions and their difference as fractions (nan where the k = 1 BLEU is 0), the
-        interval, the resampled differences' mean, the number of units and the coverage.
+        ``stats.paired_difference_ci``'s dict (retentions as fractions, nan where the k = 1
+        BLEU is 0) with ``"units"`` and ``"level"``.
 
     Raises:
         ValueError: statistics not one row per line, or as ``paired_difference_ci``.
@@ -181,19 +166,14 @@ def retention_nobp(
     return hi.score_nobp() / base if base else math.nan
 
 
-CAP_SLACK = 1.1
-"""The secondary statistic's length cap: a hypothesis keeps at most ceil(``CAP_SLACK`` x source
-words x r) words, r the training split's target over source words (``length_caps``)."""
+CAP_SLACK = 1.1  # the secondary statistic's length cap's slack (``length_caps``)
 
 
 def length_caps(srcs: Sequence[str], ratio: float, slack: float = CAP_SLACK) -> list[int]:
     """Per source, the most words its hypothesis may keep before scoring: ceil(slack x its
     whitespace words x ``ratio``). Reference-free: ``ratio`` is the training split's target
-    over source words (``evalsets.train_length_ratio``).
-
-    Raises:
-        ValueError: ``ratio`` or ``slack`` not positive.
-    """
+    over source words (``evalsets.train_length_ratio``). ValueError: ``ratio`` or ``slack`` not
+    positive."""
     if not ratio > 0 or not slack > 0:
         raise ValueError(f"length caps: ratio {ratio} and slack {slack} must be positive")
     return [math.ceil(round(slack * len(s.split()) * ratio, 9)) for s in srcs]
@@ -201,12 +181,9 @@ def length_caps(srcs: Sequence[str], ratio: float, slack: float = CAP_SLACK) -> 
 
 def cap_hypotheses(hyps: Sequence[str], caps: Sequence[int]) -> tuple[list[str], list[bool]]:
     """Each hypothesis cut to its cap in whitespace words (``length_caps``), and whether the
-    cap shortened it. A runaway output's extra words cannot then cost it n-gram precision past
-    the length a competent translation would have.
+    cap shortened it, so a runaway output's extra words cannot cost it n-gram precision past the
+    length a competent translation would have. ValueError: not one cap per hypothesis."""
 
-    Raises:
-        ValueError: not one cap per hypothesis.
-    """
     if len(caps) != len(hyps):
         raise ValueError(f"{len(caps)} length caps for {len(hyps)} hypotheses")
     out, cut = [], []

@@ -40,14 +40,8 @@ from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_
 
 
 def derangement(n: int) -> np.ndarray:
-    """The wrong source of each caption: caption i gets the source of (i + n // 2) mod n.
-
-    Returns:
-        (N,) int64 source positions; no caption keeps its own for n >= 2.
-
-    Raises:
-        ValueError: n < 2 (one caption has no other source).
-    """
+    """(N,) int64: caption i gets the wrong source (i + n // 2) mod n, never its own; ValueError
+    for n < 2 (one caption has no other source)."""
     if n < 2:
         raise ValueError(f"{n} caption(s): a wrong source needs at least 2 captions")
     return (np.arange(n, dtype=np.int64) + n // 2) % n
@@ -102,11 +96,7 @@ class CaptionNLL:
 
     @classmethod
     def from_json(cls, d: dict) -> CaptionNLL:
-        """The inverse of ``to_json``.
-
-        Raises:
-            ValueError: arrays whose sizes do not agree.
-        """
+        """The inverse of ``to_json``; ValueError when the arrays' sizes do not agree."""
         out = cls(
             np.asarray(d["tokens"], dtype=np.int64),
             np.asarray(d["alone"], dtype=np.float64),
@@ -130,13 +120,11 @@ def caption_nlls(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> CaptionNLL:
-    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing,
-    batched as ``nll`` batches.
+    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing.
 
-    Each caption is encoded on its own (``tok.encode_src`` / ``encode_tgt``); a k-join's example
-    concatenates its captions' id lists, source and target alike, with one EOS at the end, as
-    training's joined pairs have, so each caption's span in the joined target is exact. Every
-    target token but EOS is scored (log_softmax, the gold id gathered).
+    Each caption is encoded on its own; a k-join's example concatenates its captions' id lists,
+    source and target alike, with one EOS at the end, as training's joined pairs have, so each
+    caption's span in the joined target is exact.
 
     Raises:
         ValueError: fewer than 2 captions, a caption whose source or reference encodes to no
@@ -186,14 +174,9 @@ def caption_nlls(
 def rho_ci(
     nll: CaptionNLL, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
 ) -> dict:
-    """One model's rho_k with its bootstrap 95% interval over the k-joined lines.
-
-    Returns:
-        ``{"rho", "low", "high", "units"}``: fractions, and the number of joined lines.
-
-    Raises:
-        ValueError: no k-joined lines, or as ``stats.bootstrap_ci``.
-    """
+    """One model's rho_k with its bootstrap 95% interval over the k-joined lines: ``{"rho",
+    "low", "high", "units"}`` (fractions; the number of joined lines). ValueError: no k-joined
+    lines, or as ``stats.bootstrap_ci``."""
     if k not in nll.units:
         raise ValueError(f"rho: no k = {k} lines (have k = {sorted(nll.units)})")
     n = len(nll.units[k])
@@ -209,16 +192,10 @@ def rho_difference_ci(
     seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict:
-    """Paired bootstrap interval of rho_k(A) - rho_k(B): the same resampled joined lines for
-    both models (``stats.paired_difference_ci``).
+    """Paired bootstrap interval of rho_k(A) - rho_k(B) over the same resampled joined lines
+    (``stats.paired_difference_ci``, plus ``"units"`` and ``"level"``). ValueError: no k-joined
+    lines in either, the two scored on different lines, or as ``paired_difference_ci``."""
 
-    Returns:
-        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``.
-
-    Raises:
-        ValueError: no k-joined lines in either, the two scored on different lines, or as
-            ``paired_difference_ci``.
-    """
     for name, x in (("A", a), ("B", b)):
         if k not in x.units:
             raise ValueError(f"rho: model {name} has no k = {k} lines")
