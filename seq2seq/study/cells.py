@@ -15,12 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from seq2seq.study.evalsets import EvalSet, lines_of, rows_by_k
-from seq2seq.study.stats import (
-    SACREBLEU_SEED,
-    BleuStats,
-    bleu_ci,
-    paired_difference_ci,
-)
+from seq2seq.study.stats import BleuStats, bleu_ci, paired_difference_ci
 
 
 def _pct(flags: Sequence[bool]) -> float:
@@ -33,7 +28,6 @@ def cell_scores(
     cut: Sequence[bool],
     tgt_lang: str | None = None,
     n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
 ) -> list[dict]:
     """One row per k in ``evalset.k`` (ascending): BLEU of that k's lines, sacreBLEU's 95%
     bootstrap interval of it (``stats.bleu_ci``), and what explains it. ``hyps`` and ``cut``
@@ -58,7 +52,7 @@ def cell_scores(
         )
 
     def score(idx: list[int], hk: list[str], rk: list[str]) -> dict:
-        ci = bleu_ci(hk, rk, n_bootstrap, seed, tgt_lang)
+        ci = bleu_ci(hk, rk, n_bootstrap, tgt_lang=tgt_lang)
         stats = BleuStats(hk, rk, tgt_lang)
         early = [len(h.split()) < 0.5 * len(r.split()) for h, r in zip(hk, rk, strict=True)]
         return {
@@ -115,7 +109,6 @@ def retention_difference_ci(
     k_hi: int,
     tgt_lang: str | None = None,
     n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict:
     """Paired bootstrap interval of retention(A) - retention(B) at ``k_hi``, retention being BLEU
@@ -148,7 +141,7 @@ def retention_difference_ci(
 
         return ret
 
-    d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, seed, level)
+    d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, level=level)
     return {**d, "units": len(units), "level": level}
 
 

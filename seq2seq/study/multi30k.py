@@ -62,10 +62,7 @@ def valid_curve(run_dir: Path) -> list[list[float]]:
 def _stage(run: ModelRun) -> dict:
     s = run.summary
     return {
-        "steps": s.get("steps"),
-        "target_tokens": s.get("target_tokens"),
-        "train_seconds": s.get("train_seconds"),
-        "target_tokens_per_s": s.get("target_tokens_per_s"),
+        **{k: s.get(k) for k in ("steps", "target_tokens", "train_seconds", "target_tokens_per_s")},
         "lr": run.cfg.train.lr,
         "schedule": run.cfg.train.schedule,
         "reused": run.reused,

@@ -1,21 +1,14 @@
 """The references' teacher-forced loss, which involves no search at all: how well a model itself
 scores the right answer on long inputs.
 
-Two measures:
+Two measures: by k (``nll_lines_by_k``, ``nll_rows``), NLL per reference token of each k's lines,
+EOS included, whose rise from k = 1 mixes how well a caption is scored with how well the decoder
+handles the joins and the one EOS; and per caption in context (``rho.CaptionNLL.gaps``,
+``caption_gap_ci``), each caption's own target tokens (EOS excluded) scored inside its k-join
+minus the same tokens scored alone: what the long input costs the caption (above 0: worse).
 
-- by k (``nll_lines_by_k``, ``nll_rows``): NLL per reference token of each k's lines, EOS
-  included. A joined reference is scored as a new sentence, so its rise from k = 1 mixes how well
-  a caption is scored with how well the decoder handles the joins and the one EOS.
-- per caption in context (``rho.CaptionNLL.gaps``, ``caption_gap_ci``): each caption's own
-  target tokens scored inside its k-join minus the same tokens scored alone, with the caption's
-  own source, EOS excluded. Both scores cover exactly the same tokens, so the gap measures only
-  what the long input costs the caption. Positive gap = the model scores a caption worse when it
-  sits in a long input.
-
-Every line counts (no length filter). Examples are batched by ``batch_tokens`` padded tokens as
-validation batches them (``validate.eval_batches``; a budget below the longest line is raised to
-fit it); padding never counts, so no score depends on its batch. The model runs in eval mode
-without gradients; its training mode is restored afterwards.
+Every line counts (no length filter). Examples are batched as validation batches them
+(``validate.eval_batches``); padding never counts, so no score depends on its batch.
 
 Shape notation: B batch, T target length (EOS included), V target vocabulary.
 """
@@ -151,18 +144,14 @@ def token_nats(
 
 
 def caption_gap_ci(
-    lines_by_k: Lines,
-    k: int,
-    n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
+    lines_by_k: Lines, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
 ) -> dict:
     """One model's caption gap at ``k`` (``rho.CaptionNLL.gaps``) per caption token, with a
     bootstrap 95% interval over the joined lines (``stats.bootstrap_ci``).
 
     Returns:
         ``{"gap", "low", "high", "units"}``: the summed gaps over the summed caption tokens (nats
-        per token; above 0: captions are scored worse in the join), the interval, and the number
-        of joined lines.
+        per token), the interval, and the number of joined lines.
 
     Raises:
         ValueError: no gaps for ``k``, gaps and token counts of different lengths, or as

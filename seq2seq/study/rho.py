@@ -36,7 +36,7 @@ from seq2seq.models import Seq2SeqModel
 from seq2seq.study.cells import retention_units
 from seq2seq.study.evalsets import EvalSet, lines_of
 from seq2seq.study.nll import Lines, check_positions, eval_mode, token_nats
-from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
+from seq2seq.study.stats import bootstrap_ci, paired_difference_ci
 
 
 def derangement(n: int) -> np.ndarray:
@@ -171,26 +171,19 @@ def caption_nlls(
     return CaptionNLL(lengths, alone, free, ctx, units)
 
 
-def rho_ci(
-    nll: CaptionNLL, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
-) -> dict:
+def rho_ci(nll: CaptionNLL, k: int, n_bootstrap: int = 1000) -> dict:
     """One model's rho_k with its bootstrap 95% interval over the k-joined lines: ``{"rho",
     "low", "high", "units"}`` (fractions; the number of joined lines). ValueError: no k-joined
     lines, or as ``stats.bootstrap_ci``."""
     if k not in nll.units:
         raise ValueError(f"rho: no k = {k} lines (have k = {sorted(nll.units)})")
     n = len(nll.units[k])
-    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap, seed)
+    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap)
     return {"rho": d["value"], "low": d["low"], "high": d["high"], "units": n}
 
 
 def rho_difference_ci(
-    a: CaptionNLL,
-    b: CaptionNLL,
-    k: int,
-    n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
-    level: float = 0.95,
+    a: CaptionNLL, b: CaptionNLL, k: int, n_bootstrap: int = 1000, level: float = 0.95
 ) -> dict:
     """Paired bootstrap interval of rho_k(A) - rho_k(B) over the same resampled joined lines
     (``stats.paired_difference_ci``, plus ``"units"`` and ``"level"``). ValueError: no k-joined
@@ -203,6 +196,6 @@ def rho_difference_ci(
         raise ValueError(f"rho: k = {k}: models A and B were scored on different lines")
     n = len(a.units[k])
     d = paired_difference_ci(
-        lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, seed, level
+        lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, level=level
     )
     return {**d, "units": n, "level": level}
