@@ -46,23 +46,17 @@ JOINED_LR = 0.5  # the joined stage starts at this share of the config's peak lr
 @dataclass
 class Budget:
     """The one stopping rule every run of the synthetic half gets: minutes of training, updates,
-    or target tokens (EOS included, padding not: ``train.max_tokens``); all None keeps each
-    config's own.
-
-    Raises:
-        ValueError: more than one budget (one line naming the options).
-    """
+    or target tokens (``train.max_tokens``); all None keeps each config's own. ValueError: more
+    than one budget (one line naming the options)."""
 
     minutes: float | None = None
     steps: int | None = None
     tokens: int | None = None
 
     def __post_init__(self):
-        given = [
-            f"--budget-{name}"
-            for name in ("minutes", "steps", "tokens")
-            if getattr(self, name) is not None
-        ]
+        values = {"minutes": self.minutes, "steps": self.steps, "tokens": self.tokens}
+        given = [f"--budget-{k}" for k, v in values.items() if v is not None]
+
         if len(given) == 2:
             raise ValueError(f"give {given[0]} or {given[1]}, not both")
         if len(given) > 2:
@@ -99,11 +93,8 @@ class StudyOptions:
 
 @dataclass(frozen=True)
 class Recipe:
-    """The Multi30k half's two stages, in updates (the same for every model).
-
-    Raises:
-        ValueError: a stage of fewer than 1 update, or ``concat_k`` < 2.
-    """
+    """The Multi30k half's two stages, in updates (the same for every model). ValueError: a
+    stage of fewer than 1 update, or ``concat_k`` < 2."""
 
     single_steps: int
     joined_steps: int
@@ -138,8 +129,8 @@ class Recipe:
 
     @property
     def decay_steps(self) -> int:
-        """The single stage's update where the decay ends and the hold (the gate's quarter)
-        begins."""
+        """The single stage's update where the decay ends and the gate's quarter begins."""
+
         return max(1, math.ceil(PLATEAU_FROM * self.single_steps))
 
     def joined(self, cfg: Config, init_from: Path) -> Config:
@@ -237,11 +228,7 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
 
 
 def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:
-    """``"1,2,3"`` -> (1, 2, 3).
-
-    Raises:
-        ValueError: not a comma-separated list of integers from 0 to 2^32 - 1.
-    """
+    """``"1,2,3"`` -> (1, 2, 3), or ValueError: not a list of integers from 0 to 2^32 - 1."""
     fix = "give training seeds from 0 to 2^32 - 1, such as 1,2,3"
     return parse_list(spec, option, fix, int, 0, 2**32 - 1)
 
@@ -294,10 +281,7 @@ def _pick(wanted, option, model, names, by_model, required=True) -> str | None:
 def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[int]) -> list:
     """Copies of the configs named ``names`` with ``train.seed`` = s for each s in ``seeds``
     (the config's own seed is its main run and is skipped), named ``<name>-seed<s>``.
-
-    Raises:
-        ConfigError: a name that is none of the configs', or a copy named like a config.
-    """
+    ConfigError: a copy named like a config."""
     by_name = {c.name: c for c in cfgs}
     out = []
     for name in names:
@@ -320,14 +304,8 @@ def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[i
 def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     """What ``plan`` names, checked before any tokenizer or training: the roles
     (``--reference``, ``--headline``), the seed copies of the headline pair (``--seeds``) and
-    of the negative control (``--negative-seeds``).
-
-    Returns:
-        The seed copies to train besides ``cfgs``.
-
-    Raises:
-        ConfigError: one line naming the option and what to do.
-    """
+    of the negative control (``--negative-seeds``). Returns the seed copies to train besides
+    ``cfgs``; ConfigError: one line naming the option and what to do."""
     role_of = roles(cfgs, plan)
     pair = [c.name for c in cfgs if role_of[c.name] in ("headline", "ablation")]
     out = seed_configs(cfgs, pair, plan.seeds) if plan.seeds else []
