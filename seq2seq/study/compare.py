@@ -15,13 +15,7 @@ from pathlib import Path
 from seq2seq.config import ConfigError
 from seq2seq.data.text import DataError, resolve_corpus_file
 from seq2seq.study.multi30k import run_multi30k
-from seq2seq.study.plan import (
-    Budget,
-    Multi30kPlan,
-    StudyOptions,
-    check_plan,
-    load_study_configs,
-)
+from seq2seq.study.plan import Budget, Multi30kPlan, StudyOptions, check_plan, load_study_configs
 from seq2seq.study.report import write_report
 from seq2seq.study.runs import shared_tokenizer
 from seq2seq.study.synthetic import run_synthetic

@@ -24,39 +24,29 @@ from collections.abc import Sequence
 
 from seq2seq.study.stats import seed_interval
 
-RATIO_LOW = 0.9
-"""Shortest competent k = 1 greedy hypothesis over reference length (sacreBLEU tokens)."""
-RATIO_HIGH = 1.1
-"""Longest competent k = 1 greedy length ratio."""
-CUT_MAX = 5.0
-"""Percentage of lines cut at the maximum length above which a cell is flagged "cut"."""
-PLATEAU_GAIN = 1.0
-"""Validation BLEU points the single-pair stage may still gain over its last quarter."""
-PLATEAU_FROM = 0.75
-"""Where the last quarter starts, as a share of the single-pair stage's last validated step."""
+RATIO_LOW = 0.9  # shortest competent k = 1 greedy hypothesis over reference length (tokens)
+RATIO_HIGH = 1.1  # longest competent k = 1 greedy length ratio
+CUT_MAX = 5.0  # percentage of lines cut at the maximum length above which a cell is "cut"
+PLATEAU_GAIN = 1.0  # validation BLEU the single-pair stage may still gain over its last quarter
+PLATEAU_FROM = 0.75  # where that quarter starts, a share of the stage's last validated step
 
 ROLES = ("headline", "negative", "null", "family")
 CONTROLS = ("negative", "null")
 
 RULE = "v2"
-K_RULE = 4
-"""The k of the joined lines every rule-v2 statistic is read at."""
-EQUIVALENCE_LEVEL = 0.90
-"""A control's interval: two one-sided tests at 5% each."""
+K_RULE = 4  # the k of the joined lines every rule-v2 statistic is read at
+EQUIVALENCE_LEVEL = 0.90  # a control's interval: two one-sided tests at 5% each
 EXPLORATORY = {"test_2016_flickr": (1, 2, 3)}
 """Test set -> the seeds whose scores chose ``DELTA`` and ``MARGIN`` (reported, never judged)."""
 CONFIRMATION = {"test_2016_flickr": (4, 5, 6), "test_2017_flickr": (1, 2, 3, 4, 5, 6)}
 """Test set -> the seeds the frozen rule judges: seeds and a test set the study never scored."""
-NEGATIVE_SEEDS = (1, 4, 5, 6)
-"""The seeds the negative control (plain rnn) is trained at."""
+NEGATIVE_SEEDS = (1, 4, 5, 6)  # the seeds the negative control (plain rnn) is trained at
 
 DELTA: float | None = 0.04
 """The smallest rho difference that counts as attention keeping more (fraction); None until
 ``choose_margins`` has run on the exploratory seeds."""
-MARGIN: float | None = 0.02
-"""The equivalence margin of the controls (fraction of rho); MARGIN <= DELTA / 2."""
-FROZEN_COMMIT: str | None = "9ae2e13"
-"""The commit that set DELTA and MARGIN (the report quotes it)."""
+MARGIN: float | None = 0.02  # the controls' equivalence margin (fraction); <= DELTA / 2
+FROZEN_COMMIT: str | None = "9ae2e13"  # the commit that set DELTA and MARGIN
 MARGINS_WHY = (
     "chosen once by choose_margins (committed at 01c21df, before the data) from seeds 1-3 on "
     "test_2016_flickr, rescored at 01c21df: the widest bound of the 3 exploratory null pairs'"
@@ -65,10 +55,8 @@ MARGINS_WHY = (
 )
 """How DELTA and MARGIN were chosen, in words (the report quotes it)."""
 
-MARGIN_HEADROOM = 2.0
-"""``choose_margins``: MARGIN is this many times the widest exploratory null-control bound."""
-MARGIN_FLOOR = 0.02
-"""``choose_margins``: the smallest MARGIN, whatever the seeds' agreement."""
+MARGIN_HEADROOM = 2.0  # choose_margins: MARGIN is this many times the widest null bound
+MARGIN_FLOOR = 0.02  # choose_margins: the smallest MARGIN, whatever the seeds' agreement
 
 
 def _cells(model: dict) -> list[dict]:

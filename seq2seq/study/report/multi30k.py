@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seq2seq.study import verdict
-from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct, points, table
+from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct_pair, points, table
 from seq2seq.study.report.figure import FIGURE
 from seq2seq.study.report.sections import (
     beam_section,
@@ -226,14 +226,9 @@ def verdict_section(results: dict) -> list[str]:
     head = ["role", "attention vs ablation", f"retention k={kk}/k={k1} (attention / ablation)"]
     head += ["difference, points [95%]", "difference without BP, points", "kind"]
     body = [
-        [
-            r["role"],
-            f"{r['attention']} vs {r['ablation']}",
-            f"{pct(r['retention'].get('a'))} / {pct(r['retention'].get('b'))}",
-            interval(*(r["retention"].get(x) for x in ("difference", "low", "high")), points),
-            points(r["retention_nobp"].get("difference")),
-            _kind(r),
-        ]
+        [r["role"], f"{r['attention']} vs {r['ablation']}", pct_pair(r["retention"])]
+        + [interval(*(r["retention"].get(x) for x in ("difference", "low", "high")), points)]
+        + [points(r["retention_nobp"].get("difference")), _kind(r)]
         for r in rows
     ]
     lines = [
