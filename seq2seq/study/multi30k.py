@@ -102,7 +102,7 @@ def score_set(
     NLL alone, with a wrong source and in context (``rho.caption_nlls``)."""
     run, single = runs["joined"], runs["single"]
     key = {
-        "checkpoints": [checkpoint_stamp(r) for r in (single, run)],
+        "checkpoints": [checkpoint_stamp(r.run_dir, r.checkpoint) for r in (single, run)],
         "set": evalset.digest(),
         "alpha": alpha,
         "ratio": ratio,
