@@ -90,10 +90,6 @@ def _origin(text: ParallelText) -> str:
     return text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
 
 
-def beam_label(beam: int) -> str:
-    return "greedy" if beam == 1 else f"beam{beam}"
-
-
 def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_lang: str) -> dict:
     """Scores of one decoding: BLEU / chrF / exact match on the k = 1 lines (the test set),
     BLEU and exact match per source-length bucket and per k over every line."""

@@ -78,9 +78,8 @@ def tune_alpha(run: ModelRun, model, tok, validset: EvalSet, plan, device) -> tu
         dcfg = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=a)
         h, _, _ = decode_with(run, model, tok, validset, dcfg, f"beam{plan.beam}-a{a:g}", device)
         b = corpus_bleu(h, validset.ref, run.cfg.data.tgt_lang)
-        sweep.append(
-            {"alpha": a, "bleu": round(b.score, 2), "ratio": round(b.sys_len / b.ref_len, 3)}
-        )
+        ratio = round(b.sys_len / b.ref_len, 3)
+        sweep.append({"alpha": a, "bleu": round(b.score, 2), "ratio": ratio})
     return max(sweep, key=lambda r: r["bleu"])["alpha"], sweep
 
 
@@ -127,17 +126,10 @@ def score_set(
         label: decode_with(r, m, tok, evalset, dcfg, name, device)[:2]
         for label, (r, m, dcfg, name) in how.items()
     }
-    batch = run.cfg.train.batch_tokens
-    record = line_record(
-        run.cfg.name,
-        evalset,
-        decodes,
-        length_caps(evalset.src, ratio),
-        ratio,
-        caption_nlls(model, tok, evalset, device, batch),
-        nll_lines_by_k(model, tok, evalset, device, batch),
-        lang,
-    )
+    caps, batch = length_caps(evalset.src, ratio), run.cfg.train.batch_tokens
+    captions = caption_nlls(model, tok, evalset, device, batch)
+    nll = nll_lines_by_k(model, tok, evalset, device, batch)
+    record = line_record(run.cfg.name, evalset, decodes, caps, ratio, captions, nll, lang)
     record["key"] = key
     write_lines(path, record)
     return record
@@ -226,15 +218,12 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))
         for i, (label, cfg) in enumerate(zip(labels, every, strict=True), start=1)
     ]
-    done = run_pool(
-        _study_job, calls, opts.jobs, "scoring" if plan.score_only else "training and scoring"
-    )
-    models = []
-    for i, (cfg, entry) in enumerate(zip(every, done, strict=True)):
+    what = "scoring" if plan.score_only else "training and scoring"
+    models = run_pool(_study_job, calls, opts.jobs, what)
+    for i, (cfg, entry) in enumerate(zip(every, models, strict=True)):
         copy = i >= len(cfgs)
         base = cfg.name.rsplit("-seed", 1)[0] if copy else cfg.name
         entry.update(role=role_of[base], base=base, copy=copy)
-        models.append(entry)
     lines = {
         (s.name, m["name"]): read_lines(lines_path(out, s.name, m["name"]))
         for s in sets
