@@ -68,12 +68,9 @@ def _name(model: dict, fallback: str) -> str:
 
 
 def competence(model: dict) -> dict:
-    """Whether a model is trained well enough to be rated (rule (a)).
-
-    Competent iff its k = 1 greedy length ratio is within [``RATIO_LOW``, ``RATIO_HIGH``] and
-    its single-pair stage plateaued: the validation BLEU at the last point minus that at the
-    last point at or before ``PLATEAU_FROM`` of the last point's step is below
-    ``PLATEAU_GAIN``. No such earlier point: not competent ("too few validations").
+    """Whether a model is trained well enough to be rated (rule (a)): its k = 1 greedy length
+    ratio within [``RATIO_LOW``, ``RATIO_HIGH``], and the validation BLEU at the last point minus
+    that at the last point at or before ``PLATEAU_FROM`` of its step below ``PLATEAU_GAIN``.
 
     Returns:
         ``{"competent", "k1_ratio", "plateau_gain", "reasons"}``: the ratio (None without a
@@ -157,14 +154,8 @@ def choose_margins(null_intervals: Sequence[tuple[float, float]]) -> dict:
     for the confirmation's many more pairs), at least ``MARGIN_FLOOR``, rounded up to 0.01; DELTA
     is twice MARGIN, so an effect that counts can never sit inside the band a control must hold.
 
-    Args:
-        null_intervals: (low, high) of each exploratory null pair's 90% interval (fractions).
-
-    Returns:
-        ``{"margin", "delta", "why"}``.
-
-    Raises:
-        ValueError: no interval, or a bound that is not a finite number.
+    ``null_intervals``: (low, high) of each exploratory null pair's 90% interval (fractions).
+    Returns ``{"margin", "delta", "why"}``; ValueError: no interval, or a bound not finite.
     """
     bounds = [abs(float(x)) for pair in null_intervals for x in pair]
     if not bounds or not all(math.isfinite(b) for b in bounds):
@@ -180,14 +171,10 @@ def choose_margins(null_intervals: Sequence[tuple[float, float]]) -> dict:
 
 
 def rate_seed(attention: dict, ablation: dict, stats: dict, delta: float | None = None) -> dict:
-    """One headline cell (a seed on a test set) under rule v2.
-
-    Args:
-        attention, ablation: the two models' results entries (for ``competence``).
-        stats: ``{"rho": {"difference", "low", "high", ...}, "capped": {...}}``: the paired
-            bootstrap 95% intervals of rho(attention) - rho(ablation) at ``K_RULE`` and of the
-            capped greedy retention difference (fractions).
-        delta: the threshold; default ``DELTA``.
+    """One headline cell (a seed on a test set) under rule v2 (``delta`` default ``DELTA``),
+    from the two models' results entries and ``stats``: ``{"rho": {"difference", "low", "high",
+    ...}, "capped": {...}}``, the paired bootstrap 95% intervals of the rho and the capped
+    retention differences (fractions).
 
     Returns:
         ``{"kind", "why", "competent"}``: kind "passes", "fails", "no claim" (the two statistics
@@ -227,15 +214,9 @@ def _above(x, bound: float) -> bool:
 
 
 def rate_control(equivalence: dict, margin: float | None = None) -> dict:
-    """One control under rule v2: equivalent when the 90% interval of the rho difference
-    (``EQUIVALENCE_LEVEL``) lies inside (-margin, +margin).
-
-    Args:
-        equivalence: ``{"difference", "low", "high"}`` (fractions).  margin: default ``MARGIN``.
-
-    Returns:
-        ``{"kind", "why"}``: kind "holds", "breaks" or "not frozen" (no ``MARGIN`` yet).
-    """
+    """One control under rule v2: it holds when ``equivalence``, the 90% interval of the rho
+    difference (``{"difference", "low", "high"}``), lies inside +/-``margin`` (default
+    ``MARGIN``). Returns ``{"kind", "why"}``: kind "holds", "breaks" or "not frozen"."""
     margin = MARGIN if margin is None else margin
     low, high = equivalence["low"], equivalence["high"]
     text = f"rho difference {equivalence['difference']:+.3f}, 90% CI {low:+.3f} to {high:+.3f}"
@@ -249,14 +230,9 @@ def rate_control(equivalence: dict, margin: float | None = None) -> dict:
 
 
 def overall(heads: Sequence[dict], controls: Sequence[dict], delta: float | None = None) -> dict:
-    """The study's verdict under rule v2 from the confirmation cells.
-
-    Args:
-        heads: one row per headline cell, ``{"set", "seed", "kind", "rho": {"difference"}}``
-            (``rate_seed``'s kind), every cell of ``CONFIRMATION`` that was scored.
-        controls: one row per control on the confirmation sets, ``{"kind", ...}``
-            (``rate_control``'s kind).
-        delta: default ``DELTA``.
+    """The study's verdict under rule v2 (``delta`` default ``DELTA``): ``heads``, one row per
+    scored headline cell (``{"set", "seed", "kind", "rho": {"difference"}}``), and ``controls``,
+    one row per control on the confirmation sets (``{"kind", ...}``).
 
     Returns:
         ``{"kind", "words", "seeds"}``: kind "reproduces", "does not reproduce", "no conclusion"

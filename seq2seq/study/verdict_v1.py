@@ -20,13 +20,9 @@ def _num(x) -> float:
 
 
 def rate_pair(attention: dict, ablation: dict, pair_stats: dict, role: str) -> dict:
-    """One pair under rule v1 (module docstring).
-
-    Args:
-        attention, ablation: the two models' results entries (A and B).
-        pair_stats: ``{"retention": {"difference", "low", "high", "a", "b"}`` (greedy, paired
-            bootstrap, fractions) ``, "retention_nobp": {"a", "b", "difference"}}``.
-        role: "headline", "negative", "null" or "family".
+    """One pair under rule v1 (module docstring), from the two models' results entries and
+    ``pair_stats``: ``{"retention": {"difference", "low", "high", "a", "b"}`` (greedy, paired
+    bootstrap, fractions) ``, "retention_nobp": {"a", "b", "difference"}}``.
 
     Returns:
         ``{"role", "attention", "ablation", "kind", "why", "competent", "retention",
