@@ -2,7 +2,7 @@
 evidence that tells a weak model from a weak search -- how short the outputs are, BLEU without its
 brevity penalty, how many were cut at the maximum length or ended early -- and the paired interval
 of a difference in retention (BLEU on joined lines over BLEU on single lines). The references'
-teacher-forced loss, which involves no search at all, is in ``study.nll``.
+teacher-forced loss, which involves no search at all, is in ``study.rho``.
 
 Shape notation: U units of the paired bootstrap, K sentences joined into one line.
 """

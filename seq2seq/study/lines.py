@@ -12,7 +12,7 @@ A file holds, for the set's lines (the captions, k = 1, then the k-joined lines,
   sacreBLEU's sentence statistics (``stats``, (N, 10)), the lines the length cap shortened
   (``capped``, indices) and the statistics of the capped hypotheses (``capped_stats``);
 - ``nll_lines``: per k, each line's teacher-forced loss in nats (EOS included) and token count
-  (``nll.nll_lines_by_k``);
+  (``rho.nll_lines_by_k``);
 - ``captions``: per caption its NLL alone, with a wrong source, in each k-join, token counts and
   the joins' units (``rho.CaptionNLL``).
 """

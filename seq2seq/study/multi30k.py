@@ -24,11 +24,10 @@ from seq2seq.evaluation.metrics import corpus_bleu
 from seq2seq.study.cells import cell_scores, length_caps
 from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
 from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
-from seq2seq.study.nll import caption_gap_ci, nll_lines_by_k, nll_rows
 from seq2seq.study.pairs import model_summary, rate_sets
 from seq2seq.study.plan import Multi30kPlan, StudyOptions, check_plan, roles
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
-from seq2seq.study.rho import CaptionNLL, caption_nlls
+from seq2seq.study.rho import CaptionNLL, caption_gap_ci, caption_nlls, nll_lines_by_k, nll_rows
 from seq2seq.study.runs import (
     ModelRun,
     checkpoint_stamp,
