@@ -10,8 +10,7 @@ from seq2seq.atomic import atomic_write_text
 from seq2seq.study.report import multi30k
 from seq2seq.study.report.common import finite
 from seq2seq.study.report.figure import plot_by_k
-from seq2seq.study.report.reverse import plateau_finding
-from seq2seq.study.report.synthetic import length_finding, plot, report_markdown
+from seq2seq.study.report.synthetic import length_finding, plateau_finding, plot, report_markdown
 
 __all__ = ["length_finding", "report_markdown", "write_report"]
 

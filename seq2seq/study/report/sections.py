@@ -20,8 +20,8 @@ from seq2seq.study.report.common import (
     points,
     table,
 )
-from seq2seq.study.report.reverse import plateau_finding
-from seq2seq.study.report.reverse import reverse_section as reverse_body
+from seq2seq.study.report.synthetic import plateau_finding
+from seq2seq.study.report.synthetic import reverse_section as reverse_body
 
 
 def _v(results: dict) -> dict:
@@ -332,7 +332,7 @@ def zero_shot_section(results: dict) -> list[str]:
 
 
 def reverse_section(results: dict) -> list[str]:
-    """The synthetic reversal (``make study-quick``), rendered by ``report.reverse`` one heading
+    """The synthetic reversal (``make study-quick``), rendered by ``report.synthetic`` one heading
     level down, or not run."""
     lines = ["## Synthetic reversal", ""]
     rev = results.get("reverse")
