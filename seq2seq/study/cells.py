@@ -73,9 +73,7 @@ def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
     """The paired bootstrap's units for retention at ``k_hi``: unit j is the joined ``k_hi``
     line j with the k = 1 lines it was joined from, k_hi·j .. k_hi·j + k_hi - 1 among the k = 1
     lines (``build_eval_set`` joins consecutive non-overlapping groups of the first lines).
-
-    Returns:
-        (U, K) int64: per unit, the positions among the k = 1 lines of its single lines.
+    Returns (U, K) int64: per unit, the positions among the k = 1 lines of its single lines.
 
     Raises:
         ValueError: ``k_hi`` < 2, no ``k_hi`` line, or a joined line whose source or reference is

@@ -28,12 +28,9 @@ def compare(
     opts: StudyOptions,
     plan: Multi30kPlan | None = None,
 ) -> dict:
-    """Train (or reuse) every config, decode, score, draw and write the report into ``out``.
-    Real text (no ``opts.alignment`` / ``opts.exact_match``) is trained with ``plan.recipe`` and
-    rated by ``study.verdict``; a synthetic task under ``budget``.
-
-    Returns:
-        The results (also written to ``out/results.json``).
+    """Train (or reuse) every config, decode, score, draw and write the report into ``out``;
+    returns the results (also in ``out/results.json``). Real text (no ``opts.alignment`` /
+    ``opts.exact_match``) trains with ``plan.recipe``; a synthetic task under ``budget``.
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems

@@ -48,10 +48,8 @@ def build_eval_set(
     training validates on), plus its first ``concat_n`` (default: all) lines joined k at a
     time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
 
-    Args:
-        prefix: a test split's files other than the config's ``data.test`` (``compare --test``:
-            a test set is not part of a run's identity). The set is named after the prefix's
-            last part (``test_2017_flickr``), a validation set ``valid``.
+    ``prefix``: a test split's files other than the config's ``data.test`` (``compare --test``),
+    the set named after its last part (``test_2017_flickr``); a validation set is ``valid``.
 
     Raises:
         DataError: the split is unusable, or no pair is left in it after cleaning (every

@@ -164,7 +164,6 @@ def bootstrap_ci(
             equivalence test's two one-sided tests at 5% each).
 
     Returns:
-
         ``{"value", "low", "high", "mean"}``: ``stat`` on the units themselves, the interval,
         and the resampled values' mean.
 
@@ -206,16 +205,10 @@ T_975_DF2 = T_975[2]
 
 
 def seed_interval(differences: Sequence[float | None]) -> dict:
-    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``).
-
-    Returns:
-        ``{"n", "mean", "low", "high", "sd"}``: sd the sample standard deviation (n - 1
-        denominator); low, high and sd None for n < 2; every statistic None when a difference is
-        None or NaN (a retention over a k = 1 BLEU of 0).
-
-    Raises:
-        ValueError: more than 11 differences (the t table stops at df = 10).
-    """
+    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``):
+    ``{"n", "mean", "low", "high", "sd"}``, sd the sample standard deviation (n - 1 denominator);
+    low, high and sd None for n < 2; every statistic None when a difference is None or NaN.
+    ValueError: more than 11 differences (the t table stops at df = 10)."""
     n = len(differences)
     out = {"n": n, "mean": None, "low": None, "high": None, "sd": None}
     if n == 0 or any(d is None or math.isnan(d) for d in differences):
