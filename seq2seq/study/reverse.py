@@ -187,13 +187,8 @@ def alignment_result(
     by_length = []
     for label in order:
         idx = torch.tensor([i for i, x in enumerate(labels) if x == label], dtype=torch.long)
-        by_length.append(
-            {
-                "bucket": label,
-                "positions": int(counted[idx].sum()),
-                "accuracy": _pct(chosen[idx], counted[idx]),
-            }
-        )
+        positions, accuracy = int(counted[idx].sum()), _pct(chosen[idx], counted[idx])
+        by_length.append({"bucket": label, "positions": positions, "accuracy": accuracy})
     return {
         "accuracy": _pct(chosen, counted),
         "positions": int(counted.sum()),

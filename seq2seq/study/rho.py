@@ -72,17 +72,10 @@ def nll_lines_by_k(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> Lines:
-    """Teacher-forced negative log-likelihood of every reference given its source, line by line,
-    each k's lines batched apart (module docstring).
-
-    Returns:
-        k -> (nats, tokens): per line of that k, in evalset order, the un-smoothed loss summed over
-        its reference tokens (EOS included), in nats (float64), and their count (int64).
-
-    Raises:
-        ValueError: a line whose source or reference encodes to no token, or, for a model with a
-            position limit (the Transformer's ``max_positions``), lines longer than it (counted).
-    """
+    """Teacher-forced NLL of every reference given its source, each k's lines batched apart:
+    k -> (nats, tokens), per line of that k in evalset order the un-smoothed loss summed over its
+    reference tokens (EOS included; float64) and their count (int64). ValueError: a line that
+    encodes to no token on one side, or lines longer than the model's ``max_positions``."""
     out = {}
     with eval_mode(model):
         for k in sorted(set(evalset.k)):

@@ -148,18 +148,16 @@ def models_section(results: dict) -> list[str]:
         if not summaries:
             continue
         ks = [r["k"] for r in next(iter(summaries.values()))["by_k"]]
-        head = ["model"] + [f"rho k={k}" for k in ks if k > 1]
-        head += [f"capped ret. k={k}" for k in ks if k > 1] + [f"shortened k={k}" for k in ks]
+        joined = [k for k in ks if k > 1]
+        head = ["model"] + [f"rho k={k}" for k in joined]
+        head += [f"capped ret. k={k}" for k in joined] + [f"shortened k={k}" for k in ks]
         body = []
         for name, s in summaries.items():
             by = {r["k"]: r for r in s["by_k"]}
             cells = [name]
-            cells += [
-                f"{pct(by[k]['rho'])} [{pct(by[k]['rho_low'])}, {pct(by[k]['rho_high'])}]"
-                for k in ks
-                if k > 1
-            ]
-            cells += [pct(by[k]["capped_retention"]) for k in ks if k > 1]
+            rho = [(by[k]["rho"], by[k]["rho_low"], by[k]["rho_high"]) for k in joined]
+            cells += [f"{pct(r)} [{pct(low)}, {pct(high)}]" for r, low, high in rho]
+            cells += [pct(by[k]["capped_retention"]) for k in joined]
             cells += [f"{num(by[k]['shortened'])}%" for k in ks]
             body.append(cells)
         lines += [f"### {set_name}", "", *table(head, body), ""]
