@@ -62,11 +62,8 @@ def compare(
 
 
 def _check_test_prefix(prefix: str, src_lang: str, tgt_lang: str) -> None:
-    """``--test PREFIX``'s two files exist, or one line naming the option.
-
-    Raises:
-        DataError: a file is missing (a PREFIX given with its language suffix is named so).
-    """
+    """``--test PREFIX``'s two files exist, or DataError: one line naming the option (and a
+    PREFIX given with its language suffix as such)."""
     for lang in (src_lang, tgt_lang):
         try:
             resolve_corpus_file(prefix, lang)
@@ -82,11 +79,7 @@ def _check_test_prefix(prefix: str, src_lang: str, tgt_lang: str) -> None:
 
 def _check_scored_runs(out: Path, cfgs: Sequence) -> None:
     """``--score-only``: every run, both stages, was trained into ``out`` (its compare.json),
-    and the study's tokenizer is there, before anything is computed or written.
-
-    Raises:
-        ConfigError: one line naming the first missing run and what to do.
-    """
+    and the study's tokenizer is there, or ConfigError naming the first missing run."""
     if not (out / "tokenizer" / "spec.json").is_file():
         raise ConfigError(
             f"compare --score-only: {out} holds no study (no tokenizer/); train it first (the "

@@ -2,10 +2,8 @@
 al. 2015, Figure 2), with the controls, seeds and other families rated by the same rule.
 
 Every config trains with the two-stage recipe (``plan.Recipe``) and is scored in its worker as
-soon as it is trained (``pool.run_pool``): per test set, the fine-tuned checkpoint greedy and with
-the beam's length penalty tuned on validation, the single-pair checkpoint greedy (the zero-shot
-control), teacher-forced NLL and every caption's NLL, into a per-line file (``lines``); then
-``pairs.rate_sets`` rates every pair from those files alone (``verdict``).
+soon as it is trained, per test set into a per-line file (``score_set``, ``study.lines``); then
+``pairs.rate_sets`` rates every pair from those files alone.
 """
 
 from __future__ import annotations

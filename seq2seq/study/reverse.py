@@ -8,11 +8,10 @@ of attention that Bahdanau et al. (2015, Figure 3) show as pictures. Sources car
 (``Batch``: src = x_1..x_n; tgt_in = BOS y_1..y_n; tgt_out = y_1..y_n EOS), and row t of an
 attention map is the attention used to predict tgt_out[t], so for the reversal of an n-symbol
 source target position t (0-based) aligns to source position n-1-t (for a copy, to t); the EOS
-row has no gold and is not counted. The word tokenizer gives one id per symbol, which is checked
-(``check_task``). The Transformer is measured per layer and head, its head chosen on the
-validation set. Beside it, the shares of positions whose argmax lies d = -3..3 places from the
-gold one: Bahdanau-style attention, queried with the previous state, may sit one place off all
-along (on the previous output's source symbol), which the strict share alone hides.
+row has no gold and is not counted. The Transformer is measured per layer and head, its head
+chosen on the validation set. Beside it, the shares of positions whose argmax lies d = -3..3
+places from the gold one: Bahdanau-style attention, queried with the previous state, may sit one
+place off all along (on the previous output's source symbol), which the strict share hides.
 
 Plateau check (``plateau_check``, ``plateau_verdict``): exact match on the shortest validation
 lines at each kept ``step<N>.pt`` and at ``best.pt``, the checkpoint that is rated.

@@ -102,7 +102,7 @@ def run_synthetic(
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     if checks is not None:
         checks.run(runs)
-    results = {
+    return {
         "budget": budget.describe(),
         "machine": machine_line(opts.jobs),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tok.digest()},
@@ -119,4 +119,3 @@ def run_synthetic(
         "attention_maps": [str(p.relative_to(out)) for p in maps],
         "models": [run_result(r) for r in runs],
     }
-    return results

@@ -39,8 +39,7 @@ def _quarter() -> str:
 
 
 def rule_paragraph(results: dict) -> str:
-    """Rule v1, worded from ``verdict``'s constants (shown beside rule v2 on the exploratory
-    seeds)."""
+    """Rule v1, worded from ``verdict``'s constants."""
     k1, kk = ks(results)[0], ks(results)[-1]
     return (
         "**Rule v1.** A pair, an attention model against its fixed-vector ablation, reproduces "
@@ -149,10 +148,8 @@ def zoo_bleu(results: dict, m: dict) -> str:
 
 
 def maturity_section(results: dict) -> list[str]:
-    """Per model entry: the single-pair stage's last validation points and plateau gain, the
-    single-pair checkpoint's and the fine-tuned model's k = 1 greedy BLEU beside its zoo run's
-    (``zoo_bleu``), the k = 1 length ratio and the competence gate's answer
-    (``verdict.competence``)."""
+    """Per model entry: the single-pair stage's last validation points and plateau gain, both
+    checkpoints' k = 1 greedy BLEU beside its zoo run's, and ``verdict.competence``'s answer."""
     k1 = ks(results)[0]
     zoo = bool(results.get("zoo"))
     rows = []
@@ -213,9 +210,8 @@ def seed_line(results: dict) -> str:
 
 
 def verdict_section(results: dict) -> list[str]:
-    """Rule v1's rows on the exploratory seeds (``results["verdict"]["exploratory"]["v1"]``):
-    one per rated pair, each pair's reason, the seed line and, when a control reproduces, that
-    the rule is invalid."""
+    """Rule v1's rows on the exploratory seeds (``results["verdict"]["exploratory"]["v1"]``), each
+    pair's reason and the seed line."""
     rows = _v1(results).get("rows") or []
     k1, kk = ks(results)[0], ks(results)[-1]
     head = ["role", "attention vs ablation", f"retention k={kk}/k={k1} (attention / ablation)"]
