@@ -38,11 +38,7 @@ def lines_of(k_of_line: Sequence[int], k: int) -> list[int]:
 
 
 def build_eval_set(
-    cfg: Config,
-    concat_k: int,
-    concat_n: int | None,
-    split: str = "test",
-    prefix: str | None = None,
+    cfg: Config, concat_k: int, concat_n: int | None, split: str = "test", prefix: str | None = None
 ) -> EvalSet:
     """The config's ``split`` (test, or valid: its first ``data.max_valid_pairs`` lines, as
     training validates on), plus its first ``concat_n`` (default: all) lines joined k at a

@@ -321,10 +321,7 @@ def zero_shot_section(results: dict) -> list[str]:
         "A model never trained on long inputs tends to end early, which is a failure to "
         "generalise in length, not the fixed-vector bottleneck.",
         "",
-        *table(
-            ["model"] + _k_heads(results) + [f"ratio k={kk}", f"early % k={kk}"],
-            rows,
-        ),
+        *table(["model"] + _k_heads(results) + [f"ratio k={kk}", f"early % k={kk}"], rows),
         "",
     ]
 

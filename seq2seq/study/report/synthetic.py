@@ -36,9 +36,10 @@ def length_finding(results: dict, metric: str = "bleu") -> str:
         )
     lo, hi = ends
     span = f"{buckets[lo]['bucket']} to {buckets[hi]['bucket']} source words ({label})"
-    ends_of = {name: (ys[lo], ys[hi]) for name, ys in series(results, label, metric).items()}
+    ys_of = series(results, label, metric)
     if metric == "exact":
-        return _exact_finding(results, ends_of, span, lo, hi)
+        return _exact_finding(ys_of, span, lo, hi)
+    ends_of = {name: (ys[lo], ys[hi]) for name, ys in ys_of.items()}
     # A model under a quarter of the best short-input score has not learnt the task: how much of its
     # score it keeps says nothing about length, so it is named but not rated.
     top = max((a for a, _ in ends_of.values() if a is not None), default=0.0)
@@ -96,20 +97,17 @@ def _claim(results: dict, kept: dict) -> str:
     return "".join(f"; {p}" for p in parts)
 
 
-def _exact_finding(results: dict, ends_of: dict, span: str, lo: int, hi: int) -> str:
+def _exact_finding(ys_of: dict, span: str, lo: int, hi: int) -> str:
     """Exact match: who stays at or above 90% in every well-filled bucket (``lo``..``hi``), who
     falls, and how far."""
-    label = main_label(results)
     parts = []
-    for name, ys in series(results, label, "exact").items():
+    for name, ys in ys_of.items():
         window = [y for y in ys[lo : hi + 1] if y is not None]
-        a, b = ends_of[name]
         if window and min(window) >= 90:
-            parts.append(
-                f"{name} stays at or above 90% in every bucket (lowest {min(window):.0f}%)"
-            )
+            low = min(window)
+            parts.append(f"{name} stays at or above 90% in every bucket (lowest {low:.0f}%)")
         else:
-            parts.append(f"{name} goes from {num(a, 0)}% to {num(b, 0)}%")
+            parts.append(f"{name} goes from {num(ys[lo], 0)}% to {num(ys[hi], 0)}%")
     return f"Exact-match accuracy from {span}: " + "; ".join(parts) + "."
 
 
