@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config import Config
-from seq2seq.data.text import DataError, ParallelText, join_lines, load_split
+from seq2seq.data.text import DataError, join_lines, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
@@ -60,7 +60,9 @@ def build_eval_set(
         raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
     name = split if split != "test" or data.test is None else Path(data.test).name
-    return EvalSet(name, joined.src, joined.tgt, ks, _origin(text))
+    dropped = sum(len(v) for v in text.dropped.values())
+    origin = text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
+    return EvalSet(name, joined.src, joined.tgt, ks, origin)
 
 
 def train_length_ratio(cfg: Config) -> float:
@@ -77,11 +79,6 @@ def train_length_ratio(cfg: Config) -> float:
     if not src:
         raise DataError(f"{text.origin}: no source word in the training split")
     return sum(len(t.split()) for t in text.tgt[:n]) / src
-
-
-def _origin(text: ParallelText) -> str:
-    dropped = sum(len(v) for v in text.dropped.values())
-    return text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
 
 
 def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_lang: str) -> dict:

@@ -76,10 +76,6 @@ def _minutes(seconds) -> str:
     return "-" if missing(seconds) else f"{seconds / 60:.1f}"
 
 
-def _tokens(x) -> str:
-    return "-" if missing(x) else f"{x:,}"
-
-
 def setup_section(results: dict) -> list[str]:
     """The recipe, machine, wall time, tokenizer, test set, beam and seeds, then per model each
     stage's updates, target tokens and minutes and the minutes spent scoring."""
@@ -116,7 +112,8 @@ def setup_section(results: dict) -> list[str]:
         for stage in ("single", "joined"):
             s = (m.get("stages") or {}).get(stage) or {}
             reused = " (reused)" if s.get("reused") else ""
-            cells += [str(s.get("steps", "-")), _tokens(s.get("target_tokens"))]
+            tokens = s.get("target_tokens")
+            cells += [str(s.get("steps", "-")), "-" if missing(tokens) else f"{tokens:,}"]
             cells.append(_minutes(s.get("train_seconds")) + reused)
         rows.append(cells + [_minutes(m.get("score_seconds"))])
     return ["## Setup", "", text, "", *table(head, rows), ""]
