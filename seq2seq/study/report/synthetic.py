@@ -192,27 +192,17 @@ def report_markdown(results: dict) -> str:
         "",
     ]
     if results["exact_match"]:
-        intro += [
-            f"## Exact match (%) by source length ({label})",
-            "",
-            *by_length_table(results, label, "exact"),
-            "",
-            length_finding(results, "exact"),
-            "",
-            "![exact match against source length](exact_by_length.png)",
-            "",
-        ]
+        rows = by_length_table(results, label, "exact")
+        intro += [f"## Exact match (%) by source length ({label})", "", *rows, ""]
+        intro += [length_finding(results, "exact"), ""]
+        intro += ["![exact match against source length](exact_by_length.png)", ""]
     if results.get("alignment"):
         intro += reverse_section(results)
     intro += ["![BLEU against source length](bleu_by_length.png)", ""]
     for other in results["models"][0]["decodes"]:
         if other != label:
-            intro += [
-                f"## BLEU by source length ({other})",
-                "",
-                *by_length_table(results, other, "bleu"),
-                "",
-            ]
+            rows = by_length_table(results, other, "bleu")
+            intro += [f"## BLEU by source length ({other})", "", *rows, ""]
     if ev["concat_k"] > 1:
         intro += [f"## BLEU by sentences joined ({label})", "", *by_k_table(results, label), ""]
     if results["attention_maps"]:
