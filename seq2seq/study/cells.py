@@ -2,7 +2,7 @@
 evidence that tells a weak model from a weak search -- how short the outputs are, BLEU without its
 brevity penalty, how many were cut at the maximum length or ended early -- and the paired interval
 of a difference in retention (BLEU on joined lines over BLEU on single lines). The references'
-teacher-forced loss, which involves no search at all, is in ``study.nll``.
+teacher-forced loss, which involves no search at all, is in ``study.rho``.
 
 Shape notation: U units of the paired bootstrap, K sentences joined into one line.
 """
@@ -14,13 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seq2seq.study.evalsets import EvalSet, lines_of
-from seq2seq.study.stats import (
-    SACREBLEU_SEED,
-    BleuStats,
-    bleu_ci,
-    paired_difference_ci,
-)
+from seq2seq.study.evalsets import EvalSet, lines_of, rows_by_k
+from seq2seq.study.stats import BleuStats, bleu_ci, paired_difference_ci
 
 
 def _pct(flags: Sequence[bool]) -> float:
@@ -33,15 +28,10 @@ def cell_scores(
     cut: Sequence[bool],
     tgt_lang: str | None = None,
     n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
 ) -> list[dict]:
     """One row per k in ``evalset.k`` (ascending): BLEU of that k's lines, sacreBLEU's 95%
-    bootstrap interval of it, and what explains it.
-
-    Args:
-        hyps: one hypothesis per evalset line.  cut: per line, whether decoding stopped at the
-            maximum length without EOS (``Translation.cut``).
-        tgt_lang: picks sacreBLEU's tokenizer.  n_bootstrap, seed: as ``stats.bleu_ci``.
+    bootstrap interval of it (``stats.bleu_ci``), and what explains it. ``hyps`` and ``cut``
+    (stopped at the maximum length without EOS: ``Translation.cut``) hold one per line.
 
     Returns:
         ``{"k", "sentences", "bleu", "low", "high", "bp", "bleu_nobp", "ratio", "cut", "early",
@@ -53,47 +43,37 @@ def cell_scores(
         whitespace words; ``mean_src_words`` whitespace words per source.
 
     Raises:
-        ValueError: ``hyps`` or ``cut`` not one per evalset line, or ``n_bootstrap`` < 2.
+        ValueError: ``hyps`` or ``cut`` not one per evalset line, or as ``bleu_ci``.
     """
     n = len(evalset.src)
     if len(hyps) != n or len(cut) != n:
         raise ValueError(
             f"{len(hyps)} hypotheses and {len(cut)} cut flags for {n} lines of {evalset.name}"
         )
-    rows = []
-    for k in sorted(set(evalset.k)):
-        idx = lines_of(evalset.k, k)
-        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
-        ci = bleu_ci(hk, rk, n_bootstrap, seed, tgt_lang)
+
+    def score(idx: list[int], hk: list[str], rk: list[str]) -> dict:
+        ci = bleu_ci(hk, rk, n_bootstrap, tgt_lang=tgt_lang)
         stats = BleuStats(hk, rk, tgt_lang)
-        whole = stats.bleu()
-        ratio = stats.length_ratio()
         early = [len(h.split()) < 0.5 * len(r.split()) for h, r in zip(hk, rk, strict=True)]
-        rows.append(
-            {
-                "k": k,
-                "sentences": len(idx),
-                "bleu": ci["score"],
-                "low": ci["low"],
-                "high": ci["high"],
-                "bp": float(whole.bp),
-                "bleu_nobp": stats.score_nobp(),
-                "ratio": ratio,
-                "cut": _pct([bool(cut[i]) for i in idx]),
-                "early": _pct(early),
-                "mean_src_words": sum(len(evalset.src[i].split()) for i in idx) / len(idx),
-            }
-        )
-    return rows
+        return {
+            "bleu": ci["score"],
+            "low": ci["low"],
+            "high": ci["high"],
+            "bp": float(stats.bleu().bp),
+            "bleu_nobp": stats.score_nobp(),
+            "ratio": stats.length_ratio(),
+            "cut": _pct([bool(cut[i]) for i in idx]),
+            "early": _pct(early),
+        }
+
+    return rows_by_k(evalset, hyps, score)
 
 
 def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
     """The paired bootstrap's units for retention at ``k_hi``: unit j is the joined ``k_hi``
     line j with the k = 1 lines it was joined from, k_hi·j .. k_hi·j + k_hi - 1 among the k = 1
     lines (``build_eval_set`` joins consecutive non-overlapping groups of the first lines).
-
-    Returns:
-        (U, K) int64: per unit, the positions among the k = 1 lines of its single lines.
+    Returns (U, K) int64: per unit, the positions among the k = 1 lines of its single lines.
 
     Raises:
         ValueError: ``k_hi`` < 2, no ``k_hi`` line, or a joined line whose source or reference is
@@ -127,7 +107,6 @@ def retention_difference_ci(
     k_hi: int,
     tgt_lang: str | None = None,
     n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict:
     """Paired bootstrap interval of retention(A) - retention(B) at ``k_hi``, retention being BLEU
@@ -135,15 +114,12 @@ def retention_difference_ci(
     each joined line with its own single lines, for both systems.
 
     Args:
-        stats_a, stats_b: (N, 10) sentence statistics (``BleuStats.stats``) of every evalset
-            line, A's and B's, as a study's per-line file keeps them.
+        stats_a, stats_b: (N, 10) sentence statistics (``BleuStats.stats``) of every line.
         k_of_line: k of each line.  units: (U, K) as ``retention_units`` returns for ``k_hi``.
-        n_bootstrap, seed, level: as ``stats.paired_difference_ci``.
 
     Returns:
-        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``: the two
-        retentions and their difference as fractions (nan where the k = 1 BLEU is 0), the
-        interval, the resampled differences' mean, the number of units and the coverage.
+        ``stats.paired_difference_ci``'s dict (retentions as fractions, nan where the k = 1
+        BLEU is 0) with ``"units"`` and ``"level"``.
 
     Raises:
         ValueError: statistics not one row per line, or as ``paired_difference_ci``.
@@ -163,7 +139,7 @@ def retention_difference_ci(
 
         return ret
 
-    d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, seed, level)
+    d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, level=level)
     return {**d, "units": len(units), "level": level}
 
 
@@ -181,19 +157,14 @@ def retention_nobp(
     return hi.score_nobp() / base if base else math.nan
 
 
-CAP_SLACK = 1.1
-"""The secondary statistic's length cap: a hypothesis keeps at most ceil(``CAP_SLACK`` x source
-words x r) words, r the training split's target over source words (``length_caps``)."""
+CAP_SLACK = 1.1  # the secondary statistic's length cap's slack (``length_caps``)
 
 
 def length_caps(srcs: Sequence[str], ratio: float, slack: float = CAP_SLACK) -> list[int]:
     """Per source, the most words its hypothesis may keep before scoring: ceil(slack x its
     whitespace words x ``ratio``). Reference-free: ``ratio`` is the training split's target
-    over source words (``evalsets.train_length_ratio``).
-
-    Raises:
-        ValueError: ``ratio`` or ``slack`` not positive.
-    """
+    over source words (``evalsets.train_length_ratio``). ValueError: ``ratio`` or ``slack`` not
+    positive."""
     if not ratio > 0 or not slack > 0:
         raise ValueError(f"length caps: ratio {ratio} and slack {slack} must be positive")
     return [math.ceil(round(slack * len(s.split()) * ratio, 9)) for s in srcs]
@@ -201,12 +172,9 @@ def length_caps(srcs: Sequence[str], ratio: float, slack: float = CAP_SLACK) -> 
 
 def cap_hypotheses(hyps: Sequence[str], caps: Sequence[int]) -> tuple[list[str], list[bool]]:
     """Each hypothesis cut to its cap in whitespace words (``length_caps``), and whether the
-    cap shortened it. A runaway output's extra words cannot then cost it n-gram precision past
-    the length a competent translation would have.
+    cap shortened it, so a runaway output's extra words cannot cost it n-gram precision past the
+    length a competent translation would have. ValueError: not one cap per hypothesis."""
 
-    Raises:
-        ValueError: not one cap per hypothesis.
-    """
     if len(caps) != len(hyps):
         raise ValueError(f"{len(caps)} length caps for {len(hyps)} hypotheses")
     out, cut = [], []

@@ -1,16 +1,10 @@
 """``seq2seq compare``: the bottleneck-versus-attention study (Bahdanau et al. 2015, Figure 2).
 
-Every config trains with one shared tokenizer (``runs.shared_tokenizer``: trained once on the
-training split and given to every run, so vocabulary differences cannot explain a score
-difference), then is decoded and scored by source length. The output folder holds:
-
-- ``tokenizer/``: the sentencepiece model(s);
-- ``runs/<name>/``: one run per config (per stage, for the Multi30k half), reused when finished
-  (``runs.train_or_reuse``), resumed from its last.pt when interrupted;
-- ``report.md``, ``results.json`` and the plots (``study.report``).
-
-Real text goes through ``study.multi30k`` (the two-stage recipe, the verdict rule); a synthetic
-task (``--exact-match`` / ``--alignment``) through ``study.synthetic``.
+Every config trains with one shared tokenizer (``runs.shared_tokenizer``) into ``OUT/runs/<name>``
+(reused when finished, resumed when interrupted: ``runs.train_or_reuse``) and is decoded and
+scored by source length; ``study.report`` writes report.md, results.json and the plots. Real text
+goes through ``study.multi30k``; a synthetic task (``--exact-match`` / ``--alignment``) through
+``study.synthetic``.
 """
 
 from __future__ import annotations
@@ -21,13 +15,7 @@ from pathlib import Path
 from seq2seq.config import ConfigError
 from seq2seq.data.text import DataError, resolve_corpus_file
 from seq2seq.study.multi30k import run_multi30k
-from seq2seq.study.plan import (
-    Budget,
-    Multi30kPlan,
-    StudyOptions,
-    check_plan,
-    load_study_configs,
-)
+from seq2seq.study.plan import Budget, Multi30kPlan, StudyOptions, check_plan, load_study_configs
 from seq2seq.study.report import write_report
 from seq2seq.study.runs import shared_tokenizer
 from seq2seq.study.synthetic import run_synthetic
@@ -40,12 +28,9 @@ def compare(
     opts: StudyOptions,
     plan: Multi30kPlan | None = None,
 ) -> dict:
-    """Train (or reuse) every config, decode, score, draw and write the report into ``out``.
-    Real text (no ``opts.alignment`` / ``opts.exact_match``) is trained with ``plan.recipe`` and
-    rated by ``study.verdict``; a synthetic task under ``budget``.
-
-    Returns:
-        The results (also written to ``out/results.json``).
+    """Train (or reuse) every config, decode, score, draw and write the report into ``out``;
+    returns the results (also in ``out/results.json``). Real text (no ``opts.alignment`` /
+    ``opts.exact_match``) trains with ``plan.recipe``; a synthetic task under ``budget``.
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError: one-line, user-facing problems
@@ -77,11 +62,8 @@ def compare(
 
 
 def _check_test_prefix(prefix: str, src_lang: str, tgt_lang: str) -> None:
-    """``--test PREFIX``'s two files exist, or one line naming the option.
-
-    Raises:
-        DataError: a file is missing (a PREFIX given with its language suffix is named so).
-    """
+    """``--test PREFIX``'s two files exist, or DataError: one line naming the option (and a
+    PREFIX given with its language suffix as such)."""
     for lang in (src_lang, tgt_lang):
         try:
             resolve_corpus_file(prefix, lang)
@@ -97,11 +79,7 @@ def _check_test_prefix(prefix: str, src_lang: str, tgt_lang: str) -> None:
 
 def _check_scored_runs(out: Path, cfgs: Sequence) -> None:
     """``--score-only``: every run, both stages, was trained into ``out`` (its compare.json),
-    and the study's tokenizer is there, before anything is computed or written.
-
-    Raises:
-        ConfigError: one line naming the first missing run and what to do.
-    """
+    and the study's tokenizer is there, or ConfigError naming the first missing run."""
     if not (out / "tokenizer" / "spec.json").is_file():
         raise ConfigError(
             f"compare --score-only: {out} holds no study (no tokenizer/); train it first (the "

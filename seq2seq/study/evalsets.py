@@ -9,12 +9,12 @@ make a 40-80 word source. The k = 1 lines are the test set itself.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config import Config
-from seq2seq.data.text import DataError, ParallelText, join_lines, load_split
+from seq2seq.data.text import DataError, join_lines, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
 
 
@@ -38,20 +38,14 @@ def lines_of(k_of_line: Sequence[int], k: int) -> list[int]:
 
 
 def build_eval_set(
-    cfg: Config,
-    concat_k: int,
-    concat_n: int | None,
-    split: str = "test",
-    prefix: str | None = None,
+    cfg: Config, concat_k: int, concat_n: int | None, split: str = "test", prefix: str | None = None
 ) -> EvalSet:
     """The config's ``split`` (test, or valid: its first ``data.max_valid_pairs`` lines, as
     training validates on), plus its first ``concat_n`` (default: all) lines joined k at a
     time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
 
-    Args:
-        prefix: a test split's files other than the config's ``data.test`` (``compare --test``:
-            a test set is not part of a run's identity). The set is named after the prefix's
-            last part (``test_2017_flickr``), a validation set ``valid``.
+    ``prefix``: a test split's files other than the config's ``data.test`` (``compare --test``),
+    the set named after its last part (``test_2017_flickr``); a validation set is ``valid``.
 
     Raises:
         DataError: the split is unusable, or no pair is left in it after cleaning (every
@@ -66,7 +60,9 @@ def build_eval_set(
         raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
     name = split if split != "test" or data.test is None else Path(data.test).name
-    return EvalSet(name, joined.src, joined.tgt, ks, _origin(text))
+    dropped = sum(len(v) for v in text.dropped.values())
+    origin = text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
+    return EvalSet(name, joined.src, joined.tgt, ks, origin)
 
 
 def train_length_ratio(cfg: Config) -> float:
@@ -85,15 +81,6 @@ def train_length_ratio(cfg: Config) -> float:
     return sum(len(t.split()) for t in text.tgt[:n]) / src
 
 
-def _origin(text: ParallelText) -> str:
-    dropped = sum(len(v) for v in text.dropped.values())
-    return text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")
-
-
-def beam_label(beam: int) -> str:
-    return "greedy" if beam == 1 else f"beam{beam}"
-
-
 def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_lang: str) -> dict:
     """Scores of one decoding: BLEU / chrF / exact match on the k = 1 lines (the test set),
     BLEU and exact match per source-length bucket and per k over every line."""
@@ -104,27 +91,33 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
     for row in rows:
         idx = [i for i, lab in enumerate(labels) if lab == row["bucket"]]
         row["exact"] = exact_match([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
-    by_k = []
-    for k in sorted(set(evalset.k)):
-        idx = lines_of(evalset.k, k)
-        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
-        by_k.append(
-            {
-                "k": k,
-                "sentences": len(idx),
-                "bleu": corpus_score("bleu", hk, [rk], tgt_lang).score,
-                "exact": exact_match(hk, rk),
-                "mean_src_words": sum(len(evalset.src[i].split()) for i in idx) / len(idx),
-            }
-        )
+
+    def by_k(idx: list[int], hk: list[str], rk: list[str]) -> dict:
+        bleu = corpus_score("bleu", hk, [rk], tgt_lang).score
+        return {"bleu": bleu, "exact": exact_match(hk, rk)}
+
     return {
         "sentences": len(single),
         "bleu": corpus_score("bleu", h1, [r1], tgt_lang).score,
         "chrf": corpus_score("chrf", h1, [r1]).score,
         "exact": exact_match(h1, r1),
         "by_length": rows,
-        "by_k": by_k,
+        "by_k": rows_by_k(evalset, hyps, by_k),
     }
+
+
+def rows_by_k(
+    evalset: EvalSet, hyps: Sequence[str], score: Callable[[list[int], list[str], list[str]], dict]
+) -> list[dict]:
+    """Per k (ascending): ``{"k", "sentences", **score(idx, hyps, refs), "mean_src_words"}`` of
+    that k's lines (their indices, hypotheses and references)."""
+    rows = []
+    for k in sorted(set(evalset.k)):
+        idx = lines_of(evalset.k, k)
+        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
+        words = sum(len(evalset.src[i].split()) for i in idx) / len(idx)
+        rows.append({"k": k, "sentences": len(idx), **score(idx, hk, rk), "mean_src_words": words})
+    return rows
 
 
 def exact_match(hyps: Sequence[str], refs: Sequence[str]) -> float | None:

@@ -9,11 +9,8 @@ from pathlib import Path
 
 def read_zoo(folder: Path | None) -> dict | None:
     """{NAME: {"bleu", "chrf", "step", "file"}} for each folder/NAME/test_greedy.json (written by
-    scripts/train_zoo.sh), or None when no folder is given or it holds none.
-
-    Raises:
-        ValueError: a test_greedy.json that is not JSON or has no BLEU score.
-    """
+    scripts/train_zoo.sh), or None when no folder is given or it holds none. ValueError: a
+    test_greedy.json that is not JSON or has no BLEU score."""
     if folder is None or not folder.is_dir():
         return None
     zoo = {}
@@ -35,11 +32,8 @@ def read_zoo(folder: Path | None) -> dict | None:
 
 
 def read_reverse(path: Path | None) -> dict | None:
-    """The synthetic half's results, or None when not given or not there (not run).
-
-    Raises:
-        ValueError: a file that is not JSON.
-    """
+    """The synthetic half's results, or None when not given or not there (not run); ValueError:
+    a file that is not JSON."""
     if path is None or not path.is_file():
         return None
     try:

@@ -12,7 +12,7 @@ A file holds, for the set's lines (the captions, k = 1, then the k-joined lines,
   sacreBLEU's sentence statistics (``stats``, (N, 10)), the lines the length cap shortened
   (``capped``, indices) and the statistics of the capped hypotheses (``capped_stats``);
 - ``nll_lines``: per k, each line's teacher-forced loss in nats (EOS included) and token count
-  (``nll.nll_lines_by_k``);
+  (``rho.nll_lines_by_k``);
 - ``captions``: per caption its NLL alone, with a wrong source, in each k-join, token counts and
   the joins' units (``rho.CaptionNLL``).
 """
@@ -50,15 +50,9 @@ def line_record(
     nll_lines: Mapping[int, tuple[np.ndarray, np.ndarray]],
     tgt_lang: str | None,
 ) -> dict:
-    """The per-line record of one model on one set (module docstring).
-
-    Args:
-        decodes: label -> (hypotheses, cut flags), one per evalset line.
-        caps: per line its length cap in words.  ratio: the r of the caps.
-
-    Raises:
-        ValueError: hypotheses, flags or caps not one per line.
-    """
+    """The per-line record of one model on one set (module docstring) from ``decodes`` (label ->
+    (hypotheses, cut flags)) and ``caps`` (per line its length cap in words, from ``ratio``).
+    ValueError: hypotheses, flags or caps not one per line."""
     n = len(evalset.src)
     if len(caps) != n:
         raise ValueError(f"{len(caps)} length caps for {n} lines of {evalset.name}")
@@ -102,11 +96,8 @@ def write_lines(path: str | Path, record: dict) -> Path:
 
 
 class LineData:
-    """A per-line file read back: the views the study's statistics need.
-
-    Raises:
-        ValueError: not a per-line file of this format (one line naming the file).
-    """
+    """A per-line file read back: the views the study's statistics need. ValueError: not a
+    per-line file of this format (one line naming the file)."""
 
     def __init__(self, record: dict, source: str = "per-line record"):
         if record.get("format") != FORMAT:
@@ -142,11 +133,8 @@ class LineData:
 
 
 def read_lines(path: str | Path) -> LineData:
-    """Read a per-line file.
-
-    Raises:
-        ValueError: unreadable, not gzipped JSON, or not a per-line file (naming the file).
-    """
+    """Read a per-line file, or ValueError (naming the file): unreadable, not gzipped JSON, or
+    not a per-line file."""
     path = Path(path)
     try:
         record = json.loads(gzip.decompress(path.read_bytes()))

@@ -2,10 +2,8 @@
 al. 2015, Figure 2), with the controls, seeds and other families rated by the same rule.
 
 Every config trains with the two-stage recipe (``plan.Recipe``) and is scored in its worker as
-soon as it is trained (``pool.run_pool``): per test set, the fine-tuned checkpoint greedy and with
-the beam's length penalty tuned on validation, the single-pair checkpoint greedy (the zero-shot
-control), teacher-forced NLL and every caption's NLL, into a per-line file (``lines``); then
-``pairs.rate_sets`` rates every pair from those files alone (``verdict``).
+soon as it is trained, per test set into a per-line file (``score_set``, ``study.lines``); then
+``pairs.rate_sets`` rates every pair from those files alone.
 """
 
 from __future__ import annotations
@@ -24,11 +22,10 @@ from seq2seq.evaluation.metrics import corpus_bleu
 from seq2seq.study.cells import cell_scores, length_caps
 from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
 from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
-from seq2seq.study.nll import caption_gap_ci, nll_lines_by_k, nll_rows
 from seq2seq.study.pairs import model_summary, rate_sets
 from seq2seq.study.plan import Multi30kPlan, StudyOptions, check_plan, roles
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
-from seq2seq.study.rho import CaptionNLL, caption_nlls
+from seq2seq.study.rho import CaptionNLL, caption_gap_ci, caption_nlls, nll_lines_by_k, nll_rows
 from seq2seq.study.runs import (
     ModelRun,
     checkpoint_stamp,
@@ -62,10 +59,7 @@ def valid_curve(run_dir: Path) -> list[list[float]]:
 def _stage(run: ModelRun) -> dict:
     s = run.summary
     return {
-        "steps": s.get("steps"),
-        "target_tokens": s.get("target_tokens"),
-        "train_seconds": s.get("train_seconds"),
-        "target_tokens_per_s": s.get("target_tokens_per_s"),
+        **{k: s.get(k) for k in ("steps", "target_tokens", "train_seconds", "target_tokens_per_s")},
         "lr": run.cfg.train.lr,
         "schedule": run.cfg.train.schedule,
         "reused": run.reused,
@@ -81,9 +75,8 @@ def tune_alpha(run: ModelRun, model, tok, validset: EvalSet, plan, device) -> tu
         dcfg = run.cfg.decode.with_method("beam", beam_size=plan.beam, length_penalty=a)
         h, _, _ = decode_with(run, model, tok, validset, dcfg, f"beam{plan.beam}-a{a:g}", device)
         b = corpus_bleu(h, validset.ref, run.cfg.data.tgt_lang)
-        sweep.append(
-            {"alpha": a, "bleu": round(b.score, 2), "ratio": round(b.sys_len / b.ref_len, 3)}
-        )
+        ratio = round(b.sys_len / b.ref_len, 3)
+        sweep.append({"alpha": a, "bleu": round(b.score, 2), "ratio": ratio})
     return max(sweep, key=lambda r: r["bleu"])["alpha"], sweep
 
 
@@ -105,7 +98,7 @@ def score_set(
     NLL alone, with a wrong source and in context (``rho.caption_nlls``)."""
     run, single = runs["joined"], runs["single"]
     key = {
-        "checkpoints": [checkpoint_stamp(r) for r in (single, run)],
+        "checkpoints": [checkpoint_stamp(r.run_dir, r.checkpoint) for r in (single, run)],
         "set": evalset.digest(),
         "alpha": alpha,
         "ratio": ratio,
@@ -130,17 +123,10 @@ def score_set(
         label: decode_with(r, m, tok, evalset, dcfg, name, device)[:2]
         for label, (r, m, dcfg, name) in how.items()
     }
-    batch = run.cfg.train.batch_tokens
-    record = line_record(
-        run.cfg.name,
-        evalset,
-        decodes,
-        length_caps(evalset.src, ratio),
-        ratio,
-        caption_nlls(model, tok, evalset, device, batch),
-        nll_lines_by_k(model, tok, evalset, device, batch),
-        lang,
-    )
+    caps, batch = length_caps(evalset.src, ratio), run.cfg.train.batch_tokens
+    captions = caption_nlls(model, tok, evalset, device, batch)
+    nll = nll_lines_by_k(model, tok, evalset, device, batch)
+    record = line_record(run.cfg.name, evalset, decodes, caps, ratio, captions, nll, lang)
     record["key"] = key
     write_lines(path, record)
     return record
@@ -229,15 +215,12 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))
         for i, (label, cfg) in enumerate(zip(labels, every, strict=True), start=1)
     ]
-    done = run_pool(
-        _study_job, calls, opts.jobs, "scoring" if plan.score_only else "training and scoring"
-    )
-    models = []
-    for i, (cfg, entry) in enumerate(zip(every, done, strict=True)):
+    what = "scoring" if plan.score_only else "training and scoring"
+    models = run_pool(_study_job, calls, opts.jobs, what)
+    for i, (cfg, entry) in enumerate(zip(every, models, strict=True)):
         copy = i >= len(cfgs)
         base = cfg.name.rsplit("-seed", 1)[0] if copy else cfg.name
         entry.update(role=role_of[base], base=base, copy=copy)
-        models.append(entry)
     lines = {
         (s.name, m["name"]): read_lines(lines_path(out, s.name, m["name"]))
         for s in sets

@@ -2,11 +2,9 @@
 (``study.lines``): per model and test set rho and capped retention by k, per pair the paired
 intervals of rules v2 and v1, and the rows ``verdict`` and ``verdict_v1`` rate.
 
-Which pairs: on each scored test set, per seed, the headline (bahdanau) against the ablation
-(rnnencdec) of the same seed, the negative control (plain rnn) against it, and the null control,
-every pair of the ablation's seeds. The exploratory cells (``verdict.EXPLORATORY``) choose the
-margins and are shown beside rule v1; the confirmation cells (``verdict.CONFIRMATION``) are the
-ones the frozen rule judges.
+Which pairs (``rated_cells``): on each scored test set, per seed, the headline and the negative
+control against the ablation of the same seed, and the null control, every pair of the
+ablation's seeds.
 """
 
 from __future__ import annotations
@@ -28,14 +26,11 @@ Lines = Mapping[tuple[str, str], LineData]
 
 
 def model_summary(d: LineData, n_bootstrap: int = 1000) -> dict:
-    """One model on one set, per k: rho with its bootstrap 95% interval (k >= 2), greedy BLEU
-    of the length-capped hypotheses, capped retention (capped BLEU at k over capped BLEU at
-    k = 1 of the same captions) and the percentage of lines the cap shortened.
-
-    Returns:
-        ``{"by_k": [{"k", "rho", "rho_low", "rho_high", "capped_bleu", "capped_retention",
-        "shortened"}, ...]}`` (fractions, BLEU points, percent; None where undefined).
-    """
+    """One model on one set: ``{"by_k": [{"k", "rho", "rho_low", "rho_high", "capped_bleu",
+    "capped_retention", "shortened"}, ...]}``, rho with its bootstrap 95% interval (k >= 2, a
+    fraction), greedy BLEU of the length-capped hypotheses, capped retention (capped BLEU at k
+    over capped BLEU at k = 1 of the same captions) and the percentage of lines the cap
+    shortened; None where undefined."""
     stats, short = d.stats("greedy", capped=True), d.flags("greedy", "capped")
     single = lines_of(d.k, 1)
     s1 = BleuStats.from_stats(stats[single], d.tgt_lang)
@@ -51,11 +46,8 @@ def model_summary(d: LineData, n_bootstrap: int = 1000) -> dict:
             row.update(rho=ci["rho"], rho_low=ci["low"], rho_high=ci["high"])
             base = s1.score(d.captions.units[k].ravel())
             ret = bleu / base if base else None
-        row.update(
-            capped_bleu=bleu,
-            capped_retention=ret,
-            shortened=100.0 * float(short[idx].mean()),
-        )
+        row.update(capped_bleu=bleu, capped_retention=ret)
+        row["shortened"] = 100.0 * float(short[idx].mean())
         rows.append(row)
     return {"by_k": rows}
 
@@ -87,17 +79,12 @@ def pair_v1(a: LineData, b: LineData, k: int, n_bootstrap: int = 1000) -> dict:
     return {"retention": ret, "retention_nobp": {"a": ra, "b": rb, "difference": ra - rb}}
 
 
-def _by_role(models: Sequence[dict]) -> dict[str, dict[int, dict]]:
-    out: dict[str, dict[int, dict]] = {}
-    for m in models:
-        out.setdefault(m["role"], {})[m["seed"]] = m
-    return out
-
-
 def rated_cells(models: Sequence[dict], lines: Lines, sets: Mapping[str, Sequence[int]]):
     """(set, seed, role, attention entry, ablation entry) of every headline and negative cell
     and every null pair of ``sets``' seeds that has both per-line files."""
-    roles = _by_role(models)
+    roles: dict[str, dict[int, dict]] = {}  # role -> seed -> entry
+    for m in models:
+        roles.setdefault(m["role"], {})[m["seed"]] = m
     abl = roles.get("ablation", {})
     for name, seeds in sets.items():
         for s in seeds:
@@ -136,11 +123,8 @@ def _rows(models, lines: Lines, sets, n_bootstrap: int, delta, margin) -> tuple[
 
 def rate_sets(models: Sequence[dict], lines: Lines, n_bootstrap: int = 1000) -> dict:
     """Rule v2 on the confirmation cells and, apart, on the exploratory ones (with the margins
-    ``verdict.choose_margins`` proposes from them and rule v1's rows on the same seeds).
-
-    Args:
-        models: results.json's model entries (name, role, seed, the competence fields).
-        lines: every per-line file read.
+    ``verdict.choose_margins`` proposes from them and rule v1's rows on the same seeds), from
+    results.json's model entries and every per-line file read.
 
     Returns:
         ``{"rule", "k", "delta", "margin", "why", "frozen", "confirmation": {"heads",

@@ -1,18 +1,12 @@
 """What a study trains, before anything is trained: the configs and their shared data, the budget
 (synthetic half), the two-stage recipe and the roles (Multi30k half), the seed copies.
 
-The Multi30k recipe (``Recipe``): every model first trains on single pairs for the same number of
-updates, its config's peak learning rate (after its warmup) decaying along a cosine to a tenth of
-it over the first three quarters of the stage and holding there for the last quarter, the
-quarter the competence gate reads (``verdict.PLATEAU_FROM``); then it fine-tunes from that
-stage's last checkpoint (``train.init_from``) on single plus joined pairs (k = 2..K) for the same
-number of updates, from half its peak learning rate along a cosine to 0. Every model batches the
-same data alike (one tokenizer, the same ``batch_tokens`` and seed), so equal updates are equal
-target tokens. The single-pair checkpoint is also the zero-shot length-generalisation control,
-and the fine-tuned checkpoint at the budget step is the one scored. Why the decay, and why it
-ends a quarter early: docs/results/study/pilot.md (at a constant 0.002 rnnencdec still gained 0.5
-validation BLEU per 100 updates at update 1,200; a cosine that ends with the stage put 1.24 BLEU
-of annealing gains into bahdanau's last quarter).
+The Multi30k recipe (``Recipe``; ``Recipe.describe`` words it): a single-pair stage whose cosine
+decay ends a quarter early, so the competence gate (``verdict.PLATEAU_FROM``) reads a held
+learning rate, then a fine-tuning stage on single plus joined pairs from its last checkpoint.
+Every model batches the same data alike (one tokenizer, the same ``batch_tokens`` and seed), so
+equal updates are equal target tokens. Why the decay, and why it ends a quarter early:
+docs/results/study/pilot.md.
 
 Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
 with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
@@ -52,23 +46,17 @@ JOINED_LR = 0.5  # the joined stage starts at this share of the config's peak lr
 @dataclass
 class Budget:
     """The one stopping rule every run of the synthetic half gets: minutes of training, updates,
-    or target tokens (EOS included, padding not: ``train.max_tokens``); all None keeps each
-    config's own.
-
-    Raises:
-        ValueError: more than one budget (one line naming the options).
-    """
+    or target tokens (``train.max_tokens``); all None keeps each config's own. ValueError: more
+    than one budget (one line naming the options)."""
 
     minutes: float | None = None
     steps: int | None = None
     tokens: int | None = None
 
     def __post_init__(self):
-        given = [
-            f"--budget-{name}"
-            for name in ("minutes", "steps", "tokens")
-            if getattr(self, name) is not None
-        ]
+        values = {"minutes": self.minutes, "steps": self.steps, "tokens": self.tokens}
+        given = [f"--budget-{k}" for k, v in values.items() if v is not None]
+
         if len(given) == 2:
             raise ValueError(f"give {given[0]} or {given[1]}, not both")
         if len(given) > 2:
@@ -105,11 +93,8 @@ class StudyOptions:
 
 @dataclass(frozen=True)
 class Recipe:
-    """The Multi30k half's two stages, in updates (the same for every model).
-
-    Raises:
-        ValueError: a stage of fewer than 1 update, or ``concat_k`` < 2.
-    """
+    """The Multi30k half's two stages, in updates (the same for every model). ValueError: a
+    stage of fewer than 1 update, or ``concat_k`` < 2."""
 
     single_steps: int
     joined_steps: int
@@ -144,8 +129,8 @@ class Recipe:
 
     @property
     def decay_steps(self) -> int:
-        """The single stage's update where the decay ends and the hold (the gate's quarter)
-        begins."""
+        """The single stage's update where the decay ends and the gate's quarter begins."""
+
         return max(1, math.ceil(PLATEAU_FROM * self.single_steps))
 
     def joined(self, cfg: Config, init_from: Path) -> Config:
@@ -229,12 +214,9 @@ def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str)
 
 def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Config:
     raw = cfg.model_dump(mode="json")
-    if budget.minutes is not None:
-        raw["train"].update(STOPS, max_time=budget.minutes)
-    elif budget.steps is not None:
-        raw["train"].update(STOPS, max_steps=budget.steps)
-    elif budget.tokens is not None:
-        raw["train"].update(STOPS, max_tokens=budget.tokens)
+    stop = {"max_time": budget.minutes, "max_steps": budget.steps, "max_tokens": budget.tokens}
+    if budget.given:  # one at most (``Budget``)
+        raw["train"].update(STOPS, **{k: v for k, v in stop.items() if v is not None})
     raw["train"]["device"] = device
     kind = "--budget-minutes" if budget.minutes is not None else "--budget-tokens"
     if raw["train"].get("schedule") == "cosine" and (budget.minutes or budget.tokens) is not None:
@@ -246,11 +228,7 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
 
 
 def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:
-    """``"1,2,3"`` -> (1, 2, 3).
-
-    Raises:
-        ValueError: not a comma-separated list of integers from 0 to 2^32 - 1.
-    """
+    """``"1,2,3"`` -> (1, 2, 3), or ValueError: not a list of integers from 0 to 2^32 - 1."""
     fix = "give training seeds from 0 to 2^32 - 1, such as 1,2,3"
     return parse_list(spec, option, fix, int, 0, 2**32 - 1)
 
@@ -303,10 +281,7 @@ def _pick(wanted, option, model, names, by_model, required=True) -> str | None:
 def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[int]) -> list:
     """Copies of the configs named ``names`` with ``train.seed`` = s for each s in ``seeds``
     (the config's own seed is its main run and is skipped), named ``<name>-seed<s>``.
-
-    Raises:
-        ConfigError: a name that is none of the configs', or a copy named like a config.
-    """
+    ConfigError: a copy named like a config."""
     by_name = {c.name: c for c in cfgs}
     out = []
     for name in names:
@@ -329,14 +304,8 @@ def seed_configs(cfgs: Sequence[Config], names: Sequence[str], seeds: Sequence[i
 def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     """What ``plan`` names, checked before any tokenizer or training: the roles
     (``--reference``, ``--headline``), the seed copies of the headline pair (``--seeds``) and
-    of the negative control (``--negative-seeds``).
-
-    Returns:
-        The seed copies to train besides ``cfgs``.
-
-    Raises:
-        ConfigError: one line naming the option and what to do.
-    """
+    of the negative control (``--negative-seeds``). Returns the seed copies to train besides
+    ``cfgs``; ConfigError: one line naming the option and what to do."""
     role_of = roles(cfgs, plan)
     pair = [c.name for c in cfgs if role_of[c.name] in ("headline", "ablation")]
     out = seed_configs(cfgs, pair, plan.seeds) if plan.seeds else []

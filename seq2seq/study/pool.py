@@ -12,16 +12,13 @@ from seq2seq.runtime import describe_machine
 
 log = logging.getLogger("seq2seq")
 
-# In a worker process of ``run_pool``: the pool's stop event (set by SIGTERM to the main process)
-# and whether a job is running.
-_STOP = None
-_BUSY = False
+_STOP = None  # in a worker of ``run_pool``: the pool's stop event (set by SIGTERM to the main)
+_BUSY = False  # and whether a job is running
 
 
 def _worker_init(stop) -> None:
-    """A worker's start: keep the pool's stop event; SIGTERM stops a running job (training
-    installs its own handler, which saves last.pt first) and leaves an idle worker to the pool's
-    shutdown, so the pool never loses a worker it still has to shut down."""
+    """A worker's start: keep the pool's stop event; SIGTERM stops a running job (training saves
+    last.pt first) and leaves an idle worker to the pool's shutdown."""
     import signal
 
     global _STOP
@@ -47,17 +44,15 @@ def _guarded(fn: Callable, *args):
 
 
 def machine_line(jobs: int) -> str:
-    """The machine, and how the runs shared it: ``jobs`` > 1 worker processes of one torch
-    thread each (the main process's own thread count says nothing about them then)."""
+    """The machine, and how the runs shared it (``jobs`` > 1 worker processes of one thread)."""
     if jobs <= 1:
         return describe_machine()
     return f"{describe_machine()}; {jobs} runs at a time, one torch thread each"
 
 
 def worker_setup(name: str) -> None:
-    """Set up a worker process of ``run_pool``: one torch thread (two one-thread workers share
-    the CPU's cores), logging to stderr with every line prefixed by the run's ``name``. Does
-    nothing in the main process (``jobs`` = 1 runs the jobs there, as configured)."""
+    """In a worker process of ``run_pool`` (not the main process): one torch thread, and log
+    lines to stderr prefixed by the run's ``name``."""
     import multiprocessing
 
     from seq2seq.console import setup_logging
@@ -73,14 +68,9 @@ def worker_setup(name: str) -> None:
 
 def run_pool(fn: Callable, calls: Sequence[tuple], jobs: int, what: str) -> list:
     """``fn(*args)`` for every ``args`` in ``calls``, results in order: in this process one
-    after the other when ``jobs`` <= 1, else ``jobs`` at a time in spawned worker processes (no
-    forked torch thread pools; ``fn`` must be a module-level function that calls
-    ``worker_setup``). On a CPU two one-thread jobs side by side finish sooner than the two one
-    after the other with two threads.
-
-    Raises:
-        Whatever a job raises (KeyboardInterrupt: finished jobs' runs stay reusable).
-    """
+    after the other when ``jobs`` <= 1, else ``jobs`` at a time in spawned worker processes
+    (``fn``: a module-level function that calls ``worker_setup``). Raises whatever a job raises
+    (KeyboardInterrupt: finished jobs' runs stay reusable)."""
     if jobs <= 1 or len(calls) <= 1:
         return [fn(*args) for args in calls]
     import multiprocessing

@@ -8,19 +8,13 @@ of attention that Bahdanau et al. (2015, Figure 3) show as pictures. Sources car
 (``Batch``: src = x_1..x_n; tgt_in = BOS y_1..y_n; tgt_out = y_1..y_n EOS), and row t of an
 attention map is the attention used to predict tgt_out[t], so for the reversal of an n-symbol
 source target position t (0-based) aligns to source position n-1-t (for a copy, to t); the EOS
-row has no gold and is not counted. The word tokenizer gives one id per symbol, which is checked:
-every test pair must be the reversal (copy) of its source id for id. The Transformer is measured
-per layer and head; its head is chosen on the validation set and rated on the test set. An RNN
-attention model has one map: one value. Beside it, the shares of positions whose argmax lies
-d = -3..3 places from the gold one, and the commonest d: Bahdanau-style attention, queried with
-the previous state, may sit one place off all along (on the previous output's source symbol,
-whose bidirectional annotation also holds its neighbour), which the strict share alone hides.
+row has no gold and is not counted. The Transformer is measured per layer and head, its head
+chosen on the validation set. Beside it, the shares of positions whose argmax lies d = -3..3
+places from the gold one: Bahdanau-style attention, queried with the previous state, may sit one
+place off all along (on the previous output's source symbol), which the strict share hides.
 
-Plateau check (``plateau_check``): exact match on the validation lines of at most ``edges[0]``
-symbols (1-10 by default), for each kept ``step<N>.pt`` (``train.keep_last``) and for ``best.pt``,
-the checkpoint that is rated. A model is *trained* when best.pt reaches PLATEAU_TARGET there, or
-*flat* when its last PLATEAU_POINTS checkpoints lie within PLATEAU_SPAN points of one another;
-otherwise it is *rising*, and its fall with length says nothing about a bottleneck.
+Plateau check (``plateau_check``, ``plateau_verdict``): exact match on the shortest validation
+lines at each kept ``step<N>.pt`` and at ``best.pt``, the checkpoint that is rated.
 
 Shape notation: B batch, L decoder layers, H heads, T target length (EOS included), S source.
 """
@@ -65,20 +59,16 @@ def alignment_accuracy(attention: Tensor, gold: Tensor, tgt_mask: Tensor) -> Ten
     """Share of counted target positions whose attention argmax over the source is the gold one.
 
     Args:
-        attention: (B, ..., T, S) weights: (B, L, H, T, S) from ``cross_attention_maps``, or
-            (B, T, S) from an RNN attention model's ``forward_attention``. Ties go to the first
-            (leftmost) source position, as ``torch.argmax``.
-        gold: (B, T) integer gold source position of each target position, in 0..S-1; -1 where a
-            target position has none (e.g. EOS), which is not counted.
-        tgt_mask: (B, T) bool, True at real target tokens; padding is not counted.
+        attention: (B, ..., T, S) weights, e.g. (B, L, H, T, S) from ``cross_attention_maps``;
+            ties go to the leftmost source position, as ``torch.argmax``.
+        gold: (B, T) gold source position of each target position; -1 (not counted) where it
+            has none (EOS).  tgt_mask: (B, T) bool, True at real target tokens.
 
     Returns:
-        A float tensor of the leading dims between B and T, e.g. (L, H) per layer and head, or a
-        0-dim tensor for (B, T, S) attention: accuracy as a fraction in [0, 1].
+        A float tensor of the dims between B and T, e.g. (L, H), or 0-dim: fractions in [0, 1].
 
     Raises:
-        ValueError: the shapes disagree, a gold position is S or more, or no position is counted
-            (an accuracy over zero positions has no value).
+        ValueError: the shapes disagree, a gold position is S or more, or no position is counted.
     """
     if attention.dim() < 3:
         raise ValueError(f"attention of shape {tuple(attention.shape)}: expected (B, ..., T, S)")
@@ -103,15 +93,8 @@ def alignment_accuracy(attention: Tensor, gold: Tensor, tgt_mask: Tensor) -> Ten
 
 
 def best_head(acc: Tensor) -> tuple[int, int, float]:
-    """The layer and head of highest alignment accuracy, as (layer, head, accuracy), counted from
-    0; a tie goes to the lowest layer, then the lowest head.
-
-    Args:
-        acc: (L, H) accuracies, as ``alignment_accuracy`` returns them for (B, L, H, T, S).
-
-    Raises:
-        ValueError: ``acc`` is not 2-dimensional, or empty.
-    """
+    """(layer, head, accuracy) of the highest of (L, H) accuracies ``acc``, counted from 0; a tie
+    goes to the lowest layer, then the lowest head. ValueError: ``acc`` not (L, H), or empty."""
     if acc.dim() != 2 or acc.numel() == 0:
         raise ValueError(f"accuracies of shape {tuple(acc.shape)}: expected (L, H), not empty")
     flat = int(torch.argmax(acc.reshape(-1)))
@@ -121,11 +104,7 @@ def best_head(acc: Tensor) -> tuple[int, int, float]:
 
 def check_task(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], task: str, what: str):
     """Refuse a set (``what``: its name) whose target ids are not the source ids reversed
-    (copied), one id a symbol.
-
-    Raises:
-        ValueError: names the first pair that is not (one line).
-    """
+    (copied), one id a symbol: ValueError naming the first pair that is not (one line)."""
     if task not in TASKS:
         raise ValueError(f"--alignment {task!r}: choose {' or '.join(TASKS)}")
     for i, (s, t) in enumerate(zip(src, tgt, strict=True), start=1):
@@ -145,14 +124,11 @@ def sentence_hits(
     device: str,
     batch_size: int = 100,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Teacher-forced alignment hits of every sentence.
+    """Teacher-forced alignment hits of every sentence: hits (N, L, H), the target positions
+    whose argmax is gold; counted (N,), the positions with a gold source position (EOS excluded);
+    offsets (N, L, H, 2·OFFSET_SPAN + 1), counted positions whose argmax is gold + d, d from
+    -OFFSET_SPAN to OFFSET_SPAN."""
 
-    Returns:
-        hits (N, L, H): target positions whose argmax is gold, per layer and head; counted (N,):
-        the positions with a gold source position (the symbols, EOS excluded); offsets
-        (N, L, H, 2·OFFSET_SPAN + 1): counted positions whose argmax is gold + d, for d from
-        -OFFSET_SPAN to OFFSET_SPAN (d = 0 are the hits).
-    """
     n = len(src)
     hits = offsets = None
     counted = torch.zeros(n, dtype=torch.long)
@@ -210,13 +186,8 @@ def alignment_result(
     by_length = []
     for label in order:
         idx = torch.tensor([i for i, x in enumerate(labels) if x == label], dtype=torch.long)
-        by_length.append(
-            {
-                "bucket": label,
-                "positions": int(counted[idx].sum()),
-                "accuracy": _pct(chosen[idx], counted[idx]),
-            }
-        )
+        positions, accuracy = int(counted[idx].sum()), _pct(chosen[idx], counted[idx])
+        by_length.append({"bucket": label, "positions": positions, "accuracy": accuracy})
     return {
         "accuracy": _pct(chosen, counted),
         "positions": int(counted.sum()),

@@ -20,34 +20,171 @@ source. It involves no search (so no runaway decoding), and it divides out each 
 level: a weaker model has a smaller F - A, and only the share it keeps counts. Intervals are
 paired bootstraps over the joined lines (``stats.bootstrap_ci``), each line with its captions.
 
-Shape notation: N captions, U joined lines of one k, K captions per joined line.
+Beside it, the references' teacher-forced loss by k (``nll_lines_by_k``, ``nll_rows``): NLL
+per reference token of each k's lines, EOS included, whose rise from k = 1 mixes how well a
+caption is scored with how well the decoder handles the joins and the one EOS; and per caption
+the gap C_i^k - A_i (``CaptionNLL.gaps``, ``caption_gap_ci``): what the long input costs it.
+Every line counts (no length filter). Examples are batched as validation batches them
+(``validate.eval_batches``); padding never counts, so no score depends on its batch.
+
+Shape notation: B batch, T target length (EOS included), V target vocabulary; N captions, U
+joined lines of one k, K captions per joined line.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from seq2seq.data.text import TokenizedPairs
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.text import ParallelText, TokenizedPairs, tokenize_pairs
+from seq2seq.data.tokenizer import PAD, Tokenizer
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.cells import retention_units
 from seq2seq.study.evalsets import EvalSet, lines_of
-from seq2seq.study.nll import Lines, check_positions, eval_mode, token_nats
 from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
+from seq2seq.training.loss import row_loss_sums
+from seq2seq.training.validate import eval_batches
+
+Lines = dict[int, tuple[np.ndarray, np.ndarray]]
+"""k -> (per line a float64 quantity in nats, per line its int64 token count)."""
+
+
+@contextmanager
+def eval_mode(model: Seq2SeqModel) -> Iterator[None]:
+    """The model in eval mode, its training mode restored afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def nll_lines_by_k(
+    model: Seq2SeqModel,
+    tok: Tokenizer,
+    evalset: EvalSet,
+    device: torch.device,
+    batch_tokens: int = 3000,
+) -> Lines:
+    """Teacher-forced NLL of every reference given its source, each k's lines batched apart:
+    k -> (nats, tokens), per line of that k in evalset order the un-smoothed loss summed over its
+    reference tokens (EOS included; float64) and their count (int64). ValueError: a line that
+    encodes to no token on one side, or lines longer than the model's ``max_positions``."""
+    out = {}
+    with eval_mode(model):
+        for k in sorted(set(evalset.k)):
+            pairs = _encoded(tok, evalset, k)
+            check_positions(pairs, model.max_positions, f"k = {k} lines")
+            out[k] = _line_losses(model, pairs, batch_tokens, device)
+    return out
+
+
+def _line_losses(model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, device):
+    nats = np.zeros(len(pairs), dtype=np.float64)
+    tokens = np.array([len(t) + 1 for t in pairs.tgt], dtype=np.int64)
+    with torch.no_grad():
+        for idx, b in eval_batches(pairs, batch_tokens, device):
+            logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
+            nats[idx] = row_loss_sums(logits, b.tgt_out).double().cpu().numpy()
+    return nats, tokens
+
+
+def nll_rows(lines: Lines) -> list[dict]:
+    """NLL per reference token by k from ``nll_lines_by_k``'s lines.
+
+    Returns:
+        ``{"k", "nll", "tokens", "sentences"}`` per k (ascending): mean un-smoothed loss in nats
+        per reference token (EOS included, padding not), the token count, the line count.
+    """
+    return [
+        {
+            "k": k,
+            "nll": float(nats.sum() / tokens.sum()),
+            "tokens": int(tokens.sum()),
+            "sentences": len(nats),
+        }
+        for k, (nats, tokens) in sorted(lines.items())
+    ]
+
+
+def _encoded(tok: Tokenizer, evalset: EvalSet, k: int) -> TokenizedPairs:
+    """Every k line encoded (``tokenize_pairs`` with no length limit), or ValueError."""
+    idx = lines_of(evalset.k, k)
+    src, ref = [evalset.src[i] for i in idx], [evalset.ref[i] for i in idx]
+    text = ParallelText(src, ref, list(range(1, len(idx) + 1)), f"{evalset.name} k={k}")
+    text.n_read = len(idx)
+    pairs = tokenize_pairs(text, tok.encode_src, tok.encode_tgt, sys.maxsize, "nll")
+    if len(pairs) != len(idx):
+        raise ValueError(
+            f"{evalset.origin}: {len(idx) - len(pairs)} of {len(idx)} k = {k} lines encode to "
+            "no token on one side; their loss is undefined"
+        )
+    return pairs
+
+
+def check_positions(pairs: TokenizedPairs, n_pos: int | None, what: str = "examples") -> None:
+    """Raises ValueError naming how many of ``pairs`` (``what``) exceed ``n_pos`` positions."""
+    if n_pos is None:
+        return
+    over = sum(max(len(s), len(t) + 1) > n_pos for s, t in zip(pairs.src, pairs.tgt, strict=True))
+    if over:
+        raise ValueError(
+            f"{over} of {len(pairs)} {what} are longer than the model's max_positions "
+            f"({n_pos}); raise it to score them"
+        )
+
+
+def token_nats(
+    model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, device
+) -> list[np.ndarray]:
+    """Per example, the teacher-forced loss of each target position (T,) float64 nats, EOS
+    last; padded positions are cut off."""
+    out: list[np.ndarray] = [np.empty(0)] * len(pairs)
+    with torch.no_grad():
+        for idx, b in eval_batches(pairs, batch_tokens, device):
+            logp = torch.log_softmax(model(b.src, b.src_mask, b.tgt_in).float(), -1)  # (B, T, V)
+            nats = -logp.gather(-1, b.tgt_out.unsqueeze(-1)).squeeze(-1)  # (B, T)
+            nats = nats.masked_fill(b.tgt_out == PAD, 0.0).double().cpu().numpy()
+            for row, i in enumerate(idx):
+                out[i] = nats[row, : len(pairs.tgt[i]) + 1]
+    return out
+
+
+def caption_gap_ci(
+    lines_by_k: Lines, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
+) -> dict:
+    """One model's caption gap at ``k`` (``CaptionNLL.gaps``) per caption token, with a
+    bootstrap 95% interval over the joined lines (``stats.bootstrap_ci``).
+
+    Returns:
+        ``{"gap", "low", "high", "units"}``: the summed gaps over the summed caption tokens (nats
+        per token), the interval, and the number of joined lines.
+
+    Raises:
+        ValueError: no gaps for ``k``, gaps and token counts of different lengths, or as
+            ``bootstrap_ci``.
+    """
+    if k not in lines_by_k:
+        raise ValueError(f"no caption gaps for k = {k} (have k = {sorted(lines_by_k)})")
+    gaps, tokens = lines_by_k[k]
+    if len(gaps) != len(tokens):
+        raise ValueError(f"k = {k}: {len(gaps)} gaps but {len(tokens)} token counts")
+    gaps, tokens = np.asarray(gaps, dtype=np.float64), np.asarray(tokens, dtype=np.int64)
+    d = bootstrap_ci(
+        lambda idx: float(gaps[idx].sum() / tokens[idx].sum()), len(gaps), n_bootstrap, seed
+    )
+    return {"gap": d["value"], "low": d["low"], "high": d["high"], "units": len(gaps)}
 
 
 def derangement(n: int) -> np.ndarray:
-    """The wrong source of each caption: caption i gets the source of (i + n // 2) mod n.
-
-    Returns:
-        (N,) int64 source positions; no caption keeps its own for n >= 2.
-
-    Raises:
-        ValueError: n < 2 (one caption has no other source).
-    """
+    """(N,) int64: caption i gets the wrong source (i + n // 2) mod n, never its own; ValueError
+    for n < 2 (one caption has no other source)."""
     if n < 2:
         raise ValueError(f"{n} caption(s): a wrong source needs at least 2 captions")
     return (np.arange(n, dtype=np.int64) + n // 2) % n
@@ -74,7 +211,7 @@ class CaptionNLL:
 
     def gaps(self) -> Lines:
         """k -> (per joined line the summed C - A of its captions in nats, their token count):
-        what the long input costs the captions (``nll.caption_gap_ci`` reads it)."""
+        what the long input costs the captions (``caption_gap_ci`` reads it)."""
         return {
             k: (self.ctx[k].sum(1) - self.alone[u].sum(1), self.tokens[u].sum(1))
             for k, u in self.units.items()
@@ -102,11 +239,7 @@ class CaptionNLL:
 
     @classmethod
     def from_json(cls, d: dict) -> CaptionNLL:
-        """The inverse of ``to_json``.
-
-        Raises:
-            ValueError: arrays whose sizes do not agree.
-        """
+        """The inverse of ``to_json``; ValueError when the arrays' sizes do not agree."""
         out = cls(
             np.asarray(d["tokens"], dtype=np.int64),
             np.asarray(d["alone"], dtype=np.float64),
@@ -130,13 +263,11 @@ def caption_nlls(
     device: torch.device,
     batch_tokens: int = 3000,
 ) -> CaptionNLL:
-    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing,
-    batched as ``nll`` batches.
+    """A, F and C^k of every caption of ``evalset`` (module docstring), by teacher forcing.
 
-    Each caption is encoded on its own (``tok.encode_src`` / ``encode_tgt``); a k-join's example
-    concatenates its captions' id lists, source and target alike, with one EOS at the end, as
-    training's joined pairs have, so each caption's span in the joined target is exact. Every
-    target token but EOS is scored (log_softmax, the gold id gathered).
+    Each caption is encoded on its own; a k-join's example concatenates its captions' id lists,
+    source and target alike, with one EOS at the end, as training's joined pairs have, so each
+    caption's span in the joined target is exact.
 
     Raises:
         ValueError: fewer than 2 captions, a caption whose source or reference encodes to no
@@ -183,42 +314,24 @@ def caption_nlls(
     return CaptionNLL(lengths, alone, free, ctx, units)
 
 
-def rho_ci(
-    nll: CaptionNLL, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
-) -> dict:
-    """One model's rho_k with its bootstrap 95% interval over the k-joined lines.
-
-    Returns:
-        ``{"rho", "low", "high", "units"}``: fractions, and the number of joined lines.
-
-    Raises:
-        ValueError: no k-joined lines, or as ``stats.bootstrap_ci``.
-    """
+def rho_ci(nll: CaptionNLL, k: int, n_bootstrap: int = 1000) -> dict:
+    """One model's rho_k with its bootstrap 95% interval over the k-joined lines: ``{"rho",
+    "low", "high", "units"}`` (fractions; the number of joined lines). ValueError: no k-joined
+    lines, or as ``stats.bootstrap_ci``."""
     if k not in nll.units:
         raise ValueError(f"rho: no k = {k} lines (have k = {sorted(nll.units)})")
     n = len(nll.units[k])
-    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap, seed)
+    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap)
     return {"rho": d["value"], "low": d["low"], "high": d["high"], "units": n}
 
 
 def rho_difference_ci(
-    a: CaptionNLL,
-    b: CaptionNLL,
-    k: int,
-    n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
-    level: float = 0.95,
+    a: CaptionNLL, b: CaptionNLL, k: int, n_bootstrap: int = 1000, level: float = 0.95
 ) -> dict:
-    """Paired bootstrap interval of rho_k(A) - rho_k(B): the same resampled joined lines for
-    both models (``stats.paired_difference_ci``).
+    """Paired bootstrap interval of rho_k(A) - rho_k(B) over the same resampled joined lines
+    (``stats.paired_difference_ci``, plus ``"units"`` and ``"level"``). ValueError: no k-joined
+    lines in either, the two scored on different lines, or as ``paired_difference_ci``."""
 
-    Returns:
-        ``{"a", "b", "difference", "low", "high", "mean", "units", "level"}``.
-
-    Raises:
-        ValueError: no k-joined lines in either, the two scored on different lines, or as
-            ``paired_difference_ci``.
-    """
     for name, x in (("A", a), ("B", b)):
         if k not in x.units:
             raise ValueError(f"rho: model {name} has no k = {k} lines")
@@ -226,6 +339,6 @@ def rho_difference_ci(
         raise ValueError(f"rho: k = {k}: models A and B were scored on different lines")
     n = len(a.units[k])
     d = paired_difference_ci(
-        lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, seed, level
+        lambda i: a.rho(k, i), lambda i: b.rho(k, i), n, n_bootstrap, level=level
     )
     return {**d, "units": n, "level": level}

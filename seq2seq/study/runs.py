@@ -67,42 +67,31 @@ def data_digest(cfg: Config) -> str:
 def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
     """The tokenizer in ``out/tokenizer`` when it was trained with this tokenizer section and
     data, else one trained now on the training split (every pair, before any max_src_words)."""
-    folder = out / "tokenizer"
+    folder, spec_file = out / "tokenizer", out / "tokenizer" / "spec.json"
     spec = json.dumps(
         {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "data_sha256": data_digest(cfg)},
         sort_keys=True,
     )
-    if (folder / "spec.json").is_file() and (folder / "spec.json").read_text(
-        encoding="utf-8"
-    ) == spec:
+    if spec_file.is_file() and spec_file.read_text(encoding="utf-8") == spec:
         log.info("compare: reusing the tokenizer in %s", folder)
         return Tokenizer.load(folder)
     text = load_split(cfg.data, "train")
-    n = cfg.data.max_train_pairs or len(text)
-    log.info(
-        "compare: training one %s tokenizer (vocab %d) on %d pairs",
-        cfg.tokenizer.type,
-        cfg.tokenizer.vocab_size,
-        min(n, len(text)),
-    )
+    n, tk = cfg.data.max_train_pairs or len(text), cfg.tokenizer
+    what = (tk.type, tk.vocab_size, min(n, len(text)))
+    log.info("compare: training one %s tokenizer (vocab %d) on %d pairs", *what)
     tok = Tokenizer.train(text.src[:n], text.tgt[:n], cfg.tokenizer)
     tok.save(folder)
-    atomic_write_text(folder / "spec.json", spec)
+    atomic_write_text(spec_file, spec)
     return tok
 
 
-def _stamp(run_dir: Path, checkpoint: str) -> list:
+def checkpoint_stamp(run_dir: Path, checkpoint: str) -> list:
     """[file name, [size, mtime] or None when it is not there] of a checkpoint: a cache key."""
     path = run_dir / checkpoint
     if not path.is_file():
         return [checkpoint, None]
     st = path.stat()
     return [checkpoint, [st.st_size, st.st_mtime_ns]]
-
-
-def checkpoint_stamp(run: ModelRun) -> list:
-    """``_stamp`` of the checkpoint a run is scored from."""
-    return _stamp(run.run_dir, run.checkpoint)
 
 
 def train_or_reuse(
@@ -132,7 +121,7 @@ def train_or_reuse(
     if marker.is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
         same = all(old.get(k) == v for k, v in want.items())
-        if same and old.get("checkpoint") == _stamp(run_dir, checkpoint):
+        if same and old.get("checkpoint") == checkpoint_stamp(run_dir, checkpoint):
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
     if not may_train:
@@ -150,7 +139,7 @@ def train_or_reuse(
     summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
     if summary["stopped"] == "interrupted":
         raise KeyboardInterrupt
-    stamp = _stamp(run_dir, checkpoint)
+    stamp = checkpoint_stamp(run_dir, checkpoint)
     atomic_write_text(
         marker, json.dumps({**want, "checkpoint": stamp, "summary": summary}, indent=2)
     )
@@ -175,11 +164,8 @@ def _interrupted_same_run(run_dir: Path, cfg: Config, tok: Tokenizer) -> bool:
         same = got == want
         return same and Tokenizer.from_state_dict(ckpt["tokenizer"]).digest() == tok.digest()
     except Exception as e:  # any unreadable checkpoint: train afresh, and say why
-        log.warning(
-            "compare: %s cannot be resumed (%s)",
-            last,
-            str(e).splitlines()[0] if str(e) else type(e).__name__,
-        )
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        log.warning("compare: %s cannot be resumed (%s)", last, why)
         return False
 
 
@@ -197,7 +183,7 @@ def decode_with(
     ``runs/<name>/decode/<set>.<label>.{txt,json}`` (module docstring)."""
     key = {
         "set": evalset.digest(),
-        "checkpoint": checkpoint_stamp(run),
+        "checkpoint": checkpoint_stamp(run.run_dir, run.checkpoint),
         "decode": dcfg.model_dump(mode="json"),
     }
     stem = f"{evalset.name}.{label}"
@@ -207,13 +193,8 @@ def decode_with(
         hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
         if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
             return hyps, flags(cached["cut"], len(hyps)), cached["seconds"]
-    log.info(
-        "compare: decoding %d %s lines with %s (%s)",
-        len(evalset.src),
-        evalset.name,
-        run.cfg.name,
-        label,
-    )
+    what = (len(evalset.src), evalset.name, run.cfg.name, label)
+    log.info("compare: decoding %d %s lines with %s (%s)", *what)
     tick = time.perf_counter()
     out = translate_sentences(model, tok, evalset.src, dcfg, device)
     seconds = time.perf_counter() - tick
@@ -241,12 +222,8 @@ def run_result(run: ModelRun) -> dict:
         "concat_k": d.concat_k,
         "max_src_words": d.max_src_words,
         "parameters": run.parameters,
-        "train_seconds": s.get("train_seconds"),
-        "target_tokens": s.get("target_tokens"),
-        "target_tokens_per_s": s.get("target_tokens_per_s"),
-        "steps": s.get("steps"),
-        "stopped": s.get("stopped"),
-        "best_step": s.get("best_step"),
+        **{k: s.get(k) for k in ("train_seconds", "target_tokens", "target_tokens_per_s")},
+        **{k: s.get(k) for k in ("steps", "stopped", "best_step")},
         "reused": run.reused,
         "run_dir": str(run.run_dir),
         "resolved_config": run.cfg.model_dump(mode="json"),

@@ -3,13 +3,10 @@ units, and paired intervals of a difference; BLEU with and without its brevity p
 
 Bootstrap resampling of test sentences (Koehn 2004, "Statistical Significance Tests for Machine
 Translation Evaluation") as sacreBLEU does it (Post 2018; ``sacrebleu/significance.py``): the
-resamples are the rows of ``numpy.random.default_rng(seed).choice(n, size=(n_bootstrap, n))``, a
-resample's BLEU is recomputed from the summed per-sentence sufficient statistics, and the 95%
-bounds are the sorted resample scores at positions ``n_bootstrap // 40`` and
-``n_bootstrap - n_bootstrap // 40 - 1``. The default seed is sacreBLEU's, so with equal seeds
-every interval here is drawn from the resamples sacreBLEU would draw. Sentences are scored as
-``evaluation.metrics.corpus_score`` scores them: each line right-stripped, BLEU with sacreBLEU's
-tokenizer for the target language.
+resamples are the rows of ``numpy.random.default_rng(seed).choice(n, size=(n_bootstrap, n))``, so
+with equal seeds every interval here is drawn from the resamples sacreBLEU would draw. Sentences
+are scored as ``evaluation.metrics.corpus_score`` scores them (right-stripped, sacreBLEU's
+tokenizer for the target language).
 """
 
 from __future__ import annotations
@@ -41,13 +38,9 @@ def bleu_ci(
     seed: int | None = SACREBLEU_SEED,
     tgt_lang: str | None = None,
 ) -> dict[str, float]:
-    """Corpus BLEU and sacreBLEU's own 95% bootstrap interval of it
-    (``BLEU.corpus_score(hyps, [refs], n_bootstrap=N)`` with ``SACREBLEU_SEED`` set to ``seed``
-    for the call): the interval ``sacrebleu --confidence`` prints as ``μ = mean ± ci``.
-
-    Args:
-        n_bootstrap: resamples (at least 2).  seed: the numpy seed; None draws fresh entropy.
-        tgt_lang: picks sacreBLEU's tokenizer (zh, ja, ko get their own).
+    """Corpus BLEU and sacreBLEU's own 95% bootstrap interval of it (``BLEU.corpus_score(hyps,
+    [refs], n_bootstrap=N)`` with ``SACREBLEU_SEED`` = ``seed``; None draws fresh entropy): what
+    ``sacrebleu --confidence`` prints as ``μ = mean ± ci``.
 
     Returns:
         ``{"score", "low", "high", "mean"}`` in BLEU points (0-100): the corpus score, the
@@ -70,17 +63,14 @@ def bleu_ci(
 class BleuStats:
     """Per-sentence sufficient statistics of corpus BLEU, so that BLEU of any subset or resample
     of the sentences is a sum and a formula (sacreBLEU's ``_extract_corpus_statistics`` and
-    ``_compute_score_from_stats``, as its paired bootstrap uses them). ``idx`` below selects
-    sentences, repeats counted; None: all of them.
+    ``_compute_score_from_stats``). ``idx`` below selects sentences, repeats counted; None: all.
 
     Attributes:
         stats: (N, 2 + 2·4) int64: per sentence, the hypothesis and (closest) reference lengths in
-            tokens, then the matching n-grams for n = 1..4, then the hypothesis n-grams for
-            n = 1..4.
+            tokens, the matching n-grams for n = 1..4, the hypothesis n-grams for n = 1..4.
 
     Raises:
-        ValueError: no hypothesis, as many references as hypotheses missing, or the language's
-            tokenizer not installed.
+        ValueError: as ``bleu_ci``.
     """
 
     def __init__(self, hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
@@ -93,11 +83,7 @@ class BleuStats:
 
     @classmethod
     def from_stats(cls, stats, tgt_lang: str | None = None) -> BleuStats:
-        """Statistics kept earlier ((N, 10) as the attribute), e.g. from a per-line file.
-
-        Raises:
-            ValueError: not an (N, 10) array of counts.
-        """
+        """Statistics kept earlier (the (N, 10) attribute), or ValueError."""
         arr = np.asarray(stats, dtype=np.int64)
         if arr.ndim != 2 or arr.shape[1] != 10 or (arr < 0).any():
             raise ValueError(f"BLEU statistics: want (N, 10) counts, got shape {arr.shape}")
@@ -141,24 +127,13 @@ def paired_difference_ci(
     seed: int | None = SACREBLEU_SEED,
     level: float = 0.95,
 ) -> dict[str, float]:
-    """Paired bootstrap interval of ``stat_a - stat_b``: both statistics are computed on the same
-    resampled units in every resample (Koehn 2004; sacreBLEU's paired bootstrap draws its
-    resamples by the same rule), so what the two systems share cancels out. A unit is whatever
-    is resampled: a sentence, or a joined line with the lines it was joined from
-    (``cells.retention_difference_ci``).
-
-    Args:
-        stat_a, stat_b: map an (n,) int array of unit indices (with repeats) to a float.
-        n, n_bootstrap, seed, level: as ``bootstrap_ci`` (0.90 for an equivalence test's two
-            one-sided tests at 5% each).
+    """Paired bootstrap interval of ``stat_a - stat_b``, both computed on the same resampled
+    units in every resample (Koehn 2004), so what the two systems share cancels out. Arguments
+    as ``bootstrap_ci``.
 
     Returns:
         ``{"a", "b", "difference", "low", "high", "mean"}``: both statistics and their
-        difference on the units themselves, the interval (at the default level the 2.5th and
-        97.5th percentiles of the resampled differences), and their mean.
-
-    Raises:
-        ValueError: as ``bootstrap_ci``.
+        difference on the units themselves, the interval, and the resampled differences' mean.
     """
     d = bootstrap_ci(lambda i: stat_a(i) - stat_b(i), n, n_bootstrap, seed, level)
     everything = np.arange(n)
@@ -185,9 +160,8 @@ def bootstrap_ci(
 
     Args:
         stat: maps an (n,) int array of unit indices (with repeats) to a float.
-        n: the number of units.  n_bootstrap: resamples (at least 2).
-        seed: the numpy seed (default sacreBLEU's); None draws fresh entropy.
-        level: the interval's coverage, in (0, 1).
+        seed: the numpy seed; None draws fresh entropy.  level: the coverage (0.90 for an
+            equivalence test's two one-sided tests at 5% each).
 
     Returns:
         ``{"value", "low", "high", "mean"}``: ``stat`` on the units themselves, the interval,
@@ -231,16 +205,10 @@ T_975_DF2 = T_975[2]
 
 
 def seed_interval(differences: Sequence[float | None]) -> dict:
-    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``).
-
-    Returns:
-        ``{"n", "mean", "low", "high", "sd"}``: sd the sample standard deviation (n - 1
-        denominator); low, high and sd None for n < 2; every statistic None when a difference is
-        None or NaN (a retention over a k = 1 BLEU of 0).
-
-    Raises:
-        ValueError: more than 11 differences (the t table stops at df = 10).
-    """
+    """Mean over seeds of a difference and its 95% t-interval (df = n - 1, ``T_975``):
+    ``{"n", "mean", "low", "high", "sd"}``, sd the sample standard deviation (n - 1 denominator);
+    low, high and sd None for n < 2; every statistic None when a difference is None or NaN.
+    ValueError: more than 11 differences (the t table stops at df = 10)."""
     n = len(differences)
     out = {"n": n, "mean": None, "low": None, "high": None, "sd": None}
     if n == 0 or any(d is None or math.isnan(d) for d in differences):

@@ -22,11 +22,8 @@ SPLITS = ("train", "val", "test")
 def make_pairs(
     task: Task, n: int, min_len: int, max_len: int, vocab: int, seed: int
 ) -> list[tuple[str, str]]:
-    """n (source, target) lines of whitespace-separated symbols.
-
-    Raises:
-        ValueError: an empty length range, a vocabulary under 2 symbols or n < 1.
-    """
+    """n (source, target) lines of whitespace-separated symbols; ValueError: an empty length
+    range, a vocabulary under 2 symbols or n < 1."""
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= --min-len ({min_len}) <= --max-len ({max_len})")
     if vocab < 2:
@@ -54,11 +51,8 @@ def write_corpus(
 ) -> dict[str, int]:
     """Write ``train``, ``val`` and ``test`` splits as ``{split}.src`` / ``{split}.tgt`` in ``out``
     (train n pairs, val and test n // 10 each, at least 100, disjoint seeds). Returns counts.
-
-    Raises:
-        ValueError: an unknown task, bad lengths or vocabulary, or a corpus already in ``out``
-            (without ``overwrite``).
-    """
+    ValueError: an unknown task, bad lengths or vocabulary, or a corpus already in ``out`` (without
+    ``overwrite``)."""
     if task not in TASKS:
         raise ValueError(f"--task {task!r}: choose copy, reverse or sort")
     existing = [out / f"{s}.{side}" for s in SPLITS for side in ("src", "tgt")]

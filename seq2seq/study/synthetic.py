@@ -18,13 +18,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.runs import load
 from seq2seq.decoding.translate import translate_sentences
 from seq2seq.models import Seq2SeqModel
-from seq2seq.study.evalsets import (
-    EvalSet,
-    attention_sentences,
-    beam_label,
-    build_eval_set,
-    score_decode,
-)
+from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
 from seq2seq.study.plan import Budget, StudyOptions
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
 from seq2seq.study.reverse import SyntheticChecks
@@ -42,11 +36,7 @@ def train_all(
     paths: Sequence[str | Path], cfgs: list[Config], out: Path, jobs: int = 1
 ) -> list[ModelRun]:
     """Train (or reuse) every config into ``out/runs/<name>`` with the shared tokenizer in
-    ``out/tokenizer``, ``jobs`` at a time (``run_pool``).
-
-    Raises:
-        KeyboardInterrupt: a training was interrupted (finished runs stay reusable).
-    """
+    ``out/tokenizer``, ``jobs`` at a time (``run_pool``; KeyboardInterrupt: one was stopped)."""
     calls = [
         (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer")
         for p, cfg in zip(paths, cfgs, strict=True)
@@ -80,7 +70,7 @@ def evaluate_runs(
         run.parameters = model.num_parameters()
         for beam in opts.beams:  # 1 means greedy search; decodings cached in runs/<name>/decode/
             dcfg = run.cfg.decode.with_method("greedy" if beam == 1 else "beam", beam_size=beam)
-            label = beam_label(beam)
+            label = "greedy" if beam == 1 else f"beam{beam}"
             hyps, _, seconds = decode_with(run, model, tok, evalset, dcfg, label, opts.device)
             scores = score_decode(evalset, hyps, opts.edges, run.cfg.data.tgt_lang)
             run.decodes[label] = {"seconds": round(seconds, 1), **scores}
@@ -112,7 +102,7 @@ def run_synthetic(
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     if checks is not None:
         checks.run(runs)
-    results = {
+    return {
         "budget": budget.describe(),
         "machine": machine_line(opts.jobs),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tok.digest()},
@@ -129,4 +119,3 @@ def run_synthetic(
         "attention_maps": [str(p.relative_to(out)) for p in maps],
         "models": [run_result(r) for r in runs],
     }
-    return results

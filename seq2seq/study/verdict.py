@@ -1,33 +1,16 @@
 """The study's verdict rule, as data: when does attention keep more of what the source tells it
 on long inputs than its own fixed-vector ablation (Bahdanau et al. 2015, Figure 2)? Every
-threshold is defined once, here, and the report states the rule from these constants.
+threshold is defined once, here; the report states the rule from these constants
+(``report.sections.rule_section``).
 
 Rule v2 (it replaced ``verdict_v1``, whose statistic could not tell attention from a decoder that
-runs away and whose controls were sign tests):
-
-- Competence gate (``competence``, as in v1): k = 1 greedy length ratio within [``RATIO_LOW``,
-  ``RATIO_HIGH``] and validation BLEU on a plateau over the single-pair stage's last quarter.
-- Primary statistic: rho at k = ``K_RULE`` (``rho``: the share of what a caption's own source
-  tells the model that survives joining, from teacher-forced NLL alone, in context and with a
-  wrong source; no search, no runaway). Secondary: greedy retention on length-capped hypotheses
-  (BLEU at k = ``K_RULE`` over BLEU at k = 1, each hypothesis cut at ceil(1.1 x source words x
-  r), ``cells.length_caps``).
-- A headline seed (``rate_seed``) passes when the paired-bootstrap 95% lower bound of
-  rho(attention) - rho(ablation) exceeds ``DELTA`` and the capped-retention difference's own 95%
-  lower bound is above 0; it fails when neither holds; when they disagree it makes no claim.
-- Controls (``rate_control``) are equivalence tests, two one-sided tests at 5% each: the 90%
-  paired-bootstrap interval of the rho difference lies inside (-``MARGIN``, +``MARGIN``). The
-  negative control is the plain ``rnn`` against the ablation at every seed it is trained for; the
-  null control every pair of ablation seeds. A control outside the margin makes the rule invalid.
-- The study (``overall``) reproduces Figure 2 when every confirmation cell (``CONFIRMATION``:
-  seeds 4-6 on test_2016_flickr, every seed on test_2017_flickr) passes, the 95% t-interval over
-  seeds (each seed's rho difference averaged over its confirmation sets) has its lower bound
-  above ``DELTA``, and every control on the confirmation sets holds; it does not reproduce when
-  the controls hold and that lower bound is below ``DELTA``; otherwise no conclusion is drawn.
-
-``DELTA`` and ``MARGIN`` are chosen once, by ``choose_margins``, from the exploratory seeds
-(``EXPLORATORY``: seeds 1-3 on test_2016_flickr, rescored), then written here and committed
-before any confirmation run is trained or scored.
+runs away and whose controls were sign tests): a model must pass the competence gate
+(``competence``); a headline seed (``rate_seed``) is read on rho at k = ``K_RULE`` (``study.rho``)
+and greedy retention on length-capped hypotheses (``cells.length_caps``); a control
+(``rate_control``) is an equivalence test of the rho difference against ``MARGIN``; the study
+(``overall``) is judged on the ``CONFIRMATION`` cells. ``DELTA`` and ``MARGIN`` are chosen once,
+by ``choose_margins``, from the ``EXPLORATORY`` seeds, then written here and committed before any
+confirmation run is trained or scored.
 
 Inputs are plain dicts, the entries of results.json: a model has ``name``,
 ``decodes["greedy"]["by_k"]`` (cells of ``cells.cell_scores``) and
@@ -39,41 +22,31 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from seq2seq.study.stats import T_975, T_975_DF2, seed_interval
+from seq2seq.study.stats import seed_interval
 
-RATIO_LOW = 0.9
-"""Shortest competent k = 1 greedy hypothesis over reference length (sacreBLEU tokens)."""
-RATIO_HIGH = 1.1
-"""Longest competent k = 1 greedy length ratio."""
-CUT_MAX = 5.0
-"""Percentage of lines cut at the maximum length above which a cell is flagged "cut"."""
-PLATEAU_GAIN = 1.0
-"""Validation BLEU points the single-pair stage may still gain over its last quarter."""
-PLATEAU_FROM = 0.75
-"""Where the last quarter starts, as a share of the single-pair stage's last validated step."""
+RATIO_LOW = 0.9  # shortest competent k = 1 greedy hypothesis over reference length (tokens)
+RATIO_HIGH = 1.1  # longest competent k = 1 greedy length ratio
+CUT_MAX = 5.0  # percentage of lines cut at the maximum length above which a cell is "cut"
+PLATEAU_GAIN = 1.0  # validation BLEU the single-pair stage may still gain over its last quarter
+PLATEAU_FROM = 0.75  # where that quarter starts, a share of the stage's last validated step
 
 ROLES = ("headline", "negative", "null", "family")
 CONTROLS = ("negative", "null")
 
 RULE = "v2"
-K_RULE = 4
-"""The k of the joined lines every rule-v2 statistic is read at."""
-EQUIVALENCE_LEVEL = 0.90
-"""A control's interval: two one-sided tests at 5% each."""
+K_RULE = 4  # the k of the joined lines every rule-v2 statistic is read at
+EQUIVALENCE_LEVEL = 0.90  # a control's interval: two one-sided tests at 5% each
 EXPLORATORY = {"test_2016_flickr": (1, 2, 3)}
 """Test set -> the seeds whose scores chose ``DELTA`` and ``MARGIN`` (reported, never judged)."""
 CONFIRMATION = {"test_2016_flickr": (4, 5, 6), "test_2017_flickr": (1, 2, 3, 4, 5, 6)}
 """Test set -> the seeds the frozen rule judges: seeds and a test set the study never scored."""
-NEGATIVE_SEEDS = (1, 4, 5, 6)
-"""The seeds the negative control (plain rnn) is trained at."""
+NEGATIVE_SEEDS = (1, 4, 5, 6)  # the seeds the negative control (plain rnn) is trained at
 
 DELTA: float | None = 0.04
 """The smallest rho difference that counts as attention keeping more (fraction); None until
 ``choose_margins`` has run on the exploratory seeds."""
-MARGIN: float | None = 0.02
-"""The equivalence margin of the controls (fraction of rho); MARGIN <= DELTA / 2."""
-FROZEN_COMMIT: str | None = "9ae2e13"
-"""The commit that set DELTA and MARGIN (the report quotes it)."""
+MARGIN: float | None = 0.02  # the controls' equivalence margin (fraction); <= DELTA / 2
+FROZEN_COMMIT: str | None = "9ae2e13"  # the commit that set DELTA and MARGIN
 MARGINS_WHY = (
     "chosen once by choose_margins (committed at 01c21df, before the data) from seeds 1-3 on "
     "test_2016_flickr, rescored at 01c21df: the widest bound of the 3 exploratory null pairs'"
@@ -82,33 +55,8 @@ MARGINS_WHY = (
 )
 """How DELTA and MARGIN were chosen, in words (the report quotes it)."""
 
-MARGIN_HEADROOM = 2.0
-"""``choose_margins``: MARGIN is this many times the widest exploratory null-control bound."""
-MARGIN_FLOOR = 0.02
-"""``choose_margins``: the smallest MARGIN, whatever the seeds' agreement."""
-
-__all__ = [
-    "CONFIRMATION",
-    "CUT_MAX",
-    "DELTA",
-    "EXPLORATORY",
-    "K_RULE",
-    "MARGIN",
-    "NEGATIVE_SEEDS",
-    "PLATEAU_FROM",
-    "PLATEAU_GAIN",
-    "RATIO_HIGH",
-    "RATIO_LOW",
-    "T_975",
-    "T_975_DF2",
-    "choose_margins",
-    "competence",
-    "length_flags",
-    "overall",
-    "rate_control",
-    "rate_seed",
-    "seed_interval",
-]
+MARGIN_HEADROOM = 2.0  # choose_margins: MARGIN is this many times the widest null bound
+MARGIN_FLOOR = 0.02  # choose_margins: the smallest MARGIN, whatever the seeds' agreement
 
 
 def _cells(model: dict) -> list[dict]:
@@ -120,12 +68,9 @@ def _name(model: dict, fallback: str) -> str:
 
 
 def competence(model: dict) -> dict:
-    """Whether a model is trained well enough to be rated (rule (a)).
-
-    Competent iff its k = 1 greedy length ratio is within [``RATIO_LOW``, ``RATIO_HIGH``] and
-    its single-pair stage plateaued: the validation BLEU at the last point minus that at the
-    last point at or before ``PLATEAU_FROM`` of the last point's step is below
-    ``PLATEAU_GAIN``. No such earlier point: not competent ("too few validations").
+    """Whether a model is trained well enough to be rated (rule (a)): its k = 1 greedy length
+    ratio within [``RATIO_LOW``, ``RATIO_HIGH``], and the validation BLEU at the last point minus
+    that at the last point at or before ``PLATEAU_FROM`` of its step below ``PLATEAU_GAIN``.
 
     Returns:
         ``{"competent", "k1_ratio", "plateau_gain", "reasons"}``: the ratio (None without a
@@ -165,6 +110,18 @@ def competence(model: dict) -> dict:
     return {"competent": not reasons, "k1_ratio": ratio, "plateau_gain": gain, "reasons": reasons}
 
 
+def competence_pair(attention: dict, ablation: dict) -> tuple[dict, list[str]]:
+    """Both models' ``competence`` by side, and one line per model that is not competent."""
+    sides = {"attention": attention, "ablation": ablation}
+    comp = {side: competence(m) for side, m in sides.items()}
+    weak = [
+        f"{side} model {_name(m, side)} not competent: {'; '.join(comp[side]['reasons'])}"
+        for side, m in sides.items()
+        if not comp[side]["competent"]
+    ]
+    return comp, weak
+
+
 def length_flags(cell: dict) -> list[str]:
     """A cell's length flags, reported and never refusing it: "short" (length ratio below
     ``RATIO_LOW``), "long" (above ``RATIO_HIGH``), "cut" (over ``CUT_MAX`` percent of lines cut
@@ -197,14 +154,8 @@ def choose_margins(null_intervals: Sequence[tuple[float, float]]) -> dict:
     for the confirmation's many more pairs), at least ``MARGIN_FLOOR``, rounded up to 0.01; DELTA
     is twice MARGIN, so an effect that counts can never sit inside the band a control must hold.
 
-    Args:
-        null_intervals: (low, high) of each exploratory null pair's 90% interval (fractions).
-
-    Returns:
-        ``{"margin", "delta", "why"}``.
-
-    Raises:
-        ValueError: no interval, or a bound that is not a finite number.
+    ``null_intervals``: (low, high) of each exploratory null pair's 90% interval (fractions).
+    Returns ``{"margin", "delta", "why"}``; ValueError: no interval, or a bound not finite.
     """
     bounds = [abs(float(x)) for pair in null_intervals for x in pair]
     if not bounds or not all(math.isfinite(b) for b in bounds):
@@ -220,21 +171,17 @@ def choose_margins(null_intervals: Sequence[tuple[float, float]]) -> dict:
 
 
 def rate_seed(attention: dict, ablation: dict, stats: dict, delta: float | None = None) -> dict:
-    """One headline cell (a seed on a test set) under rule v2.
-
-    Args:
-        attention, ablation: the two models' results entries (for ``competence``).
-        stats: ``{"rho": {"difference", "low", "high", ...}, "capped": {...}}``: the paired
-            bootstrap 95% intervals of rho(attention) - rho(ablation) at ``K_RULE`` and of the
-            capped greedy retention difference (fractions).
-        delta: the threshold; default ``DELTA``.
+    """One headline cell (a seed on a test set) under rule v2 (``delta`` default ``DELTA``),
+    from the two models' results entries and ``stats``: ``{"rho": {"difference", "low", "high",
+    ...}, "capped": {...}}``, the paired bootstrap 95% intervals of the rho and the capped
+    retention differences (fractions).
 
     Returns:
         ``{"kind", "why", "competent"}``: kind "passes", "fails", "no claim" (the two statistics
         disagree), "not competent" or "not frozen" (no ``DELTA`` yet).
     """
     delta = DELTA if delta is None else delta
-    comp = {"attention": competence(attention), "ablation": competence(ablation)}
+    comp, weak = competence_pair(attention, ablation)
     rho, capped = stats["rho"], stats["capped"]
     rho_text = (
         f"rho difference {rho['difference']:+.3f} (95% CI {rho['low']:+.3f} to {rho['high']:+.3f})"
@@ -243,17 +190,13 @@ def rate_seed(attention: dict, ablation: dict, stats: dict, delta: float | None 
         f"capped retention difference {capped['difference']:+.3f} (95% CI "
         f"{capped['low']:+.3f} to {capped['high']:+.3f})"
     )
-    weak = [
-        f"{side} model {m.get('name', side)} not competent: {'; '.join(comp[side]['reasons'])}"
-        for side, m in (("attention", attention), ("ablation", ablation))
-        if not comp[side]["competent"]
-    ]
+    primary = delta is not None and _above(rho["low"], delta)
+    secondary = _above(capped["low"], 0.0)
     if weak:
-        return {"kind": "not competent", "why": "; ".join(weak), "competent": comp}
-    if delta is None:
-        return {"kind": "not frozen", "why": f"{rho_text}; {cap_text}", "competent": comp}
-    primary, secondary = _above(rho["low"], delta), _above(capped["low"], 0.0)
-    if primary and secondary:
+        kind, why = "not competent", "; ".join(weak)
+    elif delta is None:
+        kind, why = "not frozen", f"{rho_text}; {cap_text}"
+    elif primary and secondary:
         kind, why = "passes", f"{rho_text}: lower bound above {delta:g}; {cap_text} above 0"
     elif not primary and not secondary:
         kind, why = "fails", f"{rho_text}: lower bound not above {delta:g}; {cap_text} not above 0"
@@ -271,15 +214,9 @@ def _above(x, bound: float) -> bool:
 
 
 def rate_control(equivalence: dict, margin: float | None = None) -> dict:
-    """One control under rule v2: equivalent when the 90% interval of the rho difference
-    (``EQUIVALENCE_LEVEL``) lies inside (-margin, +margin).
-
-    Args:
-        equivalence: ``{"difference", "low", "high"}`` (fractions).  margin: default ``MARGIN``.
-
-    Returns:
-        ``{"kind", "why"}``: kind "holds", "breaks" or "not frozen" (no ``MARGIN`` yet).
-    """
+    """One control under rule v2: it holds when ``equivalence``, the 90% interval of the rho
+    difference (``{"difference", "low", "high"}``), lies inside +/-``margin`` (default
+    ``MARGIN``). Returns ``{"kind", "why"}``: kind "holds", "breaks" or "not frozen"."""
     margin = MARGIN if margin is None else margin
     low, high = equivalence["low"], equivalence["high"]
     text = f"rho difference {equivalence['difference']:+.3f}, 90% CI {low:+.3f} to {high:+.3f}"
@@ -293,14 +230,9 @@ def rate_control(equivalence: dict, margin: float | None = None) -> dict:
 
 
 def overall(heads: Sequence[dict], controls: Sequence[dict], delta: float | None = None) -> dict:
-    """The study's verdict under rule v2 from the confirmation cells.
-
-    Args:
-        heads: one row per headline cell, ``{"set", "seed", "kind", "rho": {"difference"}}``
-            (``rate_seed``'s kind), every cell of ``CONFIRMATION`` that was scored.
-        controls: one row per control on the confirmation sets, ``{"kind", ...}``
-            (``rate_control``'s kind).
-        delta: default ``DELTA``.
+    """The study's verdict under rule v2 (``delta`` default ``DELTA``): ``heads``, one row per
+    scored headline cell (``{"set", "seed", "kind", "rho": {"difference"}}``), and ``controls``,
+    one row per control on the confirmation sets (``{"kind", ...}``).
 
     Returns:
         ``{"kind", "words", "seeds"}``: kind "reproduces", "does not reproduce", "no conclusion"
@@ -315,56 +247,44 @@ def overall(heads: Sequence[dict], controls: Sequence[dict], delta: float | None
     seeds = seed_interval([math.fsum(v) / len(v) for _, v in sorted(by_seed.items())])
     seeds["seeds"] = sorted(by_seed)
     want = sum(len(s) for s in CONFIRMATION.values())
-    where = _seed_words(seeds)
-    if delta is None:
-        return {"kind": "not frozen", "words": "No verdict: rule v2 is not frozen.", "seeds": seeds}
-    if len(heads) < want:
-        return {
-            "kind": "no conclusion",
-            "words": f"No conclusion yet: {len(heads)} of {want} confirmation cells scored.",
-            "seeds": seeds,
-        }
+    where, low = _seed_words(seeds), seeds.get("low")
     broken = [c for c in controls if c["kind"] != "holds"]
+    weak = [r for r in heads if r["kind"] == "not competent"]
     passed = sum(r["kind"] == "passes" for r in heads)
-    if broken:
+    kind = "no conclusion"
+    if delta is None:
+        kind, words = "not frozen", "No verdict: rule v2 is not frozen."
+    elif len(heads) < want:
+        words = f"No conclusion yet: {len(heads)} of {want} confirmation cells scored."
+    elif broken:
         names = ", ".join(
             f"{c['role']} {c['attention']} vs {c['ablation']} on {c['set']}" for c in broken
         )
-        return {
-            "kind": "no conclusion",
-            "words": f"No conclusion: {len(broken)} of {len(controls)} controls fall outside "
-            f"the equivalence margin ({names}), so rule v2 is invalid here; {where}.",
-            "seeds": seeds,
-        }
-    weak = [r for r in heads if r["kind"] == "not competent"]
-    if weak:
-        return {
-            "kind": "no conclusion",
-            "words": f"No conclusion: {len(weak)} of {len(heads)} confirmation cells have a "
-            f"model that is not competent ({weak[0]['why']}).",
-            "seeds": seeds,
-        }
-    low = seeds.get("low")
-    if passed == len(heads) and _above(low, delta):
-        return {
-            "kind": "reproduces",
-            "words": f"Reproduced: attention keeps more of what the source tells it on joined "
-            f"captions than its fixed-vector ablation in all {len(heads)} confirmation cells "
-            f"({where}, above {delta:g}), and all {len(controls)} controls hold.",
-            "seeds": seeds,
-        }
-    if low is not None and low < delta:
-        return {
-            "kind": "does not reproduce",
-            "words": f"Not reproduced: {where}, whose lower bound is below {delta:g}, with all "
-            f"{len(controls)} controls holding ({passed} of {len(heads)} cells pass).",
-            "seeds": seeds,
-        }
-    return {
-        "kind": "no conclusion",
-        "words": f"No conclusion: {passed} of {len(heads)} confirmation cells pass ({where}).",
-        "seeds": seeds,
-    }
+        words = (
+            f"No conclusion: {len(broken)} of {len(controls)} controls fall outside the "
+            f"equivalence margin ({names}), so rule v2 is invalid here; {where}."
+        )
+    elif weak:
+        words = (
+            f"No conclusion: {len(weak)} of {len(heads)} confirmation cells have a model that "
+            f"is not competent ({weak[0]['why']})."
+        )
+    elif passed == len(heads) and _above(low, delta):
+        kind = "reproduces"
+        words = (
+            f"Reproduced: attention keeps more of what the source tells it on joined captions "
+            f"than its fixed-vector ablation in all {len(heads)} confirmation cells ({where}, "
+            f"above {delta:g}), and all {len(controls)} controls hold."
+        )
+    elif low is not None and low < delta:
+        kind = "does not reproduce"
+        words = (
+            f"Not reproduced: {where}, whose lower bound is below {delta:g}, with all "
+            f"{len(controls)} controls holding ({passed} of {len(heads)} cells pass)."
+        )
+    else:
+        words = f"No conclusion: {passed} of {len(heads)} confirmation cells pass ({where})."
+    return {"kind": kind, "words": words, "seeds": seeds}
 
 
 def _seed_words(s: dict) -> str:

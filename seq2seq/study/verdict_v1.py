@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from seq2seq.study.verdict import CONTROLS, ROLES, _model_flags, _name, competence
+from seq2seq.study.verdict import CONTROLS, ROLES, _model_flags, _name, competence_pair
 
 
 def _num(x) -> float:
@@ -20,13 +20,9 @@ def _num(x) -> float:
 
 
 def rate_pair(attention: dict, ablation: dict, pair_stats: dict, role: str) -> dict:
-    """One pair under rule v1 (module docstring).
-
-    Args:
-        attention, ablation: the two models' results entries (A and B).
-        pair_stats: ``{"retention": {"difference", "low", "high", "a", "b"}`` (greedy, paired
-            bootstrap, fractions) ``, "retention_nobp": {"a", "b", "difference"}}``.
-        role: "headline", "negative", "null" or "family".
+    """One pair under rule v1 (module docstring), from the two models' results entries and
+    ``pair_stats``: ``{"retention": {"difference", "low", "high", "a", "b"}`` (greedy, paired
+    bootstrap, fractions) ``, "retention_nobp": {"a", "b", "difference"}}``.
 
     Returns:
         ``{"role", "attention", "ablation", "kind", "why", "competent", "retention",
@@ -41,16 +37,11 @@ def rate_pair(attention: dict, ablation: dict, pair_stats: dict, role: str) -> d
     if role not in ROLES:
         raise ValueError(f"role {role!r}: one of {', '.join(ROLES)}")
     names = {"attention": _name(attention, "attention"), "ablation": _name(ablation, "ablation")}
-    comp = {"attention": competence(attention), "ablation": competence(ablation)}
+    comp, failed = competence_pair(attention, ablation)
     ret, nobp = pair_stats["retention"], pair_stats["retention_nobp"]
     low, high, diff = _num(ret["low"]), _num(ret["high"]), _num(ret["difference"])
     nobp_diff = _num(nobp["difference"])
     interval = f"greedy retention difference {diff:+.3f} (95% CI {low:+.3f} to {high:+.3f})"
-    failed = [
-        f"{side} model {names[side]} not competent: {'; '.join(comp[side]['reasons'])}"
-        for side in ("attention", "ablation")
-        if not comp[side]["competent"]
-    ]
     b_ok, c_ok = low > 0, nobp_diff >= 0
     if failed:
         kind, why = "not competent", "; ".join(failed)
@@ -103,46 +94,36 @@ def overall(rows: Sequence[dict], seed_stats: dict | None, seeds_wanted: int = 3
         if low is not None and high is not None
         else "no seed interval"
     )
+    weak = [r for r in heads if r["kind"] == "not competent"]
+    need_interval = seeds_wanted >= 2 and (low is None or high is None)
     if passed:
         names = ", ".join(f"{r['attention']} vs {r['ablation']} ({r['role']})" for r in passed)
-        return {
-            "kind": "rule invalid",
-            "words": f"The rule is invalid, so no conclusion is drawn: control {names} passed it.",
-        }
-    weak = [r for r in heads if r["kind"] == "not competent"]
-    if weak:
-        return {
-            "kind": "not competent",
-            "words": f"No claim: a headline model is not competent ({weak[0]['why']}).",
-        }
-    need_interval = seeds_wanted >= 2 and (low is None or high is None)
-    if len(heads) < seeds_wanted or need_interval:
+        kind = "rule invalid"
+        words = f"The rule is invalid, so no conclusion is drawn: control {names} passed it."
+    elif weak:
+        kind = "not competent"
+        words = f"No claim: a headline model is not competent ({weak[0]['why']})."
+    elif len(heads) < seeds_wanted or need_interval:
         missing = "" if len(heads) < seeds_wanted else ", and no seed interval"
-        return {
-            "kind": "incomplete",
-            "words": f"No claim yet: {len(heads)} of {seeds_wanted} headline seeds rated{missing}.",
-        }
-    if all(r["kind"] == "reproduces" for r in heads) and (low is None or low > 0):
-        return {
-            "kind": "reproduces",
-            "words": (
-                f"Reproduced: in all {len(heads)} seeds attention kept more of its BLEU on long "
-                f"inputs than its fixed-vector ablation ({where}), and no control passed the rule."
-            ),
-        }
-    if all(r["kind"] == "opposite" for r in heads) and (high is None or high < 0):
-        return {
-            "kind": "opposite",
-            "words": (
-                f"The opposite holds: in all {len(heads)} seeds the fixed-vector ablation kept "
-                f"more of its BLEU on long inputs than attention ({where})."
-            ),
-        }
-    shown = sum(r["kind"] == "reproduces" for r in heads)
-    return {
-        "kind": "no difference shown",
-        "words": (
+        kind = "incomplete"
+        words = f"No claim yet: {len(heads)} of {seeds_wanted} headline seeds rated{missing}."
+    elif all(r["kind"] == "reproduces" for r in heads) and (low is None or low > 0):
+        kind = "reproduces"
+        words = (
+            f"Reproduced: in all {len(heads)} seeds attention kept more of its BLEU on long "
+            f"inputs than its fixed-vector ablation ({where}), and no control passed the rule."
+        )
+    elif all(r["kind"] == "opposite" for r in heads) and (high is None or high < 0):
+        kind = "opposite"
+        words = (
+            f"The opposite holds: in all {len(heads)} seeds the fixed-vector ablation kept "
+            f"more of its BLEU on long inputs than attention ({where})."
+        )
+    else:
+        shown = sum(r["kind"] == "reproduces" for r in heads)
+        kind = "no difference shown"
+        words = (
             f"No claim: no difference shown, {shown} of {len(heads)} headline seeds pass the "
             f"rule ({where})."
-        ),
-    }
+        )
+    return {"kind": kind, "words": words}

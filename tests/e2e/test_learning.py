@@ -23,8 +23,7 @@ from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.search import greedy_search
 from seq2seq.models import Seq2SeqModel, build_model
 from seq2seq.study.evalsets import EvalSet
-from seq2seq.study.nll import caption_gap_ci
-from seq2seq.study.rho import caption_nlls
+from seq2seq.study.rho import caption_gap_ci, caption_nlls
 from seq2seq.training.loss import token_loss_sum
 from tests.unit.decoding.limits import limits
 

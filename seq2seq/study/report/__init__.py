@@ -1,10 +1,5 @@
-"""The ``compare`` report: results.json, report.md and the plots, from the numbers only.
-
-``write_report`` picks the report by the results: the Multi30k study's (``study: multi30k``;
-``report.multi30k`` with ``report.sections``, and ``report.figure``'s bleu_by_k.png) or the
-synthetic half's (``report.synthetic``: the by-length tables and plots, with ``report.reverse``'s
-reverse table under ``--alignment``). No module here imports a runner: they read results dicts.
-"""
+"""The ``compare`` report: results.json, report.md and the plots, from the numbers only (no
+module here imports a runner: they read results dicts)."""
 
 from __future__ import annotations
 
@@ -15,18 +10,16 @@ from seq2seq.atomic import atomic_write_text
 from seq2seq.study.report import multi30k
 from seq2seq.study.report.common import finite
 from seq2seq.study.report.figure import plot_by_k
-from seq2seq.study.report.reverse import plateau_finding
-from seq2seq.study.report.synthetic import length_finding, plot, report_markdown
+from seq2seq.study.report.synthetic import length_finding, plateau_finding, plot, report_markdown
 
 __all__ = ["length_finding", "report_markdown", "write_report"]
 
 
 def write_report(results: dict, out: str | Path) -> None:
     """Write ``results.json``, ``report.md`` and the plots into ``out`` and store the findings in
-    ``results["findings"]`` (the CLI prints them): the Multi30k study's report and
-    ``bleu_by_k.png`` when ``results["study"] == "multi30k"``, else the synthetic half's with its
-    by-length plots. NaN (a retention over a k = 1 BLEU of 0) is written as null, and the report
-    is rendered from those same values, so rendering results.json again gives the same report."""
+    ``results["findings"]`` (the CLI prints them): the Multi30k study's report (``report.multi30k``,
+    ``report.figure``) when ``results["study"] == "multi30k"``, else the synthetic half's. NaN is
+    written as null, and the report rendered from those same values (rendering again: the same)."""
     out = Path(out)
     if results.get("study") == "multi30k":
         clean = finite(results)

@@ -28,6 +28,11 @@ def pct(x: float | None, digits: int = 1) -> str:
     return "-" if missing(x) else f"{100 * x:.{digits}f}%"
 
 
+def pct_pair(d: dict) -> str:
+    """``72.3% / 65.0%``: a pair's ``a`` and ``b`` fractions as percentages."""
+    return f"{pct(d.get('a'))} / {pct(d.get('b'))}"
+
+
 def points(x: float | None, digits: int = 1) -> str:
     """A difference of fractions in signed percentage points (``0.05`` -> ``+5.0``), or "-"."""
     return "-" if missing(x) else f"{100 * x:+.{digits}f}"

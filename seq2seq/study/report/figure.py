@@ -1,10 +1,7 @@
-"""``verdict_by_k.png`` of the Multi30k study, Figure 2's question asked of rule v2's two
-statistics: per test set (a row), rho (left: the share of what a caption's source tells the
-model that survives joining, ``study.rho``) and greedy retention on length-capped hypotheses
-(right: capped BLEU at k over capped BLEU at k = 1) against k. One line per model (the mean over
-its seeds), the band between its lowest and highest seed; attention models in blue, fixed-vector
-ones in red; the controls' equivalence band (the ablation's mean rho +/- ``verdict.MARGIN``) in
-grey once the rule is frozen. Drawn on matplotlib's Agg canvas and written atomically."""
+"""``verdict_by_k.png`` of the Multi30k study: per test set (a row), rho (left, ``study.rho``)
+and capped greedy retention (right) against k. One line per model (the mean over its seeds), the
+band between its lowest and highest seed; attention models in blue, fixed-vector ones in red;
+the controls' equivalence band (the ablation's mean rho +/- ``verdict.MARGIN``) in grey."""
 
 from __future__ import annotations
 
@@ -23,6 +20,10 @@ COLOURS = {
     False: ("tab:red", "tab:orange", "darkred", "tab:brown"),
 }
 MARKERS = ("o", "s", "^", "D", "v", "P")
+PANELS = (
+    ("rho", "rho: share of the source's information kept"),
+    ("capped_retention", "capped greedy BLEU at k over k = 1"),
+)
 
 
 def seed_bands(results: dict, set_name: str, key: str) -> dict[str, dict]:
@@ -52,13 +53,6 @@ def seed_bands(results: dict, set_name: str, key: str) -> dict[str, dict]:
     return out
 
 
-def _ablation(results: dict) -> str | None:
-    return next(
-        (m["name"] for m in results["models"] if m.get("role") == "ablation" and not m.get("copy")),
-        None,
-    )
-
-
 def plot_by_k(results: dict, out: str | Path) -> Path | None:
     """Draw ``out/verdict_by_k.png`` (one row per scored test set) and return it; None when no
     set has per-model statistics."""
@@ -70,15 +64,11 @@ def plot_by_k(results: dict, out: str | Path) -> Path | None:
         return None
     fig = Figure(figsize=(11.0, 4.2 * len(sets)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    abl = _ablation(results)
+    mains = [m for m in results["models"] if not m.get("copy")]  # not the seed copies
+    abl = [m["name"] for m in mains if m.get("role") == "ablation"][:1]
     margin = verdict.MARGIN
     for row, set_name in enumerate(sets):
-        for col, (key, title) in enumerate(
-            (
-                ("rho", "rho: share of the source's information kept"),
-                ("capped_retention", "capped greedy BLEU at k over k = 1"),
-            )
-        ):
+        for col, (key, title) in enumerate(PANELS):
             ax = fig.add_subplot(len(sets), 2, 2 * row + col + 1)
             bands = seed_bands(results, set_name, key)
             used = {True: 0, False: 0}
@@ -96,7 +86,7 @@ def plot_by_k(results: dict, out: str | Path) -> Path | None:
                     label=label,
                 )
                 ax.fill_between(x, b["low"], b["high"], color=colour, alpha=0.18, linewidth=0)
-                if key == "rho" and name == abl and margin is not None:
+                if key == "rho" and name in abl and margin is not None:
                     ax.fill_between(
                         x,
                         b["mean"] - 100 * margin,

@@ -1,11 +1,8 @@
 """report.md of the Multi30k study (``results["study"] == "multi30k"``): does attention keep more
 of its BLEU on long inputs than its own fixed-vector ablation (Bahdanau et al. 2015, Figure 2)?
 
-The rule is ``study.verdict``'s and is stated, from its constants, before any table; the verdict
-itself is read from ``results["verdict"]`` (``multi30k.rate``), never re-derived here. Then: the
-setup, the maturity table (the competence gate), the verdict table and the seed interval, and the
-later sections (``report.sections``). Every sentence is generated from results.json, so rendering
-the same results twice gives the same bytes.
+The verdict is read from ``results["verdict"]`` (``pairs.rate_sets``), never re-derived here;
+every sentence is generated from results.json, so rendering it twice gives the same bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seq2seq.study import verdict
-from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct, points, table
+from seq2seq.study.report.common import ci_text, interval, ks, missing, num, pct_pair, points, table
 from seq2seq.study.report.figure import FIGURE
 from seq2seq.study.report.sections import (
     beam_section,
@@ -42,8 +39,7 @@ def _quarter() -> str:
 
 
 def rule_paragraph(results: dict) -> str:
-    """Rule v1, worded from ``verdict``'s constants (shown beside rule v2 on the exploratory
-    seeds)."""
+    """Rule v1, worded from ``verdict``'s constants."""
     k1, kk = ks(results)[0], ks(results)[-1]
     return (
         "**Rule v1.** A pair, an attention model against its fixed-vector ablation, reproduces "
@@ -71,19 +67,13 @@ def _v1(results: dict) -> dict:
     return ((results.get("verdict") or {}).get("exploratory") or {}).get("v1") or {}
 
 
-def _overall(results: dict) -> dict:
-    return _v1(results).get("overall") or {
-        "kind": "incomplete",
-        "words": "No claim: results.json holds no rule-v1 verdict.",
-    }
+def _v1_words(results: dict) -> str:
+    overall = _v1(results).get("overall")
+    return overall["words"] if overall else "No claim: results.json holds no rule-v1 verdict."
 
 
 def _minutes(seconds) -> str:
     return "-" if missing(seconds) else f"{seconds / 60:.1f}"
-
-
-def _tokens(x) -> str:
-    return "-" if missing(x) else f"{x:,}"
 
 
 def setup_section(results: dict) -> list[str]:
@@ -122,7 +112,8 @@ def setup_section(results: dict) -> list[str]:
         for stage in ("single", "joined"):
             s = (m.get("stages") or {}).get(stage) or {}
             reused = " (reused)" if s.get("reused") else ""
-            cells += [str(s.get("steps", "-")), _tokens(s.get("target_tokens"))]
+            tokens = s.get("target_tokens")
+            cells += [str(s.get("steps", "-")), "-" if missing(tokens) else f"{tokens:,}"]
             cells.append(_minutes(s.get("train_seconds")) + reused)
         rows.append(cells + [_minutes(m.get("score_seconds"))])
     return ["## Setup", "", text, "", *table(head, rows), ""]
@@ -154,10 +145,8 @@ def zoo_bleu(results: dict, m: dict) -> str:
 
 
 def maturity_section(results: dict) -> list[str]:
-    """Per model entry: the single-pair stage's last validation points and plateau gain, the
-    single-pair checkpoint's and the fine-tuned model's k = 1 greedy BLEU beside its zoo run's
-    (``zoo_bleu``), the k = 1 length ratio and the competence gate's answer
-    (``verdict.competence``)."""
+    """Per model entry: the single-pair stage's last validation points and plateau gain, both
+    checkpoints' k = 1 greedy BLEU beside its zoo run's, and ``verdict.competence``'s answer."""
     k1 = ks(results)[0]
     zoo = bool(results.get("zoo"))
     rows = []
@@ -218,22 +207,16 @@ def seed_line(results: dict) -> str:
 
 
 def verdict_section(results: dict) -> list[str]:
-    """Rule v1's rows on the exploratory seeds (``results["verdict"]["exploratory"]["v1"]``):
-    one per rated pair, each pair's reason, the seed line and, when a control reproduces, that
-    the rule is invalid."""
+    """Rule v1's rows on the exploratory seeds (``results["verdict"]["exploratory"]["v1"]``), each
+    pair's reason and the seed line."""
     rows = _v1(results).get("rows") or []
     k1, kk = ks(results)[0], ks(results)[-1]
     head = ["role", "attention vs ablation", f"retention k={kk}/k={k1} (attention / ablation)"]
     head += ["difference, points [95%]", "difference without BP, points", "kind"]
     body = [
-        [
-            r["role"],
-            f"{r['attention']} vs {r['ablation']}",
-            f"{pct(r['retention'].get('a'))} / {pct(r['retention'].get('b'))}",
-            interval(*(r["retention"].get(x) for x in ("difference", "low", "high")), points),
-            points(r["retention_nobp"].get("difference")),
-            _kind(r),
-        ]
+        [r["role"], f"{r['attention']} vs {r['ablation']}", pct_pair(r["retention"])]
+        + [interval(*(r["retention"].get(x) for x in ("difference", "low", "high")), points)]
+        + [points(r["retention_nobp"].get("difference")), _kind(r)]
         for r in rows
     ]
     lines = [
@@ -253,7 +236,7 @@ def verdict_section(results: dict) -> list[str]:
             "- The " + ", ".join(f"{r['role']} control" for r in passed) + " reproduces: the "
             "rule is invalid here and no conclusion is drawn."
         )
-    return lines + ["", seed_line(results), "", f"Rule v1: {_overall(results)['words']}", ""]
+    return lines + ["", seed_line(results), "", f"Rule v1: {_v1_words(results)}", ""]
 
 
 def against_paper(results: dict) -> list[str]:

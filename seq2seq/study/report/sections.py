@@ -16,11 +16,12 @@ from seq2seq.study.report.common import (
     missing,
     num,
     pct,
+    pct_pair,
     points,
     table,
 )
-from seq2seq.study.report.reverse import plateau_finding
-from seq2seq.study.report.reverse import reverse_section as reverse_body
+from seq2seq.study.report.synthetic import plateau_finding
+from seq2seq.study.report.synthetic import reverse_section as reverse_body
 
 
 def _v(results: dict) -> dict:
@@ -90,38 +91,24 @@ def _seed(s) -> str:
     return f"{s[0]} vs {s[1]}" if isinstance(s, (list, tuple)) else str(s)
 
 
-def _head_rows(heads: list[dict]) -> list[str]:
+def _cell_tables(cells: dict) -> list[str]:
+    """The headline cells' table, then the controls' (confirmation or exploratory)."""
+    heads, controls = cells.get("heads") or [], cells.get("controls") or []
     head = ["set", "seed", "rho attention / ablation", "rho difference, points [95%]"]
     head += ["capped retention attention / ablation", "capped difference, points [95%]", "kind"]
     body = [
-        [
-            r["set"],
-            _seed(r["seed"]),
-            f"{pct(r['rho'].get('a'))} / {pct(r['rho'].get('b'))}",
-            _ci(r["rho"]),
-            f"{pct(r['capped'].get('a'))} / {pct(r['capped'].get('b'))}",
-            _ci(r["capped"]),
-            r["kind"],
-        ]
+        [r["set"], _seed(r["seed"]), pct_pair(r["rho"]), _ci(r["rho"])]
+        + [pct_pair(r["capped"]), _ci(r["capped"]), r["kind"]]
         for r in heads
     ]
-    return table(head, body) if heads else ["No headline cell was scored."]
-
-
-def _control_rows(controls: list[dict]) -> list[str]:
+    lines = [*(table(head, body) if heads else ["No headline cell was scored."]), ""]
     head = ["set", "control", "seeds", "pair", "rho difference, points [90%]", "kind"]
     body = [
-        [
-            c["set"],
-            c["role"],
-            _seed(c["seed"]),
-            f"{c['attention']} vs {c['ablation']}",
-            _ci(c["equivalence"]),
-            c["kind"],
-        ]
+        [c["set"], c["role"], _seed(c["seed"]), f"{c['attention']} vs {c['ablation']}"]
+        + [_ci(c["equivalence"]), c["kind"]]
         for c in controls
     ]
-    return table(head, body) if controls else ["No control was scored."]
+    return lines + [*(table(head, body) if controls else ["No control was scored."]), ""]
 
 
 def confirmation_section(results: dict) -> list[str]:
@@ -138,10 +125,7 @@ def confirmation_section(results: dict) -> list[str]:
     return [
         "## Confirmation",
         "",
-        *_head_rows(conf.get("heads") or []),
-        "",
-        *_control_rows(conf.get("controls") or []),
-        "",
+        *_cell_tables(conf),
         seeds,
         "",
         f"Overall: {verdict_words(results)['words']}",
@@ -151,8 +135,9 @@ def confirmation_section(results: dict) -> list[str]:
 
 def models_section(results: dict) -> list[str]:
     """Per set and model: rho and capped retention by k, and the share the cap shortened."""
-    lines = ["## Rho and capped retention by k", ""]
-    lines += [
+    lines = [
+        "## Rho and capped retention by k",
+        "",
         "Per model and test set (`pairs.model_summary`, from the per-line files in `lines/`): "
         "rho with its 95% bootstrap interval, capped greedy retention, and the percentage of "
         "lines the length cap shortened.",
@@ -163,18 +148,16 @@ def models_section(results: dict) -> list[str]:
         if not summaries:
             continue
         ks = [r["k"] for r in next(iter(summaries.values()))["by_k"]]
-        head = ["model"] + [f"rho k={k}" for k in ks if k > 1]
-        head += [f"capped ret. k={k}" for k in ks if k > 1] + [f"shortened k={k}" for k in ks]
+        joined = [k for k in ks if k > 1]
+        head = ["model"] + [f"rho k={k}" for k in joined]
+        head += [f"capped ret. k={k}" for k in joined] + [f"shortened k={k}" for k in ks]
         body = []
         for name, s in summaries.items():
             by = {r["k"]: r for r in s["by_k"]}
             cells = [name]
-            cells += [
-                f"{pct(by[k]['rho'])} [{pct(by[k]['rho_low'])}, {pct(by[k]['rho_high'])}]"
-                for k in ks
-                if k > 1
-            ]
-            cells += [pct(by[k]["capped_retention"]) for k in ks if k > 1]
+            rho = [(by[k]["rho"], by[k]["rho_low"], by[k]["rho_high"]) for k in joined]
+            cells += [f"{pct(r)} [{pct(low)}, {pct(high)}]" for r, low, high in rho]
+            cells += [pct(by[k]["capped_retention"]) for k in joined]
             cells += [f"{num(by[k]['shortened'])}%" for k in ks]
             body.append(cells)
         lines += [f"### {set_name}", "", *table(head, body), ""]
@@ -197,10 +180,7 @@ def exploratory_section(results: dict, v1_lines: list[str]) -> list[str]:
         "",
         f"Reported, never judged: {_sets(verdict.EXPLORATORY)}. Rule v2's statistics on them:",
         "",
-        *_head_rows(x.get("heads") or []),
-        "",
-        *_control_rows(x.get("controls") or []),
-        "",
+        *_cell_tables(x),
         proposal,
         "",
         "### Rule v1 on the same seeds",
@@ -341,16 +321,13 @@ def zero_shot_section(results: dict) -> list[str]:
         "A model never trained on long inputs tends to end early, which is a failure to "
         "generalise in length, not the fixed-vector bottleneck.",
         "",
-        *table(
-            ["model"] + _k_heads(results) + [f"ratio k={kk}", f"early % k={kk}"],
-            rows,
-        ),
+        *table(["model"] + _k_heads(results) + [f"ratio k={kk}", f"early % k={kk}"], rows),
         "",
     ]
 
 
 def reverse_section(results: dict) -> list[str]:
-    """The synthetic reversal (``make study-quick``), rendered by ``report.reverse`` one heading
+    """The synthetic reversal (``make study-quick``), rendered by ``report.synthetic`` one heading
     level down, or not run."""
     lines = ["## Synthetic reversal", ""]
     rev = results.get("reverse")

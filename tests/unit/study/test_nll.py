@@ -1,4 +1,4 @@
-"""``seq2seq/study/nll.py``: the references' teacher-forced loss -- NLL per k, and each
+"""``seq2seq/study/rho.py``'s NLL: the references' teacher-forced loss -- NLL per k, and each
 caption's NLL in its k-join against alone, by hand and against direct forward passes, whatever
 the batches."""
 
@@ -13,8 +13,7 @@ import torch
 from seq2seq.data.batch import Batch
 from seq2seq.data.tokenizer import UNK
 from seq2seq.models import Seq2SeqModel, build_model
-from seq2seq.study.nll import caption_gap_ci, nll_lines_by_k, nll_rows
-from seq2seq.study.rho import caption_nlls
+from seq2seq.study.rho import caption_gap_ci, caption_nlls, nll_lines_by_k, nll_rows
 from seq2seq.training.loss import token_loss_sum
 from tests.corpora import joined_evalset, lines
 from tests.toys import TINY_MODELS, tiny_model

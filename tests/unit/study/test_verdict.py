@@ -8,13 +8,12 @@ import math
 
 import pytest
 
+from seq2seq.study.stats import T_975, T_975_DF2
 from seq2seq.study.verdict import (
     CUT_MAX,
     PLATEAU_GAIN,
     RATIO_HIGH,
     RATIO_LOW,
-    T_975,
-    T_975_DF2,
     competence,
     length_flags,
     seed_interval,

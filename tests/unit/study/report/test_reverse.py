@@ -1,8 +1,8 @@
-"""``seq2seq/study/report/reverse.py``: the plateau finding."""
+"""``seq2seq/study/report/synthetic.py``: the plateau finding of the reverse table."""
 
 from __future__ import annotations
 
-from seq2seq.study.report.reverse import plateau_finding
+from seq2seq.study.report.synthetic import plateau_finding
 
 
 def test_the_finding_withholds_the_bottleneck_claim_from_a_rising_rnn():
