@@ -9,9 +9,6 @@ import typer
 from seq2seq.commands.common import check_writable, no_stdout, user_errors
 from seq2seq.console import counted, setup_logging
 
-# The options of the real-text study alone.
-REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only")
-
 
 def compare(
     configs: list[Path] = typer.Argument(
@@ -106,12 +103,10 @@ def compare(
     synthetic task (--exact-match, --alignment); what it trains, decodes and writes into OUT:
     docs/overview.md."""
     from seq2seq.config.lists import parse_list
-    from seq2seq.decoding.tune import parse_floats
     from seq2seq.evaluation.metrics import parse_buckets
     from seq2seq.runtime import inference_device
     from seq2seq.study.compare import compare as run_compare
-    from seq2seq.study.external import read_reverse, read_zoo
-    from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions, parse_seeds
+    from seq2seq.study.plan import Budget, StudyOptions, multi30k_plan
     from seq2seq.study.reverse import TASKS
 
     setup_logging()
@@ -124,42 +119,23 @@ def compare(
         if alignment is not None and alignment not in TASKS:
             raise ValueError(f"--alignment {alignment!r}: choose {' or '.join(TASKS)}")
         exact = exact_match or alignment is not None
-        plan = None
-        if exact and (single_steps is not None or joined_steps is not None):
-            raise ValueError(
-                "--single-steps and --joined-steps train real text; a synthetic task "
-                "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
-            )
-        real_only = zip(REAL_ONLY, (seeds, negative_seeds, tests, score_only), strict=True)
-        given = [name for name, value in real_only if value]
-        if exact and given:
-            raise ValueError(
-                f"{given[0]} is for the real-text study (--single-steps, --joined-steps); a "
-                "synthetic task (--exact-match, --alignment) takes its test set from its config"
-            )
-        if not exact:
-            if single_steps is None or joined_steps is None:
-                raise ValueError(
-                    "--budget-* is for a synthetic task: add --alignment or --exact-match"
-                    if budget.given
-                    else "real text trains with the two-stage recipe: give --single-steps and "
-                    "--joined-steps (make study's: --single-steps 1400 --joined-steps 200)"
-                )
-            plan = Multi30kPlan(
-                recipe=Recipe(single_steps, joined_steps, concat_k),
-                alphas=parse_floats(alphas, "--alphas"),
-                n_bootstrap=n_bootstrap,
-                reference=reference,
-                headline=headline,
-                seeds=parse_seeds(seeds) if seeds else (),
-                negative_seeds=parse_seeds(negative_seeds, "--negative-seeds")
-                if negative_seeds
-                else (),
-                tests=tuple(tests or ()),
-                score_only=score_only,
-                reverse=read_reverse(reverse_results),
-                zoo=read_zoo(zoo),
-            )
+        plan = multi30k_plan(
+            budget,
+            exact,
+            single_steps=single_steps,
+            joined_steps=joined_steps,
+            concat_k=concat_k,
+            alphas=alphas,
+            seeds=seeds,
+            negative_seeds=negative_seeds,
+            tests=tests,
+            score_only=score_only,
+            reverse=reverse_results,
+            zoo=zoo,
+            n_bootstrap=n_bootstrap,
+            reference=reference,
+            headline=headline,
+        )
     dev = str(inference_device(device))
     opts = StudyOptions(
         beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from seq2seq.config import Config, ConfigError, load_config, validate_config
 from seq2seq.config.lists import parse_list
+from seq2seq.decoding.tune import parse_floats
 from seq2seq.models import MODELS
+from seq2seq.study.external import read_reverse, read_zoo
 from seq2seq.study.verdict import PLATEAU_FROM
 
 # Data keys every compared config must share; concat_k and max_src_words are the study's axes.
@@ -225,6 +227,63 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
             "use --budget-steps for it, or a schedule without a fixed length"
         )
     return validate_config(raw, source)
+
+
+# The options of the real-text study alone.
+REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only")
+
+
+def multi30k_plan(
+    budget: Budget,
+    exact: bool,
+    *,
+    single_steps: int | None,
+    joined_steps: int | None,
+    concat_k: int,
+    alphas: str,
+    seeds: str | None,
+    negative_seeds: str | None,
+    tests: Sequence[str] | None,
+    score_only: bool,
+    reverse: Path | None,
+    zoo: Path | None,
+    **given,
+) -> Multi30kPlan | None:
+    """``compare``'s plan for real text from its options (``reverse``, ``zoo``: files read by
+    ``study.external``; ``given``: n_bootstrap, reference, headline), or None for a synthetic
+    task (``exact``). ValueError: options of both kinds, real text without its two stages' steps,
+    or a bad list or file."""
+    if exact and (single_steps is not None or joined_steps is not None):
+        raise ValueError(
+            "--single-steps and --joined-steps train real text; a synthetic task "
+            "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
+        )
+    real_only = zip(REAL_ONLY, (seeds, negative_seeds, tests, score_only), strict=True)
+    if exact and (named := [name for name, value in real_only if value]):
+        raise ValueError(
+            f"{named[0]} is for the real-text study (--single-steps, --joined-steps); a "
+            "synthetic task (--exact-match, --alignment) takes its test set from its config"
+        )
+    if exact:
+        return None
+    if single_steps is None or joined_steps is None:
+        raise ValueError(
+            "--budget-* is for a synthetic task: add --alignment or --exact-match"
+            if budget.given
+            else "real text trains with the two-stage recipe: give --single-steps and "
+            "--joined-steps (make study's: --single-steps 1400 --joined-steps 200)"
+        )
+    return Multi30kPlan(
+        recipe=Recipe(single_steps, joined_steps, concat_k),
+        alphas=parse_floats(alphas, "--alphas"),
+        seeds=parse_seeds(seeds) if seeds else (),
+        negative_seeds=parse_seeds(negative_seeds, "--negative-seeds") if negative_seeds else (),
+        tests=tuple(tests or ()),
+        score_only=score_only,
+        reverse=read_reverse(reverse),
+        zoo=read_zoo(zoo),
+        **given,
+    )
 
 
 def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:

@@ -18,6 +18,7 @@ from seq2seq.study.plan import (
     Recipe,
     check_plan,
     load_study_configs,
+    multi30k_plan,
     roles,
     seed_configs,
 )
@@ -215,3 +216,28 @@ def test_the_reference_must_be_a_fixed_context_model_other_than_the_headline():
         roles(cfgs, Multi30kPlan(reference="rs"))
     with pytest.raises(ConfigError, match="--headline 'abl' is also the --reference"):
         roles(cfgs, Multi30kPlan(headline="abl"))
+
+
+def test_multi30k_plan_takes_one_kind_of_options_and_reads_files_only_for_real_text(tmp_path):
+    """compare's options: a synthetic task (exact) gets no plan and refuses real-text options;
+    real text needs both stages, parses its lists, and only then reads --reverse."""
+    real = dict(single_steps=10, joined_steps=2, concat_k=3, alphas="0.6,1", seeds="1,2")
+    real |= dict(negative_seeds=None, tests=None, score_only=False, zoo=None)
+    bad_json = tmp_path / "bad.json"  # not JSON: reading it is a ValueError
+    bad_json.write_text("{", encoding="utf-8")
+    none = Budget(None, None, None)
+    synthetic = real | dict(single_steps=None, joined_steps=None, seeds=None)
+    assert multi30k_plan(none, True, **synthetic, reverse=bad_json) is None  # not read
+    with pytest.raises(ValueError, match="trains under --budget-"):
+        multi30k_plan(none, True, **real, reverse=None)
+    with pytest.raises(ValueError, match="^--seeds is for the real-text study"):
+        multi30k_plan(none, True, **(synthetic | dict(seeds="1")), reverse=None)
+    with pytest.raises(ValueError, match="is for a synthetic task"):
+        multi30k_plan(Budget(None, 5, None), False, **synthetic, reverse=None)
+    with pytest.raises(ValueError, match="--alphas"):
+        multi30k_plan(none, False, **(real | dict(alphas="1,0.5")), reverse=None)
+    plan = multi30k_plan(none, False, **real, reverse=None, n_bootstrap=50, headline="luong")
+    assert (plan.recipe, plan.alphas, plan.seeds) == (Recipe(10, 2, 3), (0.6, 1.0), (1, 2))
+    assert (plan.n_bootstrap, plan.headline, plan.tests, plan.reverse) == (50, "luong", (), None)
+    with pytest.raises(ValueError, match="bad.json: not a results.json"):
+        multi30k_plan(none, False, **real, reverse=bad_json)
