@@ -1,6 +1,7 @@
 """Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder, so a
 crash leaves the old file or the new one, never half of one. ``open_output`` and ``write_output``
-serve every command's output option: ``-`` is standard output, a ``.gz`` path is gzip-compressed.
+serve every command's output option: ``-`` is standard output, a ``.gz`` path is gzip-compressed;
+``check_writable`` and ``check_not_input`` refuse an output path before the work starts.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -144,3 +145,86 @@ def write_output(path: str | Path, text: str) -> None:
     """Write ``text`` to an output option's path (``-``: standard output), atomically."""
     with open_output(path) as f:
         f.write(text)
+
+
+class OutputError(ValueError):
+    """An output path refused before the work starts (one line naming the option and path)."""
+
+
+ANOTHER_PATH = "give a path in a folder you can write to"
+# what loading a run reads, and its training record
+RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json", "train.log")
+
+
+def check_writable(
+    path: str | Path | None, option: str, *, folder: bool = False, fix: str = ANOTHER_PATH
+) -> None:
+    """Refuse in one line (``option`` ... ``fix``) an output the command could not write (a folder
+    if ``folder``): a folder where a file goes or the reverse, a file on the way, or the nearest
+    existing folder not writable. None and ``-`` pass; creates nothing (that is the writer's)."""
+    if path is None or is_stdout(path):
+        return
+    p = Path(path)
+    if not folder and replaced_path(p) is None:  # a device, a FIFO: written through
+        if not os.access(p, os.W_OK):
+            raise OutputError(f"{option} {path}: cannot write there: not writable; {fix}")
+        return
+    if folder and p.exists() and not p.is_dir():
+        raise OutputError(f"{option} {path}: is a file, not a folder; give a folder to write into")
+    if not folder and p.is_dir():
+        raise OutputError(f"{option} {path}: is a folder; give a file name to write")
+    nearest = p if folder else p.parent
+    while not nearest.exists() and not nearest.is_symlink() and nearest != nearest.parent:
+        nearest = nearest.parent  # missing folders are made by the writer
+    if not nearest.is_dir():
+        kind = "a file, not a folder" if nearest.is_file() else "not a folder"
+        raise OutputError(f"{option} {path}: cannot write there: {nearest} is {kind}; {fix}")
+    if not _can_write(nearest):
+        raise OutputError(
+            f"{option} {path}: cannot write there: folder {nearest} is not writable; {fix}"
+        )
+
+
+def check_not_input(
+    path: str | Path | None,
+    option: str,
+    inputs: Sequence[tuple[str, str | Path | None]] = (),
+    runs: Sequence[str | Path] = (),
+    checkpoints: bool = True,
+    outputs: Sequence[tuple[str, str | Path | None]] = (),
+) -> None:
+    """Refuse in one line an output ``path`` of ``option`` that is one of ``inputs``
+    or ``outputs`` ((option, path) each), or a checkpoint (``*.pt``, unless ``checkpoints`` is
+    False), tokenizer, ``train_log.jsonl`` or one of ``RUN_FILES`` of ``runs``. None and ``-``
+    pass."""
+    if path is None or is_stdout(path):
+        return
+    out = Path(path).resolve()
+
+    def same(given: str | Path | None) -> bool:
+        return given is not None and not is_stdout(given) and Path(given).resolve() == out
+
+    for opt, given in outputs:
+        if same(given):
+            raise OutputError(f"{option} {path} is also the {opt} file; give each output its own")
+    for opt, given in inputs:
+        if same(given):
+            raise OutputError(
+                f"{option} {path} is the {opt} file: writing it would replace what is read; "
+                "write to another file"
+            )
+    for run in runs:
+        folder = Path(run).resolve()
+        folder = folder if folder.is_dir() else folder.parent
+        run_file = (checkpoints and out.suffix == ".pt") or out.name in RUN_FILES
+        run_file = run_file or out.name.startswith("spm") or out.name == "train_log.jsonl"
+        if out.parent == folder and (run_file or out == Path(run).resolve()):
+            raise OutputError(
+                f"{option} {path}: would overwrite the run's own {out.name}; write to a file "
+                f"that is not one of the run's checkpoints, tokenizers or {', '.join(RUN_FILES)}"
+            )
+
+
+def _can_write(folder: Path) -> bool:
+    """New files can be made in ``folder`` (its permissions, a read-only file system)."""
+    return os.access(folder, os.W_OK | os.X_OK)

@@ -12,6 +12,7 @@ import traceback
 
 import typer
 
+from seq2seq.atomic import OutputError
 from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
@@ -179,7 +180,7 @@ def main() -> None:
         # standalone_mode=False: click's usage errors come here (one line, not its usage block),
         # and a Ctrl-C that typer turned into exit code 130 is said, not silent
         code = app(standalone_mode=False, prog_name="seq2seq")
-    except (ConfigError, DataError, CheckpointError, TrainingError, UserError) as e:
+    except (ConfigError, DataError, CheckpointError, TrainingError, UserError, OutputError) as e:
         _debug_traceback(e)
         fail(str(e))
     except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C

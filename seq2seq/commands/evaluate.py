@@ -10,17 +10,9 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.atomic import is_stdout, write_output
+from seq2seq.atomic import check_not_input, check_writable, is_stdout, write_output
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import (
-    UserError,
-    check_not_input,
-    check_writable,
-    flag_of,
-    no_stdin,
-    user_errors,
-    warn,
-)
+from seq2seq.commands.common import UserError, flag_of, no_stdin, user_errors, warn
 from seq2seq.console import setup_logging
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import UserError, check_writable, no_stdout, user_errors
+from seq2seq.atomic import check_writable
+from seq2seq.commands.common import UserError, no_stdout, user_errors
 from seq2seq.console import setup_logging
 
 

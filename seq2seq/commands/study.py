@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.commands.common import check_writable, no_stdout, user_errors
+from seq2seq.atomic import check_writable
+from seq2seq.commands.common import no_stdout, user_errors
 from seq2seq.console import counted, setup_logging
 
 

@@ -9,15 +9,9 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.atomic import check_not_input, check_writable
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import (
-    UserError,
-    check_not_input,
-    check_writable,
-    fail,
-    no_stdout,
-    one_run,
-)
+from seq2seq.commands.common import UserError, fail, no_stdout, one_run
 from seq2seq.console import counted, setup_logging
 
 

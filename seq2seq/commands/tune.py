@@ -7,17 +7,9 @@ from pathlib import Path
 
 import typer
 
+from seq2seq.atomic import check_not_input, check_writable
 from seq2seq.commands import decode_options as opt
-from seq2seq.commands.common import (
-    UserError,
-    check_not_input,
-    check_writable,
-    no_stdin,
-    no_stdout,
-    one_run,
-    user_errors,
-    warn,
-)
+from seq2seq.commands.common import UserError, no_stdin, no_stdout, one_run, user_errors, warn
 from seq2seq.console import setup_logging
 
 

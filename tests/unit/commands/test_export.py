@@ -99,7 +99,7 @@ def test_an_output_folder_it_cannot_write_is_refused_before_reading(
     synth_transformer_run, tmp_path, monkeypatch, capsys
 ):
     """Root writes into read-only folders, so the folder's permission is made up here."""
-    import seq2seq.commands.common as outputs
+    import seq2seq.atomic as outputs
     import seq2seq.export.folder as export_folder
 
     monkeypatch.setattr(outputs, "_can_write", lambda folder: folder != tmp_path)

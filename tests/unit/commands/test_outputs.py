@@ -1,4 +1,4 @@
-"""``seq2seq/commands/common.py`` ``check_writable``, ``check_not_input``: every output path is
+"""``seq2seq/atomic.py`` ``check_writable``, ``check_not_input``: every output path is
 checked writable before the work starts (one line, exit 2, nothing decoded, trained or
 averaged)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from seq2seq.commands.common import UserError, check_writable
+from seq2seq.atomic import OutputError, check_not_input, check_writable
 from tests.toys import run_main, synth_run_raw
 
 SPIES = {  # what each command's work begins with
@@ -104,7 +104,7 @@ def test_tune_decode_refuses_a_run_folder_it_cannot_write_before_decoding(
     command_files, monkeypatch, capsys
 ):
     """Root writes into read-only folders, so the folder's permission is made up here."""
-    import seq2seq.commands.common as outputs
+    import seq2seq.atomic as outputs
 
     run, _, _ = command_files
     monkeypatch.setattr(SPIES["tune-decode"], lambda *a, **k: pytest.fail("the model loaded"))
@@ -124,7 +124,7 @@ def test_a_writable_output_passes_even_when_its_folders_are_still_to_be_made(tmp
     check_writable(None, "--json")
     assert not (tmp_path / "new").exists()  # nothing is made by the check
     (tmp_path / "f").write_text("x")
-    with pytest.raises(UserError, match="is a file, not a folder; give a folder to write into"):
+    with pytest.raises(OutputError, match="is a file, not a folder; give a folder to write into"):
         check_writable(tmp_path / "f", "--out", folder=True)
 
 
@@ -178,13 +178,11 @@ def test_an_output_that_is_an_input_or_a_file_of_the_run_is_refused_before_the_w
 
 
 def test_an_output_beside_the_run_files_that_is_not_one_of_them_passes(tmp_path):
-    from seq2seq.commands.common import check_not_input
-
     run = tmp_path / "run"
     run.mkdir()
     check_not_input(run / "test_greedy.hyp.en", "-o", [("--input", tmp_path / "a.de")], [run])
     check_not_input("-", "-o", [("--input", "-")], [run / "best.pt"])
-    with pytest.raises(UserError, match="would overwrite the run's own step200.pt"):
+    with pytest.raises(OutputError, match="would overwrite the run's own step200.pt"):
         check_not_input(run / "step200.pt", "-o", [], [run / "best.pt"])
     check_not_input(run / "avg_best5.pt", "-o", runs=[run], checkpoints=False)  # make best's
 
