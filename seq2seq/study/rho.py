@@ -34,8 +34,6 @@ joined lines of one k, K captions per joined line.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +41,7 @@ import torch
 
 from seq2seq.data.text import ParallelText, TokenizedPairs, tokenize_pairs
 from seq2seq.data.tokenizer import PAD, Tokenizer
+from seq2seq.decoding.translate import eval_mode
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.cells import retention_units
 from seq2seq.study.evalsets import EvalSet, lines_of
@@ -52,17 +51,6 @@ from seq2seq.training.validate import eval_batches
 
 Lines = dict[int, tuple[np.ndarray, np.ndarray]]
 """k -> (per line a float64 quantity in nats, per line its int64 token count)."""
-
-
-@contextmanager
-def eval_mode(model: Seq2SeqModel) -> Iterator[None]:
-    """The model in eval mode, its training mode restored afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 def nll_lines_by_k(
