@@ -70,18 +70,11 @@ class RNNEncoder(nn.Module):
             PackedSequence(out.data, out.batch_sizes), batch_first=True, total_length=src.shape[1]
         )
         out = out.index_select(0, packed.unsorted_indices)
-        if isinstance(final, tuple):
-            return {
-                "enc_out": out,
-                "enc_h": _final_by_layer(final[0], self.layers, self.dirs),
-                "enc_c": _final_by_layer(final[1], self.layers, self.dirs),
-                "src_mask": src_mask,
-            }
-        return {
-            "enc_out": out,
-            "enc_h": _final_by_layer(final, self.layers, self.dirs),
-            "src_mask": src_mask,
-        }
+        h_n, c_n = final if isinstance(final, tuple) else (final, None)
+        state = {"enc_out": out, "enc_h": _final_by_layer(h_n, self.layers, self.dirs)}
+        if c_n is not None:
+            state["enc_c"] = _final_by_layer(c_n, self.layers, self.dirs)
+        return {**state, "src_mask": src_mask}
 
 
 class OutputLayer(nn.Module):
@@ -134,11 +127,13 @@ class _RNNDecoderModel(Seq2SeqModel):
         h = state["h"].transpose(0, 1).contiguous()
         return (h, state["c"].transpose(0, 1).contiguous()) if self.lstm else h
 
-    def _state(self, hx) -> State:
-        """nn.GRU/LSTM's hidden state -> the batch-first entries of a decoding state."""
+    def _state(self, hx, state: State) -> State:
+        """nn.GRU/LSTM's hidden state -> the batch-first h [and c] of a decoding state, with the
+        static entries of ``state``."""
+        new = {"h": (hx[0] if self.lstm else hx).transpose(0, 1)}
         if self.lstm:
-            return {"h": hx[0].transpose(0, 1), "c": hx[1].transpose(0, 1)}
-        return {"h": hx.transpose(0, 1)}
+            new["c"] = hx[1].transpose(0, 1)
+        return new | {k: state[k] for k in self.static_state_keys if k in state}
 
     def _top(self, hx) -> Tensor:
         """The top layer's state s (B, 1, H)."""
@@ -224,9 +219,7 @@ class RNNSeq2Seq(_RNNDecoderModel):
         else:
             out, hx = self.rnn(emb, self._hx(state))
             pre = out
-        new = self._state(hx)
-        new.update({k: state[k] for k in self.static_state_keys if k in state})
-        return self.out(pre), None, new
+        return self.out(pre), None, self._state(hx, state)
 
 
 class BahdanauSeq2Seq(_RNNDecoderModel):
@@ -299,9 +292,7 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
             contexts.append(c)
             weights.append(a)
         s, c = torch.cat(outs, 1), torch.cat(contexts, 1)  # (B, T, H), (B, T, 2He)
-        rnn_state = self._state(hx)
-        rnn_state.update({k: state[k] for k in self.static_state_keys if k in state})
-        return self._deep_output(s, emb, c), torch.cat(weights, 1), rnn_state
+        return self._deep_output(s, emb, c), torch.cat(weights, 1), self._state(hx, state)
 
 
 class LuongSeq2Seq(_RNNDecoderModel):
@@ -355,17 +346,14 @@ class LuongSeq2Seq(_RNNDecoderModel):
         if not self.input_feeding:
             s, hx = self.rnn(emb, hx)
             h_tilde, weights = self._attend(s, state)
-            rnn_state = self._state(hx)
-        else:
-            feed, tildes, ws = state["feed"], [], []
-            for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
-                x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
-                s, hx = self.rnn(x, hx)
-                h_t, a = self._attend(s, state)
-                feed = h_t.squeeze(1)
-                tildes.append(h_t)
-                ws.append(a)
-            h_tilde, weights = torch.cat(tildes, 1), torch.cat(ws, 1)
-            rnn_state = {**self._state(hx), "feed": feed}
-        rnn_state.update({k: state[k] for k in self.static_state_keys})
-        return self.out(h_tilde), weights, rnn_state
+            return self.out(h_tilde), weights, self._state(hx, state)
+        feed, tildes, ws = state["feed"], [], []
+        for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
+            x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
+            s, hx = self.rnn(x, hx)
+            h_t, a = self._attend(s, state)
+            feed = h_t.squeeze(1)
+            tildes.append(h_t)
+            ws.append(a)
+        new = {**self._state(hx, state), "feed": feed}
+        return self.out(torch.cat(tildes, 1)), torch.cat(ws, 1), new

@@ -40,6 +40,4 @@ class RNNEncDec(BahdanauSeq2Seq):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
         c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, 2He)
         s, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))  # (B, T, H)
-        new = self._state(hx)
-        new.update({k: state[k] for k in self.static_state_keys if k in state})
-        return self._deep_output(s, emb, c), None, new
+        return self._deep_output(s, emb, c), None, self._state(hx, state)

@@ -9,6 +9,7 @@ cross-attention keys and values once per sentence (``ck{i}``, ``cv{i}``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -51,25 +52,17 @@ def attention(
         (B, H, T, d_k) outputs and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
     """
     if not need_weights:
-        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-            # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower
-            # than in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16
-            # step is 1.26x faster on one thread, 1.08x on two (docs/results/README.md, training
-            # speed). The matmuls around it stay bf16.
-            with torch.autocast("cpu", enabled=False):
-                out = F.scaled_dot_product_attention(
-                    q.float(),
-                    k.float(),
-                    v.float(),
-                    attn_mask=mask,
-                    dropout_p=dropout,
-                    is_causal=causal,
-                )
-            return out.to(q.dtype), None
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal
-        )
-        return out, None
+        # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower than
+        # in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16 step is
+        # 1.26x faster on one thread, 1.08x on two (docs/results/README.md, training speed). The
+        # matmuls around it stay bf16.
+        upcast = q.device.type == "cpu" and q.dtype == torch.bfloat16
+        with torch.autocast("cpu", enabled=False) if upcast else contextlib.nullcontext():
+            qkv = (t.float() for t in (q, k, v)) if upcast else (q, k, v)
+            out = F.scaled_dot_product_attention(
+                *qkv, attn_mask=mask, dropout_p=dropout, is_causal=causal
+            )
+        return out.to(q.dtype), None
     # 1) scores  2) mask  3) softmax  4) weighted sum — the same formula, weights kept.
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:

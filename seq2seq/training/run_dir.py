@@ -27,6 +27,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, ConfigError, TrainConfig, to_yaml
 from seq2seq.data.text import DataError, resolve_corpus_file, sha256_file
+from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.runtime import set_rng_states
 from seq2seq.training.schedules import lr_at
 from seq2seq.training.state import TrainingError, TrainState, book_last
@@ -276,15 +277,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _bleu_signature(tgt_lang: str) -> str:
-    """The signature validation BLEU is reported under (one reference)."""
-    from sacrebleu.metrics import BLEU
-
-    bleu = BLEU(trg_lang=tgt_lang)
-    bleu.corpus_score(["x"], [["x"]])
-    return str(bleu.get_signature())
-
-
 def data_file_hashes(cfg: Config) -> dict[str, str]:
     """sha256 of every data file the run reads, by path: the splits' corpus files, or the Arrow
     files of a local (``save_to_disk``) Hugging Face dataset (a hub dataset is not hashed)."""
@@ -339,6 +331,8 @@ def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
 def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
     """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
     ``runtime``: what ``auto`` settings resolved to on this machine)."""
+    # the signature validation BLEU is reported under (one reference)
+    bleu = corpus_score("bleu", ["x"], [["x"]], cfg.data.tgt_lang) if cfg.train.valid_bleu else None
     info = {
         "versions": versions(),
         "git_commit": _git_commit(),
@@ -349,7 +343,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None
         "src_vocab": data.tok.src_vocab_size,
         "tgt_vocab": data.tok.tgt_vocab_size,
         "parameters": model.num_parameters(),
-        "bleu_signature": _bleu_signature(cfg.data.tgt_lang) if cfg.train.valid_bleu else None,
+        "bleu_signature": bleu.signature if bleu is not None else None,
         "runtime": runtime or {},
     }
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))

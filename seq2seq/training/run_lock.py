@@ -5,8 +5,7 @@ The kernel drops the lock however its holder ends, so a free lock written on thi
 and taken over (logged); one written on another host is not (some shared file systems keep locks
 per host): the line says to delete it. A file system without locks is noted and the run goes on.
 A second training into a held folder is refused naming the holder; ``--overwrite`` clears only
-once it holds the lock. A run that fails before its first checkpoint removes the run files it
-wrote (``clear_run``'s names, not those the folder held before) and the folders the lock made.
+once it holds the lock.
 """
 
 from __future__ import annotations
@@ -69,10 +68,10 @@ def live_holder(run_dir: Path) -> str | None:
 
 
 class RunLock:
-    """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for the
-    ranks other than 0). On entry makes the folder (noting the folders it made) and takes the
-    lock; on exit removes the lock file, and after an error, when the folder holds no checkpoint,
-    the run files this run wrote and the folders made here.
+    """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for ranks
+    other than 0): on entry makes the folder and takes the lock; on exit removes the lock file and,
+    after an error with no checkpoint in the folder, the run files (``clear_run``'s names) and
+    folders this run made.
 
     Raises:
         RunFolderBusy: another live process holds the lock (names it, and what to do).
