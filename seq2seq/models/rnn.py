@@ -39,8 +39,9 @@ def _final_by_layer(h_n: Tensor, layers: int, dirs: int) -> Tensor:
 class RNNEncoder(nn.Module):
     """Embedding + (bi)directional GRU/LSTM over the real tokens only (packed sequences)."""
 
-    def __init__(self, vocab: int, cfg: RNNConfig | BahdanauConfig | LuongConfig, bidir: bool):
+    def __init__(self, vocab: int, cfg: RNNConfig | BahdanauConfig | LuongConfig):
         super().__init__()
+        bidir = cfg.bidirectional
         self.dirs = 2 if bidir else 1
         self.layers = cfg.num_layers
         self.embed = nn.Embedding(vocab, cfg.emb_size, padding_idx=0)
@@ -103,13 +104,16 @@ class OutputLayer(nn.Module):
 
 class _RNNDecoderModel(Seq2SeqModel):
     """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods.
-    ``joint_vocab`` is not used: source and target keep their own embeddings."""
+    ``joint_vocab`` is not used: source and target keep their own embeddings. ``bridges``: the
+    s_0 (and c_0) projections, run once per sentence."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg, bidir: bool):
+    bridges = ("bridge", "bridge_c")
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg):
         super().__init__()
         self.cfg = cfg
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
-        self.encoder = RNNEncoder(src_vocab, cfg, bidir)
+        self.encoder = RNNEncoder(src_vocab, cfg)
         self.tgt_embed = nn.Embedding(tgt_vocab, cfg.emb_size, padding_idx=0)
         self.dropout = Dropout(cfg.dropout)
         self.lstm = cfg.cell == "lstm"
@@ -154,17 +158,16 @@ class _RNNDecoderModel(Seq2SeqModel):
     def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, Tensor | None, State]:
         raise NotImplementedError
 
-    def _flop_sides(self, *once: str) -> dict[str, FlopSide]:
-        """The encoder runs per source token; the named bridges once per sentence (uncounted); a
-        tied target embedding is also the output projection, per target token."""
+    def flop_sides(self) -> dict[str, FlopSide]:
+        """The encoder runs per source token; the ``bridges`` once per sentence (uncounted); a tied
+        target embedding is also the output projection, per target token; then attention's."""
         sides: dict[str, FlopSide] = {"encoder": "src"}
-        sides.update({name: "uncounted" for name in once if getattr(self, name) is not None})
+        sides.update({b: "uncounted" for b in self.bridges if getattr(self, b) is not None})
         if self.out.tie_with is not None:
             sides["tgt_embed"] = "tgt"
+        if self.has_attention:
+            sides.update({f"attention.{k}": v for k, v in self.attention.flop_sides().items()})
         return sides
-
-    def _attention_flop_sides(self) -> dict[str, FlopSide]:
-        return {f"attention.{k}": v for k, v in self.attention.flop_sides().items()}
 
     def attention_flops(self) -> AttentionFlops:
         """Attention reads every (target, source) pair once: 3 x its forward FLOPs per pair."""
@@ -186,7 +189,7 @@ class RNNSeq2Seq(_RNNDecoderModel):
     has_attention = False
 
     def __init__(self, cfg: RNNConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc = self.encoder.out_size
         self.feed_context = cfg.feed_context
         self.static_state_keys = frozenset({"src_mask", "context"})
@@ -200,9 +203,6 @@ class RNNSeq2Seq(_RNNDecoderModel):
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(pre, tgt_vocab, cfg.dropout, tie)
 
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return self._flop_sides("bridge", "bridge_c")
-
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)
         state["src_mask"] = enc["src_mask"]
@@ -212,14 +212,12 @@ class RNNSeq2Seq(_RNNDecoderModel):
 
     def _decode(self, tgt_in, state):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        if self.feed_context:
-            c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
-            out, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))
-            pre = torch.cat([out, c, emb], -1)
-        else:
+        if not self.feed_context:
             out, hx = self.rnn(emb, self._hx(state))
-            pre = out
-        return self.out(pre), None, self._state(hx, state)
+            return self.out(out), None, self._state(hx, state)
+        c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
+        out, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))
+        return self.out(torch.cat([out, c, emb], -1)), None, self._state(hx, state)
 
 
 class BahdanauSeq2Seq(_RNNDecoderModel):
@@ -237,9 +235,10 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     """
 
     has_attention = True
+    bridges = ("W_s", "W_s_c")
 
     def __init__(self, cfg: BahdanauConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc, self.he = self.encoder.out_size, cfg.enc_size
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys", "context"})
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
@@ -253,9 +252,6 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         self.pre_output = nn.Linear(cfg.hidden_size + cfg.emb_size + enc, 2 * cfg.maxout_size)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(cfg.maxout_size, tgt_vocab, cfg.dropout, tie)
-
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return {**self._flop_sides("W_s", "W_s_c"), **self._attention_flop_sides()}
 
     def _initial_state(self, enc: State) -> State:
         """s_0 = tanh(W_s ←h_1), with ←h_1 the backward half of the final state (the forward half
@@ -309,7 +305,7 @@ class LuongSeq2Seq(_RNNDecoderModel):
     has_attention = True
 
     def __init__(self, cfg: LuongConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc, h = self.encoder.out_size, cfg.hidden_size
         self.input_feeding = cfg.input_feeding
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
@@ -321,9 +317,6 @@ class LuongSeq2Seq(_RNNDecoderModel):
         self.W_c = nn.Linear(enc + h, h, bias=False)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(h, tgt_vocab, cfg.dropout, tie)
-
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return {**self._flop_sides("bridge", "bridge_c"), **self._attention_flop_sides()}
 
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from seq2seq.models.base import FlopSide, State
+from seq2seq.models.base import State
 from seq2seq.models.rnn import BahdanauSeq2Seq
 
 
@@ -27,9 +27,6 @@ class RNNEncDec(BahdanauSeq2Seq):
     """
 
     has_attention = False
-
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return self._flop_sides("W_s", "W_s_c")
 
     def init_state(self, enc: State) -> State:
         state = self._initial_state(enc)

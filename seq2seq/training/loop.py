@@ -4,11 +4,6 @@
 and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch),
 the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
 ``torchrun`` every rank trains its shard inside DDP; only rank 0 validates, logs and writes files.
-
-Stopping cleanly: in the loop, the first Ctrl-C, SIGTERM or SIGHUP asks it to stop after the
-current step and save ``last.pt``; a second one aborts at once. Before the loop, SIGTERM and SIGHUP
-end the run as Ctrl-C does, through its cleanup (the lock released, a failed start's files
-removed). A signal ignored when training starts stays ignored (``nohup seq2seq train ...``).
 """
 
 from __future__ import annotations
@@ -56,8 +51,8 @@ STOP_SIGNALS = tuple(
 @contextlib.contextmanager
 def _handling(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterator[None]:
     """``handler`` for each of ``signals`` within the block, the previous handlers back on exit.
-    An ignored signal stays ignored; outside the main thread (where handlers cannot be set)
-    signals keep their usual effect."""
+    An ignored signal stays ignored (``nohup``); outside the main thread, where handlers cannot be
+    set, signals keep their usual effect."""
     previous = {}
     for sig in signals:
         with contextlib.suppress(ValueError):  # not the main thread

@@ -20,7 +20,6 @@ from torch import nn
 from seq2seq.config import Config, TrainConfig
 from seq2seq.cpu_features import BF16_FLAGS, cpu_flags, native_bf16
 from seq2seq.data.batch import Batch
-from seq2seq.data.prepare import TrainData, epoch_batches, make_batch
 from seq2seq.runtime import resolve_precision, rng_states, set_rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.step import TeacherForcing, build_optimizer, train_step
@@ -74,15 +73,6 @@ def choose_cpu_precision(
     speeds_said = f"{bf16:,.0f} tok/s bf16 against {fp32:,.0f} fp32{short}"
     line = f"precision auto: {choice} (probe: {speeds_said})"
     return PrecisionChoice(choice, line, {"bf16": round(bf16, 1), "fp32": round(fp32, 1)})
-
-
-def probe_batches(
-    data: TrainData, t: TrainConfig, info: dist.DistInfo, device, pad_multiple: int, cap
-) -> list[Batch]:
-    """This rank's first ``PROBE_BATCHES`` batches of epoch 0 on ``device``, padded as the run
-    pads them (``cap``: the model's position limit, or None)."""
-    items = epoch_batches(data.train, t, 0, info)[:PROBE_BATCHES]
-    return [make_batch(data.train, item, device, pad_multiple, cap) for item in items]
 
 
 def probe_speeds(

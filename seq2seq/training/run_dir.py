@@ -207,29 +207,24 @@ class RunCheckpoints:
     def __init__(self, run_dir: Path, keep_last: int, is_main: bool):
         self.run_dir, self.keep_last, self.is_main = run_dir, keep_last, is_main
 
-    def save(self, name: str, payload: dict) -> None:
-        """Write ``name``; non-finite weights stop training and write nothing.
+    def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
+        """``last.pt`` (``payload()``, built after the bookkeeping it records); with ``keep_last``
+        k > 1 also ``step<N>.pt`` for the newest k.
 
         Raises:
-            TrainingError: a weight is NaN or inf (the previous checkpoint is kept).
+            TrainingError: a weight is NaN or inf (nothing written; the previous checkpoint stays).
         """
+        name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
         if not self.is_main:
             return
+        ckpt = payload()
         try:
-            save_checkpoint(self.run_dir / name, payload)
+            save_checkpoint(self.run_dir / "last.pt", ckpt)
         except CheckpointError as e:
             raise TrainingError(
                 f"{e}: training diverged; lower train.lr or use precision fp32 "
                 "(the previous checkpoint is kept)"
             ) from None
-
-    def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
-        """``last.pt`` (``payload()``, built after the bookkeeping it records); with ``keep_last``
-        k > 1 also ``step<N>.pt`` for the newest k."""
-        name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
-        if not self.is_main:
-            return
-        self.save("last.pt", payload())
         if name is not None:
             self._link(name)
         self._remove(dropped)

@@ -18,14 +18,14 @@ from torch import nn
 
 from seq2seq.checkpoint import CheckpointError, config_of, load_checkpoint, resolve_checkpoint
 from seq2seq.config import Config, ConfigError
-from seq2seq.data.prepare import check_corpus_files, prepare_data
+from seq2seq.data.prepare import check_corpus_files, epoch_batches, make_batch, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.evaluation.metrics import bleu_metric
 from seq2seq.models import build_model
 from seq2seq.runtime import configure_device, pick_device, resolve_pad_multiple, seed_everything
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import Monitor, RunLog
-from seq2seq.training.precision import probe_batches, probe_speeds, settle_precision
+from seq2seq.training.precision import PROBE_BATCHES, probe_speeds, settle_precision
 from seq2seq.training.run_dir import (
     RunCheckpoints,
     check_run_dir,
@@ -128,8 +128,10 @@ class RunSetup:
         resumed = config_of(ckpt, str(self.run_dir / "last.pt")) if ckpt else None
         t, cap = self.cfg.train, self.model.max_positions
 
-        def probe() -> dict[str, float]:
-            batches = probe_batches(self.data, t, self.info, self.device, self.pad_multiple, cap)
+        def probe() -> dict[str, float]:  # this rank's first batches, padded as the run pads them
+            items = epoch_batches(self.data.train, t, 0, self.info)[:PROBE_BATCHES]
+            pad, train = self.pad_multiple, self.data.train
+            batches = [make_batch(train, item, self.device, pad, cap) for item in items]
             return probe_speeds(self.model, t, batches, self.device)
 
         params = self.model.num_parameters()
