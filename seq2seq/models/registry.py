@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from seq2seq.models.base import Seq2SeqModel
 from seq2seq.models.configs import ModelConfigBase
-from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
-from seq2seq.models.rnnencdec import RNNEncDec
+from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNEncDec, RNNSeq2Seq
 from seq2seq.models.transformer import Transformer
 
 MODELS: dict[str, type[Seq2SeqModel]] = {

@@ -1,4 +1,5 @@
-"""RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings.
+"""RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings,
+and RNNsearch's fixed-context ablation.
 
 Shapes: B batch, S source length, T target steps, L layers, E embedding size, H decoder state size,
 He encoder state size per direction, V vocabulary. Each model decodes through one method,
@@ -243,7 +244,7 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys", "context"})
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
         self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
-        if self.has_attention:  # the fixed-context ablation (models/rnnencdec.py) has none
+        if self.has_attention:  # the fixed-context ablation (RNNEncDec) has none
             self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
         self.rnn = _rnn(
             cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout, False
@@ -350,3 +351,32 @@ class LuongSeq2Seq(_RNNDecoderModel):
             ws.append(a)
         new = {**self._state(hx, state), "feed": feed}
         return self.out(torch.cat(tildes, 1)), torch.cat(ws, 1), new
+
+
+class RNNEncDec(BahdanauSeq2Seq):
+    """``rnnencdec``: RNNsearch's own ablation, the fixed-context baseline (Bahdanau et al. 2015,
+    §4.2 and appendix A.2.1; Cho et al. 2014a, eq. 5-6):
+
+        s_0  = tanh(W_s ←h_1)                                    (as in ``bahdanau``)
+        c    = [→h_S; ←h_1]                                      (fixed: the same for every t)
+        s_t  = RNN_dec([E(y_{t-1}); c], s_{t-1})
+        t_t  = maxout(U_o s_t + V_o E(y_{t-1}) + C_o c);  p(y_t) = softmax(W_o t_t)
+
+    Every weight keeps its ``bahdanau`` shape, the attention's (W_a, U_a, v_a) aside, so a
+    difference in how BLEU falls with source length is attention's alone. No encoder state other
+    than the two final ones reaches the decoder. As c does not depend on t, the whole target runs
+    through the RNN in one call. Returns no attention weights.
+    """
+
+    has_attention = False
+
+    def init_state(self, enc: State) -> State:
+        state = self._initial_state(enc)
+        state["context"] = enc["enc_h"][:, -1]  # (B, 2He): [→h_S; ←h_1] of the top layer
+        return state
+
+    def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, None, State]:
+        emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, 2He)
+        s, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))  # (B, T, H)
+        return self._deep_output(s, emb, c), None, self._state(hx, state)
