@@ -83,12 +83,8 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
 
 
 class Seq2SeqModel(nn.Module):
-    """Encoder-decoder protocol.
-
-    Subclasses are built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)`` (the one builder
-    signature of ``registry.MODELS``), declare ``has_attention``, and implement ``encode``,
-    ``init_state``, ``decode_step``, ``forward_attention`` and the two FLOP rules, ``flop_sides``
-    and ``attention_flops``.
+    """Encoder-decoder protocol: built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)``
+    (``registry.MODELS``); declares ``has_attention`` and implements the methods that raise here.
     """
 
     # True when decode_step and forward_attention return cross-attention weights (B, [T,] S).
@@ -101,17 +97,10 @@ class Seq2SeqModel(nn.Module):
     def forward(
         self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, src_lengths: Lengths | None = None
     ) -> Tensor:
-        """Teacher-forced logits.
-
-        Args:
-            src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
-            tgt_in: (B, T) decoder input ids, BOS first.
-            src_lengths: (B,) int64 real source lengths on the host (numpy, so DDP leaves them
-                there), or None; a model that needs them (packed RNNs) then reads them from
-                ``src_mask``, a device-to-host copy.
-
-        Returns:
-            (B, T, V) unnormalised scores for the next token at every position.
+        """Teacher-forced logits (B, T, V) for src (B, S) ids, src_mask (B, S) bool (True = real
+        token) and tgt_in (B, T) decoder input ids, BOS first. ``src_lengths``: (B,) int64 real
+        source lengths on the host (numpy, so DDP leaves them there), or None: a model that needs
+        them (packed RNNs) then reads them from ``src_mask``, a device-to-host copy.
         """
         return self.forward_attention(
             src, src_mask, tgt_in, need_attention=False, src_lengths=src_lengths
@@ -149,15 +138,8 @@ class Seq2SeqModel(nn.Module):
     def decode_step(
         self, prev_tokens: Tensor, state: State, need_attention: bool = False
     ) -> tuple[Tensor, Tensor | None, State]:
-        """One decoder step.
-
-        Args:
-            prev_tokens: (B,) the previous target token (BOS at the first step).
-            state: the state returned by ``init_state`` or the previous step.
-
-        Returns:
-            logits (B, V), cross-attention weights (B, S) or None, the next state.
-        """
+        """One decoder step from ``prev_tokens`` (B,) (BOS first) and ``init_state``'s or the last
+        step's state: logits (B, V), cross-attention weights (B, S) or None, the next state."""
         raise NotImplementedError
 
     def reorder_state(self, state: State, index: Tensor) -> State:

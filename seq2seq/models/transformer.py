@@ -41,15 +41,10 @@ def attention(
     dropout: float,
     need_weights: bool,
 ) -> tuple[Tensor, Tensor | None]:
-    """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1).
-
-    Args:
-        q: (B, H, T, d_k).  k, v: (B, H, S, d_k).
-        mask: bool, broadcastable to (B, H, T, S), True = may attend; or None.
-        causal: position t attends to positions <= t only (T == S).
-
-    Returns:
-        (B, H, T, d_k) outputs and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
+    """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1), of q (B, H, T,
+    d_k) over k, v (B, H, S, d_k); ``mask``: bool, broadcastable to (B, H, T, S), True = may attend,
+    or None; ``causal``: t attends to positions <= t only (T == S). Returns (B, H, T, d_k) outputs
+    and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
     """
     if not need_weights:
         # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower than
@@ -177,17 +172,10 @@ class DecoderLayer(nn.Module):
         cache: tuple[Tensor, Tensor] | None,
         need_weights: bool,
     ) -> tuple[Tensor, Tensor | None, tuple[Tensor, Tensor]]:
-        """
-        Args:
-            x: (B, T, D) decoder input (T = 1 with a cache).
-            cross_k, cross_v: (B, H, S, d_k) the projected encoder output.
-            key_mask: (B, 1, 1, S) source padding mask.
-            cache: this layer's earlier keys and values (B, H, t, d_k) each, or None to attend
-                causally over x itself.
-
-        Returns:
-            (B, T, D) output, cross-attention weights (B, H, T, S) or None, new (keys, values).
-        """
+        """x (B, T, D) (T = 1 with a ``cache``: this layer's earlier keys and values, (B, H, t,
+        d_k) each; None attends causally over x itself) over the projected encoder output
+        cross_k, cross_v (B, H, S, d_k) with key_mask (B, 1, 1, S) -> (B, T, D), cross-attention
+        weights (B, H, T, S) or None, the new (keys, values)."""
         kv: tuple[Tensor, Tensor] = ()  # type: ignore[assignment]
 
         def self_attend(y: Tensor):

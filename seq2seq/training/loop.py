@@ -143,13 +143,10 @@ def train(
 def _loop(run: Run) -> None:
     """Epochs of this rank's batches, ``update_freq`` at a time, until a stop; then save."""
     t, st, info = run.cfg.train, run.state, run.info
+    ranks = f" x {info.world} ranks" if info.enabled else ""
     log.info(
-        "model %s: %s parameters; %d training pairs; device %s%s",
-        run.cfg.model.name,
-        f"{run.model.num_parameters():,}",
-        len(run.data.train),
-        run.device,
-        f" x {info.world} ranks" if info.enabled else "",
+        f"model {run.cfg.model.name}: {run.model.num_parameters():,} parameters; "
+        f"{len(run.data.train)} training pairs; device {run.device}{ranks}"
     )
     run.updates.start_clock()
     run.stopped = run.should_stop(False)
@@ -197,10 +194,8 @@ def _loop(run: Run) -> None:
             run.validate_and_save()
     if run.stopped == "early_stopping":
         log.info(
-            "early stopping: no %s gain in %d validations (best at step %d)",
-            t.best_metric,
-            t.patience,
-            st.best_step,
+            f"early stopping: no {t.best_metric} gain in {t.patience} validations (best at step "
+            f"{st.best_step})"
         )
 
 
@@ -244,10 +239,8 @@ class Run(RunSetup):
         try:
             self.save_last()
             log.warning(
-                "%s: last.pt saved at step %d; seq2seq train CONFIG --resume %s goes on",
-                why,
-                self.state.step,
-                self.run_dir,
+                f"{why}: last.pt saved at step {self.state.step}; seq2seq train CONFIG --resume "
+                f"{self.run_dir} goes on"
             )
         except Exception as e:
             log.error("%s, and last.pt could not be saved: %s", why, e)

@@ -156,10 +156,8 @@ def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> No
     batches: groups of ``update_freq`` batches do not span epochs (see ``TrainConfig``)."""
     if (tail := n_batches % update_freq) and main:
         log.info(
-            "update_freq %d: an epoch of %s ends with an update of %s (groups do not span epochs)",
-            update_freq,
-            counted(n_batches, "batch", "batches"),
-            counted(tail, "batch", "batches"),
+            f"update_freq {update_freq}: an epoch of {counted(n_batches, 'batch', 'batches')} ends "
+            f"with an update of {counted(tail, 'batch', 'batches')} (groups do not span epochs)"
         )
 
 

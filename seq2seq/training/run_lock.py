@@ -116,11 +116,8 @@ class RunLock:
                 if not holder:  # the empty file just made: leave no lock file that locks nothing
                     with contextlib.suppress(OSError):
                         self.path.unlink()
-                log.warning(
-                    "%s: cannot lock (%s): make sure no other training writes this folder",
-                    self.path,
-                    e.strerror,
-                )
+                why = f"cannot lock ({e.strerror}): make sure no other training writes this folder"
+                log.warning(f"{self.path}: {why}")
                 return
             try:  # the file may have been removed (a holder's exit) between open and lock
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino

@@ -100,11 +100,8 @@ class RunSetup:
             _keep_fused(self.optimizer)
             st = self.state
             log.info(
-                "resuming %s at step %d (epoch %d, %.1f min trained so far)",
-                run_dir / "last.pt",
-                st.step,
-                st.epoch + 1,
-                st.train_seconds / 60,
+                f"resuming {run_dir / 'last.pt'} at step {st.step} (epoch {st.epoch + 1}, "
+                f"{st.train_seconds / 60:.1f} min trained so far)"
             )
         self.wrapper: nn.Module | None = dist.wrap(
             TeacherForcing(self.model), self.info, self.device

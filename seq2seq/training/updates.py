@@ -1,11 +1,8 @@
 """This stretch's optimizer updates (from the start, or a resume, to the stop): each one run on the
-device (``step.train_step``) and its loss, gradient norm, tokens and skip flag left there until
-``Updates.flush`` reads them all at once (the only wait for the device between log points); the
-target tokens counted on the host as the batches are built; the training clock.
-
-On CUDA a background thread (``Ahead``) pads the next updates' batches into pinned memory while
-the GPU works; on the CPU it would take cores from torch, so batches are built inline. Building a
-batch draws no random number, so either way the run (and ``--resume``) stays exact.
+device (``step.train_step``), its results left there until ``Updates.flush`` reads them all at
+once (the only wait for the device between log points); target tokens counted on the host; the
+clock. ``Ahead`` builds batches on a background thread on CUDA, inline on the CPU (where a thread
+would take cores from torch); building a batch draws no random number, so the run stays exact.
 """
 
 from __future__ import annotations
@@ -39,7 +36,8 @@ _DONE = object()
 
 class Ahead(Generic[Group, Built]):
     """``build(group)`` for each of ``groups`` in order, up to ``depth`` ahead of the consumer on a
-    background thread (``ahead``), else inline; leaving the context stops the thread."""
+    background thread (``ahead``: pinned-memory batches padded while the GPU works), else inline;
+    leaving the context stops the thread."""
 
     def __init__(
         self, build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
@@ -186,10 +184,8 @@ class Updates:
             return self.flush(say=True)
         self.said_at = time.monotonic()
         log.info(
-            "step %d, %.1f min trained (loss and rate every %d steps, train.log_every)",
-            self.state.step,
-            self.elapsed() / 60,
-            self.t.log_every,
+            f"step {self.state.step}, {self.elapsed() / 60:.1f} min trained (loss and rate every "
+            f"{self.t.log_every} steps, train.log_every)"
         )
         return ""
 
@@ -253,11 +249,8 @@ class Updates:
         st = self.state
         st.nonfinite_in_row += 1
         st.nonfinite_total += 1
-        log.warning(
-            "step %d: non-finite loss or gradient, update skipped (%d in a row)",
-            step,
-            st.nonfinite_in_row,
-        )
+        why = f"non-finite loss or gradient, update skipped ({st.nonfinite_in_row} in a row)"
+        log.warning(f"step {step}: {why}")
         if st.nonfinite_in_row < self.t.max_nonfinite:
             return ""
         return (
