@@ -2,7 +2,7 @@
 
 ``last.pt`` holds everything ``--resume`` needs (weights, optimizer, scaler, RNG states, the epoch
 and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch),
-the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
+the learning rate of the step (``state.lr_at``), so a resume is exact, mid-epoch included. Under
 ``torchrun`` every rank trains its shard inside DDP; only rank 0 validates, logs and writes files.
 """
 
@@ -27,7 +27,6 @@ from seq2seq.runtime import rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.run_lock import RunLock
-from seq2seq.training.schedules import run_length, unreached_peak
 from seq2seq.training.setup import RunSetup
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,
@@ -35,7 +34,9 @@ from seq2seq.training.state import (
     NonFiniteStop,
     book_score,
     nothing_left,
+    run_length,
     stop_reason,
+    unreached_peak,
 )
 from seq2seq.training.updates import Ahead, Updates, builds_ahead
 from seq2seq.training.validate import validate

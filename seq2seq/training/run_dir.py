@@ -29,8 +29,7 @@ from seq2seq.config import Config, ConfigError, TrainConfig, to_yaml
 from seq2seq.data.text import DataError, resolve_corpus_file, sha256_file
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.runtime import set_rng_states
-from seq2seq.training.schedules import lr_at
-from seq2seq.training.state import TrainingError, TrainState, book_last
+from seq2seq.training.state import TrainingError, TrainState, book_last, lr_at
 
 log = logging.getLogger("seq2seq")
 

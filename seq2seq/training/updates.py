@@ -21,9 +21,8 @@ from seq2seq.console import console
 from seq2seq.data.batch import Batch
 from seq2seq.data.prepare import make_batch
 from seq2seq.training import distributed as dist
-from seq2seq.training.schedules import lr_at, teacher_forcing_at
 from seq2seq.training.setup import RunSetup
-from seq2seq.training.state import NonFiniteStop
+from seq2seq.training.state import NonFiniteStop, lr_at, teacher_forcing_at
 from seq2seq.training.step import train_step
 
 log = logging.getLogger("seq2seq")
