@@ -78,22 +78,10 @@ class Monitor:
                 self.writer.add_scalar(tag, record[key], step)
             self.writer.add_scalar("train/ppl", math.exp(min(record["loss"], 50)), step)
 
-    def validation(self, step: int, metrics: dict, heatmap: np.ndarray | None = None) -> None:
-        """Log validation ``metrics`` (loss, ppl, bleu, chrf, samples) and an HWC RGB heatmap."""
-        for key in ("loss", "ppl", "bleu", "chrf"):
-            if key in metrics:
-                self.writer.add_scalar(f"valid/{key}", metrics[key], step)
-        for i, (s, h, r) in enumerate(metrics.get("samples", [])):
-            self.writer.add_text(f"valid/sample{i}", f"src: {s}  \nhyp: {h}  \nref: {r}", step)
-        if heatmap is not None:
-            self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
-        self.writer.flush()
-        scores = {k: v for k, v in metrics.items() if k != "samples"}
-        self._append([{"step": step, "valid": scores}])
-
     def side_outputs(self, step: int, metrics: dict, draw: Callable[[], np.ndarray | None]) -> None:
-        """After a validation: the attention plot (``draw``, e.g. ``attention_heatmap`` of the
-        first validation sentence with the run's own decode settings) and ``validation``'s logs.
+        """After a validation: the attention plot (``draw``: an HWC RGB array, e.g.
+        ``attention_heatmap`` of the first validation sentence with the run's decode settings) and
+        ``metrics`` (loss, ppl, bleu, chrf, samples) to TensorBoard, the scores to train_log.jsonl.
         A failure in either is a warning, never the end of the run."""
         heatmap = None
         try:
@@ -101,7 +89,16 @@ class Monitor:
         except Exception as e:
             log.warning("step %d: attention plot skipped: %s", step, _one_line(e))
         try:
-            self.validation(step, metrics, heatmap)
+            for key in ("loss", "ppl", "bleu", "chrf"):
+                if key in metrics:
+                    self.writer.add_scalar(f"valid/{key}", metrics[key], step)
+            for i, (s, h, r) in enumerate(metrics.get("samples", [])):
+                self.writer.add_text(f"valid/sample{i}", f"src: {s}  \nhyp: {h}  \nref: {r}", step)
+            if heatmap is not None:
+                self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
+            self.writer.flush()
+            scores = {k: v for k, v in metrics.items() if k != "samples"}
+            self._append([{"step": step, "valid": scores}])
         except Exception as e:
             log.warning("step %d: validation log or samples skipped: %s", step, _one_line(e))
 
