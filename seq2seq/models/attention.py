@@ -44,13 +44,8 @@ class BahdanauAttention(nn.Module):
     def forward(
         self, query: Tensor, proj_keys: Tensor, values: Tensor, mask: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """
-        Args:
-            query: (B, T, query_size).  proj_keys: (B, S, A) from ``project_keys``.
-            values: (B, S, Dv) the encoder states.  mask: (B, S) bool, True = real.
-
-        Returns:
-            context (B, T, Dv) and weights (B, T, S).
+        """query (B, T, query_size), proj_keys (B, S, A) from ``project_keys``, values (B, S, Dv)
+        the encoder states, mask (B, S) bool, True = real -> context (B, T, Dv), weights (B, T, S).
         """
         # 1) energies e = v_a^T tanh(W_a q + U_a h): (B, T, 1, A) + (B, 1, S, A) -> (B, T, S)
         energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(2) + proj_keys.unsqueeze(1)))

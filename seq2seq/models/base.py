@@ -67,15 +67,10 @@ class Dropout(nn.Module):
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
-    """Softmax over the last dim (S) where ``mask`` is True.
-
-    Args:
-        scores: (B, ..., S) attention energies.
-        mask: (B, S) bool, True at real source positions (broadcast over the middle dims).
-
-    Returns:
-        (B, ..., S) weights: rows sum to 1, exactly 0 at masked positions. A row with no real
-        position gets uniform weights instead of NaN (empty sources are filtered before this).
+    """Softmax of ``scores`` (B, ..., S) over S where ``mask`` (B, S) is True (real positions,
+    broadcast over the middle dims): (B, ..., S) weights, rows summing to 1, exactly 0 at masked
+    positions; a row with no real position gets uniform weights, not NaN (empty sources are
+    filtered before this).
     """
     shape = (mask.shape[0],) + (1,) * (scores.dim() - 2) + (mask.shape[-1],)
     fill = torch.finfo(scores.dtype).min

@@ -71,11 +71,8 @@ def count_weights(model: Seq2SeqModel) -> WeightCount:
 
 
 def step_flops(model: Seq2SeqModel, src_lens: torch.Tensor, tgt_lens: torch.Tensor) -> float:
-    """Model FLOPs of one training step (forward + backward) on sentences of these real lengths.
-
-    Args:
-        src_lens: (B,) source tokens per sentence.  tgt_lens: (B,) target tokens (EOS included).
-    """
+    """Model FLOPs of one training step (forward + backward) on sentences of these real lengths:
+    src_lens (B,) source tokens per sentence, tgt_lens (B,) target tokens (EOS included)."""
     w, a = count_weights(model), model.attention_flops()
     s, t = src_lens.double(), tgt_lens.double()
     dense = 6.0 * (w.src * s.sum() + w.tgt * t.sum())

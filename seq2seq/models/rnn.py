@@ -51,15 +51,9 @@ class RNNEncoder(nn.Module):
         self.out_size = self.dirs * cfg.enc_size
 
     def forward(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
-        """
-        Args:
-            src_lengths: (B,) int64 lengths on the host (a numpy array or CPU tensor); None reads
-                them from ``src_mask`` (a copy from the device, which waits for it).
-
-        Returns:
-            enc_out (B, S, dirs*He) the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He) the
-            final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
-        """
+        """enc_out (B, S, dirs*He), the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He), the
+        final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
+        ``src_lengths`` as in ``Seq2SeqModel.forward``."""
         lengths = src_mask.sum(1).cpu() if src_lengths is None else torch.as_tensor(src_lengths)
         lengths = lengths.clamp(min=1)  # an empty row reads one pad, stays finite
         packed = pack_padded_sequence(

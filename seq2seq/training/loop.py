@@ -113,11 +113,7 @@ def train(
     resumed run keeps its checkpoint's, a warm-started one takes its checkpoint's. Rank 0 holds the
     folder's lock (``run_lock``) throughout, writes ``train_summary.json`` and appends the run's
     INFO lines to ``train.log``. A run that fails before its first checkpoint leaves nothing.
-
-    Returns:
-        The summary: steps, epochs, why it stopped, training seconds, target tokens and tokens/s
-        (over resumed stretches too), best metric and step, skipped updates (and, under torchrun,
-        every rank's weight digest).
+    Returns the summary (``Run.summary``), also written to ``train_summary.json``.
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError (``RunFolderBusy`` among them).
@@ -292,6 +288,8 @@ class Run(RunSetup):
         return dist.broadcast_choice(reason, STOP_REASONS, self.info, self.device)
 
     def summary(self) -> dict:
+        """Steps, epochs, why it stopped, seconds, target tokens and tokens/s (over resumed
+        stretches too), best metric and step, skipped updates (under torchrun: weight digests)."""
         st, t = self.state, self.cfg.train
         best = st.best_score if t.best_metric != "loss" or st.best_score is None else -st.best_score
         out = {

@@ -19,15 +19,10 @@ CHUNK_ELEMENTS = 2**20  # float32 elements of one chunk of logit rows (4 MB)
 
 
 def token_loss_sum(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    """Summed loss over real target tokens (divided by their count over all the batches of an
-    update: the per-token loss); ``SmoothedCrossEntropy`` in training, else ``F.cross_entropy``.
-
-    Args:
-        logits: (B, T, V) unnormalised scores.  tgt_out: (B, T) gold ids, PAD where absent.
-        label_smoothing: ε: the target distribution is (1-ε) one-hot + ε uniform over V.
-
-    Returns:
-        A scalar: Σ over non-PAD positions of the (smoothed) cross-entropy, in nats, in float32.
+    """Σ over non-PAD positions of the (smoothed) cross-entropy, in nats: a float32 scalar (divide by
+    the target tokens of all the batches of an update for the per-token loss), from logits
+    (B, T, V) and tgt_out (B, T) gold ids, PAD where absent; ``label_smoothing`` ε: the target is
+    (1-ε) one-hot + ε uniform over V. ``SmoothedCrossEntropy`` in training, else F.cross_entropy.
     """
     flat, gold = logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1)
     if torch.is_grad_enabled() and logits.requires_grad:

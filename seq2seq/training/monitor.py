@@ -183,11 +183,9 @@ def attention_heatmap(
 ) -> np.ndarray | None:
     """Greedy-translate ``sentence`` and draw its cross-attention (T, S) with ``plots``, source
     pieces across, output pieces down; written to ``png`` when given. ``decode``: the run's
-    settings (length limits, the source cut), greedy; default ``DecodeConfig()``.
-
-    Returns:
-        The picture as an (H, W, 3) uint8 RGB array, or None for a model without attention
-        (``rnn``) or a sentence that translates to nothing.
+    settings (length limits, the source cut), greedy; default ``DecodeConfig()``. Returns the
+    picture as an (H, W, 3) uint8 RGB array, or None for a model without attention (``rnn``) or
+    a sentence that translates to nothing.
     """
     greedy = (decode or DecodeConfig()).model_copy(update={"beam_size": 1})
     result = translate_sentences(

@@ -118,9 +118,7 @@ def nothing_left(reason: str, st: TrainState, t: TrainConfig) -> str:
 def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str | None, list[str]]:
     """Book one validation ``score`` (higher is better: the loss negated) into ``st``: best score
     and step, patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
-
-    Returns:
-        (improved, the best-k file this validation should write or None, best-k files to delete).
+    Returns (improved, the best-k file this validation should write or None, files to delete).
     """
     improved = st.best_score is None or score > st.best_score
     if improved:
@@ -143,12 +141,8 @@ def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str 
 
 def book_last(st: TrainState, keep_last: int) -> tuple[str | None, list[str]]:
     """Book a ``last.pt`` save into ``st.last_k`` (before the save, so last.pt records the list it
-    belongs to).
-
-    Returns:
-        (the ``step<N>.pt`` name to link to last.pt or None when ``keep_last`` <= 1, names to
-        delete).
-    """
+    belongs to). Returns (the ``step<N>.pt`` name to link to last.pt, None when ``keep_last`` <= 1;
+    names to delete)."""
     if keep_last <= 1:
         return None, []
     name = f"step{st.step}.pt"
