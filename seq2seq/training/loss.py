@@ -19,8 +19,8 @@ CHUNK_ELEMENTS = 2**20  # float32 elements of one chunk of logit rows (4 MB)
 
 
 def token_loss_sum(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    """Σ over non-PAD positions of the (smoothed) cross-entropy, in nats: a float32 scalar (divide by
-    the target tokens of all the batches of an update for the per-token loss), from logits
+    """Σ over non-PAD positions of the (smoothed) cross-entropy, in nats: a float32 scalar (divide
+    by the target tokens of all the batches of an update for the per-token loss), from logits
     (B, T, V) and tgt_out (B, T) gold ids, PAD where absent; ``label_smoothing`` ε: the target is
     (1-ε) one-hot + ε uniform over V. ``SmoothedCrossEntropy`` in training, else F.cross_entropy.
     """
