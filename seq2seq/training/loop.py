@@ -38,7 +38,7 @@ from seq2seq.training.state import (
     stop_reason,
     unreached_peak,
 )
-from seq2seq.training.updates import Ahead, Updates, builds_ahead
+from seq2seq.training.updates import Updates, builds_ahead, built_ahead
 from seq2seq.training.validate import validate
 
 log = logging.getLogger("seq2seq")
@@ -163,7 +163,7 @@ def _loop(run: Run) -> None:
             noted_tail = True
             groups = range(st.batch_in_epoch, len(batches), t.update_freq)
             groups = [batches[i : i + t.update_freq] for i in groups]
-            with Ahead(run.updates.make_batches, groups, run.updates.ahead) as built:
+            with built_ahead(run.updates.make_batches, groups, run.updates.ahead) as built:
                 for group in built:
                     run.updates.update(group)
                     at_log = st.step % t.log_every == 0
