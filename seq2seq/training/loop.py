@@ -262,11 +262,11 @@ class Run(RunSetup):
 
     def _log_validation(self, m: dict) -> None:
         st = self.state
-        parts = [f"valid step {st.step}: loss {m['loss']:.3f} ppl {m['ppl']:.2f}"]
-        if "bleu" in m:
-            parts.append(f"BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}")
-        parts.append(f"(best {self.cfg.train.best_metric} at step {st.best_step})")
-        log.info(" ".join(parts))
+        bleu = f" BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}" if "bleu" in m else ""
+        log.info(
+            f"valid step {st.step}: loss {m['loss']:.3f} ppl {m['ppl']:.2f}{bleu} (best "
+            f"{self.cfg.train.best_metric} at step {st.best_step})"
+        )
         # the attention plot of the first validation sentence (the set is never empty)
         d, png, dec = self.data, self.run_dir / "attention.png", self.cfg.decode
         first = d.valid_text.src[0]
@@ -313,8 +313,7 @@ class Run(RunSetup):
         return out
 
     def epochs_trained(self) -> float:
-        """Epochs trained, to 2 decimals: 1.5 half-way through the epoch the log calls
-        "epoch 2"."""
+        """Epochs trained, to 2 decimals (1.5 half-way through what the log calls "epoch 2")."""
         st = self.state
         if st.batch_in_epoch and not self.batches_in_epoch:  # resumed mid-epoch, stopped at once
             self.batches_in_epoch = len(

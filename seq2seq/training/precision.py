@@ -51,10 +51,8 @@ def choose_cpu_precision(
     max_steps: int | None,
     probe: Callable[[], dict[str, float]],
 ) -> PrecisionChoice:
-    """``auto`` on the CPU: fp32 without a probe when ``flags`` hold no native bf16, the model
-    has fewer than ``MIN_PROBE_PARAMETERS`` parameters or ``max_steps`` is below
-    ``MIN_PROBE_STEPS``; else ``probe()`` (-> target tokens/s for "fp32" and "bf16") decides:
-    bf16 when it is at least ``BF16_MIN_GAIN`` times as fast."""
+    """``auto`` on the CPU, as the module says; ``probe()`` -> target tokens/s for "fp32" and
+    "bf16"."""
     if not native_bf16(flags):
         why = f"this CPU has no native bf16: no {' or '.join(BF16_FLAGS)} flag"
         return PrecisionChoice("fp32", f"precision auto: fp32 ({why}; no probe)")

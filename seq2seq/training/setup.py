@@ -1,9 +1,8 @@
 """A run's setup, in the order ``RunSetup`` runs it: the run directory, the device and rank,
 resume or warm start, the data (``data.prepare``), the model, the precision (``precision``), the
-optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down.
-
-A warm start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only
-their vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it.
+optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down. A warm
+start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only their
+vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it.
 """
 
 from __future__ import annotations

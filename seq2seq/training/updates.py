@@ -77,8 +77,6 @@ class Updates:
     """
 
     def __init__(self, run: RunSetup, ahead: bool):
-        """``ahead``: batches are built on a background thread (``built_ahead``), so building them
-        does not count as busy time."""
         self.run, self.state, self.t, self.ahead = run, run.state, run.cfg.train, ahead
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
         # the stretches before this one (from last.pt): their busy seconds and tokens
@@ -110,8 +108,8 @@ class Updates:
         st.busy_tokens = self.busy_before[1] + st.tokens_seen - self.tokens0
 
     def make_batches(self, group: list[list[int]]) -> list[Batch]:
-        """``group`` (up to ``update_freq`` batches) as Batches on the device; built inline, its
-        time counts as busy time."""
+        """``group`` (up to ``update_freq`` batches) as Batches on the device; built inline (not
+        ``ahead``: ``built_ahead``), its time counts as busy time."""
         r, tick, cap = self.run, time.perf_counter(), self.run.model.max_positions
         out = [make_batch(r.data.train, g, r.device, r.pad_multiple, cap) for g in group]
         if not self.ahead:
