@@ -5,8 +5,6 @@ on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once p
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 from torch import Tensor, nn
 
@@ -63,13 +61,7 @@ class LuongAttention(nn.Module):
     - concat:  score(s_t, h_i) = v_aᵀ tanh(W_a [s_t; h_i]) = v_aᵀ tanh(W_q s_t + W_h h_i)
     """
 
-    def __init__(
-        self,
-        score: Literal["dot", "general", "concat"],
-        query_size: int,
-        key_size: int,
-        attention_size: int,
-    ):
+    def __init__(self, score: str, query_size: int, key_size: int, attention_size: int):
         super().__init__()
         self.score = score
         self.query_size, self.key_size, self.attention_size = query_size, key_size, attention_size

@@ -187,17 +187,12 @@ class DecoderLayer(nn.Module):
             # With a cache the one new query may see every cached key; otherwise mask the future.
             return self.self_attn.attend(q, k, v, causal=cache is None)
 
+        def cross_attend(y: Tensor):
+            q = self.cross_attn.project_q(y)
+            return self.cross_attn.attend(q, cross_k, cross_v, key_mask, need_weights=need_weights)
+
         x, _ = self.subs[0](x, self_attend)
-        x, w = self.subs[1](
-            x,
-            lambda y: self.cross_attn.attend(
-                self.cross_attn.project_q(y),
-                cross_k,
-                cross_v,
-                mask=key_mask,
-                need_weights=need_weights,
-            ),
-        )
+        x, w = self.subs[1](x, cross_attend)
         x, _ = self.subs[2](x, lambda y: (self.ffn(y), None))
         return x, w, kv
 
