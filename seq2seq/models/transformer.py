@@ -1,10 +1,9 @@
 """The Transformer (Vaswani et al. 2017), in paper names. Shapes: B batch, S source length, T
-target length, D = d_model, H heads, d_k = D / H, V vocabulary.
-
-Attention runs through ``F.scaled_dot_product_attention``, or explicitly when the weights are asked
-for (a test proves the two agree). Incremental decoding keeps each decoder layer's keys and values
-(``k{i}``, ``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's
-cross-attention keys and values once per sentence (``ck{i}``, ``cv{i}``).
+target length, D = d_model, H heads, d_k = D / H, V vocabulary. Attention runs through
+``F.scaled_dot_product_attention``, or explicitly when the weights are asked for (a test proves
+the two agree). Incremental decoding keeps each decoder layer's keys and values (``k{i}``,
+``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's cross-attention keys and
+values once per sentence (``ck{i}``, ``cv{i}``).
 """
 
 from __future__ import annotations

@@ -161,16 +161,9 @@ def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> No
 def progress_bar(show: bool) -> Progress:
     """The ``train`` progress bar (step of ``max_steps``, time, the last stats); ``show`` False
     (ranks other than 0) draws nothing."""
-    return Progress(
-        TextColumn("[bold]train"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[stats]}"),
-        console=console,
-        disable=not show,
-        transient=False,
-    )
+    bar = (TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    stats = TextColumn("{task.fields[stats]}")
+    return Progress(*bar, stats, console=console, disable=not show, transient=False)
 
 
 def attention_heatmap(

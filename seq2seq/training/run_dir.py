@@ -249,13 +249,8 @@ class RunCheckpoints:
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).parent,
-        )
+        cmd, here = ["git", "rev-parse", "HEAD"], Path(__file__).parent
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=here)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None

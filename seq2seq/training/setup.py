@@ -228,10 +228,8 @@ class WarmStart:
 
 def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) -> WarmStart:
     """Load the checkpoint ``train.init_from`` names (a file, or a run directory's ``best.pt``,
-    else ``last.pt``) and check it against ``cfg`` before any data is read.
-
-    ``tokenizer`` (``seq2seq compare``'s shared one) must be the checkpoint's byte for byte; None
-    takes the checkpoint's.
+    else ``last.pt``) and check it against ``cfg`` before any data is read. ``tokenizer`` (``seq2seq
+    compare``'s shared one) must be the checkpoint's byte for byte; None takes the checkpoint's.
 
     Raises:
         CheckpointError: nothing at ``path``, an unreadable file, a checkpoint without weights or
