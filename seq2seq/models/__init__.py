@@ -1,7 +1,6 @@
 """The model zoo: ``MODELS`` and ``build_model`` (``registry.py``), the protocol every model speaks
 (``base.Seq2SeqModel``). This file imports no torch (``seq2seq.config`` reads ``configs.py``
-here): the names below are imported from their modules on first use.
-"""
+here): the names below are imported from their modules on first use."""
 
 from __future__ import annotations
 

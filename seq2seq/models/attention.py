@@ -1,7 +1,6 @@
 """Attention for the RNN decoders: score -> mask -> softmax -> context. Shapes: B batch, S source
 length, T query steps (1 while decoding), A attention size. ``project_keys`` runs once per sentence
-on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once per query.
-"""
+on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once per query."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ class BahdanauAttention(nn.Module):
 
     e_{t,i} = v_aᵀ tanh(W_a s_{t-1} + U_a h_i);  α_{t,i} = softmax_i(e_{t,i});  c_t = Σ α_{t,i} h_i
 
-    The query is whatever the decoder passes; the Bahdanau decoder passes s_{t-1}.
-    """
+    The query is whatever the decoder passes; the Bahdanau decoder passes s_{t-1}."""
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
         super().__init__()

@@ -5,8 +5,7 @@ Shape notation: B batch, S source length, T target length, D model/hidden size, 
 A decoding *state* is a ``dict[str, Tensor]`` whose tensors all have the batch on dim 0, so search
 can expand, select and reorder it without knowing the model. Entries that depend only on the source
 (encoder states, projected keys, the source mask) are named in ``static_state_keys``; moving a beam
-inside the same sentence never changes them, so ``reorder_state`` leaves them alone.
-"""
+inside the same sentence never changes them, so ``reorder_state`` leaves them alone."""
 
 from __future__ import annotations
 
@@ -40,13 +39,11 @@ class AttentionFlops:
 
 class Dropout(nn.Module):
     """Inverted dropout (Srivastava et al. 2014, §2): in training each element is zeroed with
-    probability p and the others scaled by 1 / (1 - p); the identity in eval mode.
-
-    On the CPU the mask is drawn as 16 random bits an element, four to each 64-bit draw of torch's
-    generator (so p is rounded to a multiple of 2^-16): ``F.dropout``'s one serial draw an element
-    took 14% of a bf16 Transformer step (docs/results/README.md, training speed). Elsewhere it is
-    ``F.dropout``. Shapes: any; the output has the input's.
-    """
+    probability p and the others scaled by 1 / (1 - p); the identity in eval mode. On the CPU the
+    mask is drawn as 16 random bits an element, four to each 64-bit draw of torch's generator (so p
+    is rounded to a multiple of 2^-16): ``F.dropout``'s one serial draw an element took 14% of a
+    bf16 Transformer step (docs/results/README.md, training speed). Elsewhere it is ``F.dropout``.
+    Shapes: any; the output has the input's."""
 
     def __init__(self, p: float):
         super().__init__()
@@ -69,9 +66,7 @@ class Dropout(nn.Module):
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     """Softmax of ``scores`` (B, ..., S) over S where ``mask`` (B, S) is True (real positions,
     broadcast over the middle dims): (B, ..., S) weights, rows summing to 1, exactly 0 at masked
-    positions; a row with no real position gets uniform weights, not NaN (empty sources are
-    filtered before this).
-    """
+    positions; a row with no real position gets uniform weights, not NaN (none reaches here)."""
     shape = (mask.shape[0],) + (1,) * (scores.dim() - 2) + (mask.shape[-1],)
     fill = torch.finfo(scores.dtype).min
     return torch.softmax(scores.masked_fill(~mask.view(shape), fill), dim=-1)
@@ -79,8 +74,7 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
 
 class Seq2SeqModel(nn.Module):
     """Encoder-decoder protocol: built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)``
-    (``registry.MODELS``); declares ``has_attention`` and implements the methods that raise here.
-    """
+    (``registry.MODELS``); declares ``has_attention`` and implements the methods that raise here."""
 
     # True when decode_step and forward_attention return cross-attention weights (B, [T,] S).
     has_attention: ClassVar[bool]
@@ -95,8 +89,7 @@ class Seq2SeqModel(nn.Module):
         """Teacher-forced logits (B, T, V) for src (B, S) ids, src_mask (B, S) bool (True = real
         token) and tgt_in (B, T) decoder input ids, BOS first. ``src_lengths``: (B,) int64 real
         source lengths on the host (numpy, so DDP leaves them there), or None: a model that needs
-        them (packed RNNs) then reads them from ``src_mask``, a device-to-host copy.
-        """
+        them (packed RNNs) then reads them from ``src_mask``, a device-to-host copy."""
         return self.forward_attention(
             src, src_mask, tgt_in, need_attention=False, src_lengths=src_lengths
         )[0]

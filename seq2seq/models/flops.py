@@ -1,13 +1,11 @@
 """Model FLOPs of a training step, counted the usual way (Kaplan et al. 2020, §2.1; PaLM, App. B).
-
 Shapes: B batch, S source length, T target length (EOS included; real lengths, padding not
 counted). A weight used once per token costs 2 FLOPs forward and 4 backward, so a step costs
 ``6 · (N_src · ΣS + N_tgt · ΣT) + attention``: N_src the weights applied per source token (the
 encoder, attention's key and value projections), N_tgt per target token (the decoder, queries, the
 output projection); lookups, biases, norms and per-sentence bridges are not counted; attention
 matmuls cost a·T·S + b·S² + c·T² per sentence. Each model says where its weights run
-(``Seq2SeqModel.flop_sides``) and what its attention costs (``attention_flops``).
-"""
+(``Seq2SeqModel.flop_sides``) and what its attention costs (``attention_flops``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The model zoo: one explicit name -> model class table, the names those of
 ``configs.MODEL_CONFIGS``. Adding a model: its config class in ``configs.py``, its module here
-(``base.Seq2SeqModel``'s protocol), its entry below, and a toy in ``tests/toys/models.py``.
-"""
+(``base.Seq2SeqModel``'s protocol), its entry below, and a toy in ``tests/toys/models.py``."""
 
 from __future__ import annotations
 

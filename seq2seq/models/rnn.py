@@ -4,8 +4,7 @@ and RNNsearch's fixed-context ablation.
 Shapes: B batch, S source length, T target steps, L layers, E embedding size, H decoder state size,
 He encoder state size per direction, V vocabulary. Each model decodes through one method,
 ``_decode(tgt_in (B, T), state)``: training with the whole target, ``decode_step`` with T = 1, so
-incremental decoding is the same computation as training, step for step.
-"""
+incremental decoding is the same computation as training, step for step."""
 
 from __future__ import annotations
 
@@ -178,8 +177,7 @@ class RNNSeq2Seq(_RNNDecoderModel):
     is [→h_S; ←h_1] for a bidirectional encoder. With ``feed_context`` (Cho et al. 2014, §2.2) the
     fixed c = h_S (top layer) also enters every step: s_t = RNN_dec([E(y_{t-1}); c], s_{t-1}) and
     p(y_t) = softmax(W_o [s_t; c; E(y_{t-1})]). No other encoder state reaches the decoder: that is
-    the bottleneck. Returns no attention weights.
-    """
+    the bottleneck. Returns no attention weights."""
 
     has_attention = False
 
@@ -294,8 +292,7 @@ class LuongSeq2Seq(_RNNDecoderModel):
         α_t   = softmax(score(s_t, h_i)),  score ∈ {dot, general, concat};  c_t = Σ_i α_t,i h_i
         h̃_t   = tanh(W_c [c_t; s_t]);  p(y_t) = softmax(W_s h̃_t)
     s_0 = tanh(W_b [→h_S; ←h_1]) per layer. Without input feeding the whole target runs through the
-    RNN in one call and all steps attend at once.
-    """
+    RNN in one call and all steps attend at once."""
 
     has_attention = True
 
@@ -359,8 +356,7 @@ class RNNEncDec(BahdanauSeq2Seq):
     Every weight keeps its ``bahdanau`` shape, the attention's (W_a, U_a, v_a) aside, so a
     difference in how BLEU falls with source length is attention's alone. No encoder state other
     than the two final ones reaches the decoder. As c does not depend on t, the whole target runs
-    through the RNN in one call. Returns no attention weights.
-    """
+    through the RNN in one call. Returns no attention weights."""
 
     has_attention = False
 

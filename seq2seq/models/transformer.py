@@ -3,8 +3,7 @@ target length, D = d_model, H heads, d_k = D / H, V vocabulary. Attention runs t
 ``F.scaled_dot_product_attention``, or explicitly when the weights are asked for (a test proves
 the two agree). Incremental decoding keeps each decoder layer's keys and values (``k{i}``,
 ``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's cross-attention keys and
-values once per sentence (``ck{i}``, ``cv{i}``).
-"""
+values once per sentence (``ck{i}``, ``cv{i}``)."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ def attention(
     """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1), of q (B, H, T,
     d_k) over k, v (B, H, S, d_k); ``mask``: bool, broadcastable to (B, H, T, S), True = may attend,
     or None; ``causal``: t attends to positions <= t only (T == S). Returns (B, H, T, d_k) outputs
-    and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
-    """
+    and, if ``need_weights``, the (B, H, T, S) weights (explicit path)."""
     if not need_weights:
         # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower than
         # in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16 step is
@@ -203,8 +201,7 @@ class Transformer(Seq2SeqModel):
     §3.5). With ``share_embeddings`` the output projection is the target embedding matrix, and with
     a joint vocabulary the source embedding is that matrix too (§3.4). The returned alignment is the
     last decoder layer's cross-attention averaged over heads; ``cross_attention_maps`` gives every
-    layer's heads.
-    """
+    layer's heads."""
 
     has_attention = True
 

@@ -4,8 +4,7 @@ Training computes it in row chunks that fit in cache, with the gradient (softmax
 target) written during the forward pass: one read of the logits and one write of their gradient,
 where ``F.cross_entropy`` on upcast logits made a dozen passes over (B·T, V) floats (a quarter to
 40% of a bf16 Transformer step on an 8k vocabulary: docs/results/README.md, training speed). Same
-formula in float32, only summed in another order. Shapes: B batch, T target length, V vocabulary.
-"""
+formula in float32, only summed in another order. Shapes: B batch, T target length, V vocabulary."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def token_loss_sum(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0
     """Σ over non-PAD positions of the (smoothed) cross-entropy, in nats: a float32 scalar (divide
     by the target tokens of all the batches of an update for the per-token loss), from logits
     (B, T, V) and tgt_out (B, T) gold ids, PAD where absent; ``label_smoothing`` ε: the target is
-    (1-ε) one-hot + ε uniform over V. ``SmoothedCrossEntropy`` in training, else F.cross_entropy.
-    """
+    (1-ε) one-hot + ε uniform over V. ``SmoothedCrossEntropy`` in training, else F.cross_entropy."""
     flat, gold = logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1)
     if torch.is_grad_enabled() and logits.requires_grad:
         return SmoothedCrossEntropy.apply(flat, gold, label_smoothing)

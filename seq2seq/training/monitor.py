@@ -3,8 +3,7 @@ applied update, written every ``log_every`` updates, and one per validation), Te
 (``tensorboard/``: the train scalars every ``log_every`` updates; validation scores, sample
 translations and the attention heatmap, also ``attention.png``), ``train.log`` (``RunLog``) and
 the terminal's ``progress_bar``. A resumed run first drops what a killed run logged past its
-checkpoint, so each step appears once.
-"""
+checkpoint, so each step appears once."""
 
 from __future__ import annotations
 
@@ -178,8 +177,7 @@ def attention_heatmap(
     pieces across, output pieces down; written to ``png`` when given. ``decode``: the run's
     settings (length limits, the source cut), greedy; default ``DecodeConfig()``. Returns the
     picture as an (H, W, 3) uint8 RGB array, or None for a model without attention (``rnn``) or
-    a sentence that translates to nothing.
-    """
+    a sentence that translates to nothing."""
     greedy = (decode or DecodeConfig()).model_copy(update={"beam_size": 1})
     result = translate_sentences(
         model, tok, [sentence], greedy, device, need_attention=True, source_name="attention plot"

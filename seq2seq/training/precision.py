@@ -3,8 +3,7 @@ where it pays. CPU bf16 needs native bf16 arithmetic (``cpu_features.BF16_FLAGS`
 may lose (0.86x fp32's speed on a Xeon with AMX, small Transformer), so a short probe trains a
 copy of the run's model on its first batches in both precisions and picks bf16 only at
 ``BF16_MIN_GAIN`` times fp32's target tokens/s; a model too small, or a run too short, gets fp32
-without a probe. The choice goes into the run's config and ``run_info.json``; a resume keeps it.
-"""
+without a probe. The choice goes into the run's config and ``run_info.json``; a resume keeps it."""
 
 from __future__ import annotations
 
@@ -85,8 +84,7 @@ def probe_speeds(
     autocast, on a copy of ``model``: a warm-up step in each, then rounds of one timed step in
     each (order alternating by round) over ``batches`` in turn, until ``seconds`` of timed steps
     or ``max_rounds`` rounds. ``model`` and every RNG are left as they were. 1.3-1.7 s for a 44k-
-    or a 1.2M-parameter Transformer on one busy Zen 4 thread.
-    """
+    or a 1.2M-parameter Transformer on one busy Zen 4 thread."""
     saved = rng_states()
     twin = copy.deepcopy(model).train()
     wrapper, optimizer = TeacherForcing(twin), build_optimizer(twin, t)
@@ -126,8 +124,7 @@ def settle_precision(
 ) -> tuple[Config, PrecisionChoice | None]:
     """``cfg`` with ``train.precision`` resolved, and the choice ``auto`` made (None when the
     config named one): a resumed run (``resumed``, its ``last.pt``'s config) keeps its own; else
-    bf16 on CUDA, and on the CPU ``choose_cpu_precision``. Rank 0's choice holds on every rank,
-    and rank 0 logs it.
+    bf16 on CUDA, and on the CPU ``choose_cpu_precision``. All ranks take rank 0's choice (logged).
     """
     t = cfg.train
     if t.precision != "auto":

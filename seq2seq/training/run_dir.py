@@ -1,9 +1,7 @@
 """A run directory: refusing to mix runs, ``--overwrite``, loading ``last.pt`` to resume, writing
 ``last.pt`` with its rotations (``step<N>.pt``, ``best.pt``, ``best-step<N>.pt``: hard links to the
-``last.pt`` of their step, so a validation writes one file; rank 0 only), and what the run records
-about itself: ``config.yaml`` (resolved) and ``run_info.json`` (versions, git commit, data hashes,
-which a resume checks the data against).
-"""
+``last.pt`` of their step, so a validation writes one file; rank 0 only), ``config.yaml``
+(resolved) and ``run_info.json`` (versions, git commit, data hashes a resume checks)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """One writer per run folder: an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken (by rank 0)
-before anything is written there; the file records the holder's PID, host and start time.
-
-The kernel drops the lock however its holder ends, so a free lock written on this host is stale
-and taken over (logged); one written on another host is not (some shared file systems keep locks
-per host): the line says to delete it. A file system without locks is noted and the run goes on.
-A second training into a held folder is refused naming the holder; ``--overwrite`` clears only
-once it holds the lock.
-"""
+before anything is written there; the file records the holder's PID, host and start time. The
+kernel drops the lock however its holder ends, so a free lock written on this host is stale and
+taken over (logged); one written on another host is not (some shared file systems keep locks per
+host): the line says to delete it. A file system without locks is noted and the run goes on. A
+second training into a held folder is refused naming the holder; ``--overwrite`` clears only once
+it holds the lock."""
 
 from __future__ import annotations
 

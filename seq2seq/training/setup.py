@@ -2,8 +2,7 @@
 resume or warm start, the data (``data.prepare``), the model, the precision (``precision``), the
 optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down. A warm
 start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only their
-vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it.
-"""
+vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it."""
 
 from __future__ import annotations
 

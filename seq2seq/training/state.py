@@ -1,8 +1,7 @@
 """The training loop's position and bookkeeping (saved in every checkpoint), how a validation
 score is booked into it, and when it says training stops (``stop_reason``); and the schedules,
 pure functions of the update number: the learning rate and the teacher-forcing ratio (the plateau
-schedule's current scale lives in the state). No torch here.
-"""
+schedule's current scale lives in the state). No torch here."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ class TrainState:
     (the negated loss). ``last_k``: the kept ``step<N>.pt`` names, oldest first. ``tokens_seen``:
     target tokens of the applied updates, read from the device; ``target_tokens``: those of every
     update, counted on the host (what ``max_tokens`` budgets). The summary's tokens/s is
-    ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints).
-    """
+    ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints)."""
 
     step: int = 0
     epoch: int = 0
@@ -118,8 +116,7 @@ def nothing_left(reason: str, st: TrainState, t: TrainConfig) -> str:
 def book_score(st: TrainState, score: float, t: TrainConfig) -> tuple[bool, str | None, list[str]]:
     """Book one validation ``score`` (higher is better: the loss negated) into ``st``: best score
     and step, patience counter, plateau scale, and the best-k list (``best-step<N>.pt`` names).
-    Returns (improved, the best-k file this validation should write or None, files to delete).
-    """
+    Returns (improved, the best-k file this validation should write or None, files to delete)."""
     improved = st.best_score is None or score > st.best_score
     if improved:
         st.best_score, st.best_step, st.bad_validations, st.plateau_bad = score, st.step, 0, 0
@@ -160,8 +157,7 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
     - noam (Vaswani et al. 2017, eq. 3): d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), rescaled
       so its peak, at ``warmup_steps``, is ``lr``: lr · min(step / warmup, (warmup / step)^0.5).
     - cosine: warmup, then ``lr`` -> ``min_lr`` along half a cosine until ``decay_steps``
-      (default ``max_steps``), then ``min_lr``.
-    """
+      (default ``max_steps``), then ``min_lr``."""
     w = t.warmup_steps
     if t.schedule == "noam":
         return t.lr * min(step / w, math.sqrt(w / step))

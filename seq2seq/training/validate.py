@@ -1,6 +1,5 @@
 """Validation: loss and perplexity over the tokenized validation split, and greedy BLEU / chrF over
-its raw text. Shapes: B batch, S source length, T target length, V target vocabulary.
-"""
+its raw text. Shapes: B batch, S source length, T target length, V target vocabulary."""
 
 from __future__ import annotations
 
