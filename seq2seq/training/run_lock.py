@@ -86,9 +86,8 @@ class RunLock:
     def __enter__(self) -> RunLock:
         if not self.enabled:
             return self
-        missing = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
+        self.made = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.made = missing
         self.before = frozenset(os.listdir(self.run_dir))  # a failed start removes only the new
         try:
             self._acquire()
