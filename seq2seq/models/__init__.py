@@ -1,7 +1,6 @@
 """The model zoo: ``MODELS`` and ``build_model`` (``registry.py``), the protocol every model speaks
 (``base.Seq2SeqModel``). This file imports no torch (``seq2seq.config`` reads ``configs.py``
-here): the names below are imported from their modules on first use.
-"""
+here): the names below are imported from their modules on first use."""
 
 from __future__ import annotations
 
@@ -9,16 +8,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from seq2seq.models.base import Seq2SeqModel, State, masked_softmax
+    from seq2seq.models.base import Seq2SeqModel
     from seq2seq.models.registry import MODELS, build_model
 
-_HOME = {
-    "MODELS": "registry",
-    "build_model": "registry",
-    "Seq2SeqModel": "base",
-    "State": "base",
-    "masked_softmax": "base",
-}
+_HOME = {"MODELS": "registry", "build_model": "registry", "Seq2SeqModel": "base"}
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +21,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
 
 
-__all__ = ["MODELS", "Seq2SeqModel", "State", "build_model", "masked_softmax"]
+__all__ = ["MODELS", "Seq2SeqModel", "build_model"]

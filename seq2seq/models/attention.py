@@ -1,11 +1,8 @@
 """Attention for the RNN decoders: score -> mask -> softmax -> context. Shapes: B batch, S source
 length, T query steps (1 while decoding), A attention size. ``project_keys`` runs once per sentence
-on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once per query.
-"""
+on the encoder states h_1..h_S (U_a h_i in Bahdanau's terms), ``forward`` once per query."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -18,8 +15,7 @@ class BahdanauAttention(nn.Module):
 
     e_{t,i} = v_aᵀ tanh(W_a s_{t-1} + U_a h_i);  α_{t,i} = softmax_i(e_{t,i});  c_t = Σ α_{t,i} h_i
 
-    The query is whatever the decoder passes; the Bahdanau decoder passes s_{t-1}.
-    """
+    The query is whatever the decoder passes; the Bahdanau decoder passes s_{t-1}."""
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
         super().__init__()
@@ -44,13 +40,8 @@ class BahdanauAttention(nn.Module):
     def forward(
         self, query: Tensor, proj_keys: Tensor, values: Tensor, mask: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """
-        Args:
-            query: (B, T, query_size).  proj_keys: (B, S, A) from ``project_keys``.
-            values: (B, S, Dv) the encoder states.  mask: (B, S) bool, True = real.
-
-        Returns:
-            context (B, T, Dv) and weights (B, T, S).
+        """query (B, T, query_size), proj_keys (B, S, A) from ``project_keys``, values (B, S, Dv)
+        the encoder states, mask (B, S) bool, True = real -> context (B, T, Dv), weights (B, T, S).
         """
         # 1) energies e = v_a^T tanh(W_a q + U_a h): (B, T, 1, A) + (B, 1, S, A) -> (B, T, S)
         energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(2) + proj_keys.unsqueeze(1)))
@@ -68,13 +59,7 @@ class LuongAttention(nn.Module):
     - concat:  score(s_t, h_i) = v_aᵀ tanh(W_a [s_t; h_i]) = v_aᵀ tanh(W_q s_t + W_h h_i)
     """
 
-    def __init__(
-        self,
-        score: Literal["dot", "general", "concat"],
-        query_size: int,
-        key_size: int,
-        attention_size: int,
-    ):
+    def __init__(self, score: str, query_size: int, key_size: int, attention_size: int):
         super().__init__()
         self.score = score
         self.query_size, self.key_size, self.attention_size = query_size, key_size, attention_size

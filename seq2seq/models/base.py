@@ -5,8 +5,7 @@ Shape notation: B batch, S source length, T target length, D model/hidden size, 
 A decoding *state* is a ``dict[str, Tensor]`` whose tensors all have the batch on dim 0, so search
 can expand, select and reorder it without knowing the model. Entries that depend only on the source
 (encoder states, projected keys, the source mask) are named in ``static_state_keys``; moving a beam
-inside the same sentence never changes them, so ``reorder_state`` leaves them alone.
-"""
+inside the same sentence never changes them, so ``reorder_state`` leaves them alone."""
 
 from __future__ import annotations
 
@@ -40,13 +39,11 @@ class AttentionFlops:
 
 class Dropout(nn.Module):
     """Inverted dropout (Srivastava et al. 2014, §2): in training each element is zeroed with
-    probability p and the others scaled by 1 / (1 - p); the identity in eval mode.
-
-    On the CPU the mask is drawn as 16 random bits an element, four to each 64-bit draw of torch's
-    generator (so p is rounded to a multiple of 2^-16): ``F.dropout``'s one serial draw an element
-    took 14% of a bf16 Transformer step (docs/results/README.md, training speed). Elsewhere it is
-    ``F.dropout``. Shapes: any; the output has the input's.
-    """
+    probability p and the others scaled by 1 / (1 - p); the identity in eval mode. On the CPU the
+    mask is drawn as 16 random bits an element, four to each 64-bit draw of torch's generator (so p
+    is rounded to a multiple of 2^-16): ``F.dropout``'s one serial draw an element took 14% of a
+    bf16 Transformer step (docs/results/README.md, training speed). Elsewhere it is ``F.dropout``.
+    Shapes: any; the output has the input's."""
 
     def __init__(self, p: float):
         super().__init__()
@@ -67,29 +64,17 @@ class Dropout(nn.Module):
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
-    """Softmax over the last dim (S) where ``mask`` is True.
-
-    Args:
-        scores: (B, ..., S) attention energies.
-        mask: (B, S) bool, True at real source positions (broadcast over the middle dims).
-
-    Returns:
-        (B, ..., S) weights: rows sum to 1, exactly 0 at masked positions. A row with no real
-        position gets uniform weights instead of NaN (empty sources are filtered before this).
-    """
+    """Softmax of ``scores`` (B, ..., S) over S where ``mask`` (B, S) is True (real positions,
+    broadcast over the middle dims): (B, ..., S) weights, rows summing to 1, exactly 0 at masked
+    positions; a row with no real position gets uniform weights, not NaN (none reaches here)."""
     shape = (mask.shape[0],) + (1,) * (scores.dim() - 2) + (mask.shape[-1],)
     fill = torch.finfo(scores.dtype).min
     return torch.softmax(scores.masked_fill(~mask.view(shape), fill), dim=-1)
 
 
 class Seq2SeqModel(nn.Module):
-    """Encoder-decoder protocol.
-
-    Subclasses are built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)`` (the one builder
-    signature of ``registry.MODELS``), declare ``has_attention``, and implement ``encode``,
-    ``init_state``, ``decode_step``, ``forward_attention`` and the two FLOP rules, ``flop_sides``
-    and ``attention_flops``.
-    """
+    """Encoder-decoder protocol: built as ``cls(cfg, src_vocab, tgt_vocab, joint_vocab)``
+    (``registry.MODELS``); declares ``has_attention`` and implements the methods that raise here."""
 
     # True when decode_step and forward_attention return cross-attention weights (B, [T,] S).
     has_attention: ClassVar[bool]
@@ -101,18 +86,10 @@ class Seq2SeqModel(nn.Module):
     def forward(
         self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, src_lengths: Lengths | None = None
     ) -> Tensor:
-        """Teacher-forced logits.
-
-        Args:
-            src: (B, S) source ids.  src_mask: (B, S) bool, True = real token.
-            tgt_in: (B, T) decoder input ids, BOS first.
-            src_lengths: (B,) int64 real source lengths on the host (numpy, so DDP leaves them
-                there), or None; a model that needs them (packed RNNs) then reads them from
-                ``src_mask``, a device-to-host copy.
-
-        Returns:
-            (B, T, V) unnormalised scores for the next token at every position.
-        """
+        """Teacher-forced logits (B, T, V) for src (B, S) ids, src_mask (B, S) bool (True = real
+        token) and tgt_in (B, T) decoder input ids, BOS first. ``src_lengths``: (B,) int64 real
+        source lengths on the host (numpy, so DDP leaves them there), or None: a model that needs
+        them (packed RNNs) then reads them from ``src_mask``, a device-to-host copy."""
         return self.forward_attention(
             src, src_mask, tgt_in, need_attention=False, src_lengths=src_lengths
         )[0]
@@ -149,15 +126,8 @@ class Seq2SeqModel(nn.Module):
     def decode_step(
         self, prev_tokens: Tensor, state: State, need_attention: bool = False
     ) -> tuple[Tensor, Tensor | None, State]:
-        """One decoder step.
-
-        Args:
-            prev_tokens: (B,) the previous target token (BOS at the first step).
-            state: the state returned by ``init_state`` or the previous step.
-
-        Returns:
-            logits (B, V), cross-attention weights (B, S) or None, the next state.
-        """
+        """One decoder step from ``prev_tokens`` (B,) (BOS first) and ``init_state``'s or the last
+        step's state: logits (B, V), cross-attention weights (B, S) or None, the next state."""
         raise NotImplementedError
 
     def reorder_state(self, state: State, index: Tensor) -> State:

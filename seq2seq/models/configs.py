@@ -1,8 +1,7 @@
 """The model sections of the config: one pydantic class per registered model, torch-free
 (``config/loading.py`` builds its ``model:`` union from ``MODEL_CONFIGS``). Besides its fields a
 class says what may be asked of the model without building it: ``scheduled_sampling``,
-``position_limit`` and ``family`` (its name in words, for reports).
-"""
+``position_limit`` and ``family`` (its name in words, for reports)."""
 
 from __future__ import annotations
 

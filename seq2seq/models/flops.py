@@ -1,13 +1,11 @@
 """Model FLOPs of a training step, counted the usual way (Kaplan et al. 2020, §2.1; PaLM, App. B).
-
 Shapes: B batch, S source length, T target length (EOS included; real lengths, padding not
 counted). A weight used once per token costs 2 FLOPs forward and 4 backward, so a step costs
 ``6 · (N_src · ΣS + N_tgt · ΣT) + attention``: N_src the weights applied per source token (the
 encoder, attention's key and value projections), N_tgt per target token (the decoder, queries, the
 output projection); lookups, biases, norms and per-sentence bridges are not counted; attention
 matmuls cost a·T·S + b·S² + c·T² per sentence. Each model says where its weights run
-(``Seq2SeqModel.flop_sides``) and what its attention costs (``attention_flops``).
-"""
+(``Seq2SeqModel.flop_sides``) and what its attention costs (``attention_flops``)."""
 
 from __future__ import annotations
 
@@ -71,11 +69,8 @@ def count_weights(model: Seq2SeqModel) -> WeightCount:
 
 
 def step_flops(model: Seq2SeqModel, src_lens: torch.Tensor, tgt_lens: torch.Tensor) -> float:
-    """Model FLOPs of one training step (forward + backward) on sentences of these real lengths.
-
-    Args:
-        src_lens: (B,) source tokens per sentence.  tgt_lens: (B,) target tokens (EOS included).
-    """
+    """Model FLOPs of one training step (forward + backward) on sentences of these real lengths:
+    src_lens (B,) source tokens per sentence, tgt_lens (B,) target tokens (EOS included)."""
     w, a = count_weights(model), model.attention_flops()
     s, t = src_lens.double(), tgt_lens.double()
     dense = 6.0 * (w.src * s.sum() + w.tgt * t.sum())

@@ -1,14 +1,12 @@
 """The model zoo: one explicit name -> model class table, the names those of
 ``configs.MODEL_CONFIGS``. Adding a model: its config class in ``configs.py``, its module here
-(``base.Seq2SeqModel``'s protocol), its entry below, and a toy in ``tests/toys/models.py``.
-"""
+(``base.Seq2SeqModel``'s protocol), its entry below, and a toy in ``tests/toys/models.py``."""
 
 from __future__ import annotations
 
 from seq2seq.models.base import Seq2SeqModel
 from seq2seq.models.configs import ModelConfigBase
-from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNSeq2Seq
-from seq2seq.models.rnnencdec import RNNEncDec
+from seq2seq.models.rnn import BahdanauSeq2Seq, LuongSeq2Seq, RNNEncDec, RNNSeq2Seq
 from seq2seq.models.transformer import Transformer
 
 MODELS: dict[str, type[Seq2SeqModel]] = {

@@ -1,10 +1,10 @@
-"""RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings.
+"""RNN encoder-decoders: the fixed-vector bottleneck, Bahdanau's and Luong's attention wirings,
+and RNNsearch's fixed-context ablation.
 
 Shapes: B batch, S source length, T target steps, L layers, E embedding size, H decoder state size,
 He encoder state size per direction, V vocabulary. Each model decodes through one method,
 ``_decode(tgt_in (B, T), state)``: training with the whole target, ``decode_step`` with T = 1, so
-incremental decoding is the same computation as training, step for step.
-"""
+incremental decoding is the same computation as training, step for step."""
 
 from __future__ import annotations
 
@@ -39,8 +39,9 @@ def _final_by_layer(h_n: Tensor, layers: int, dirs: int) -> Tensor:
 class RNNEncoder(nn.Module):
     """Embedding + (bi)directional GRU/LSTM over the real tokens only (packed sequences)."""
 
-    def __init__(self, vocab: int, cfg: RNNConfig | BahdanauConfig | LuongConfig, bidir: bool):
+    def __init__(self, vocab: int, cfg: RNNConfig | BahdanauConfig | LuongConfig):
         super().__init__()
+        bidir = cfg.bidirectional
         self.dirs = 2 if bidir else 1
         self.layers = cfg.num_layers
         self.embed = nn.Embedding(vocab, cfg.emb_size, padding_idx=0)
@@ -49,15 +50,9 @@ class RNNEncoder(nn.Module):
         self.out_size = self.dirs * cfg.enc_size
 
     def forward(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
-        """
-        Args:
-            src_lengths: (B,) int64 lengths on the host (a numpy array or CPU tensor); None reads
-                them from ``src_mask`` (a copy from the device, which waits for it).
-
-        Returns:
-            enc_out (B, S, dirs*He) the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He) the
-            final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
-        """
+        """enc_out (B, S, dirs*He), the states h_1..h_S (zeros at pads); enc_h (B, L, dirs*He), the
+        final states per layer, [→h_S; ←h_1]; for LSTM also enc_c, the final cell states.
+        ``src_lengths`` as in ``Seq2SeqModel.forward``."""
         lengths = src_mask.sum(1).cpu() if src_lengths is None else torch.as_tensor(src_lengths)
         lengths = lengths.clamp(min=1)  # an empty row reads one pad, stays finite
         packed = pack_padded_sequence(
@@ -70,18 +65,11 @@ class RNNEncoder(nn.Module):
             PackedSequence(out.data, out.batch_sizes), batch_first=True, total_length=src.shape[1]
         )
         out = out.index_select(0, packed.unsorted_indices)
-        if isinstance(final, tuple):
-            return {
-                "enc_out": out,
-                "enc_h": _final_by_layer(final[0], self.layers, self.dirs),
-                "enc_c": _final_by_layer(final[1], self.layers, self.dirs),
-                "src_mask": src_mask,
-            }
-        return {
-            "enc_out": out,
-            "enc_h": _final_by_layer(final, self.layers, self.dirs),
-            "src_mask": src_mask,
-        }
+        h_n, c_n = final if isinstance(final, tuple) else (final, None)
+        state = {"enc_out": out, "enc_h": _final_by_layer(h_n, self.layers, self.dirs)}
+        if c_n is not None:
+            state["enc_c"] = _final_by_layer(c_n, self.layers, self.dirs)
+        return {**state, "src_mask": src_mask}
 
 
 class OutputLayer(nn.Module):
@@ -110,13 +98,16 @@ class OutputLayer(nn.Module):
 
 class _RNNDecoderModel(Seq2SeqModel):
     """Shared plumbing: encoder, target embedding, state <-> nn.RNN layout, the protocol methods.
-    ``joint_vocab`` is not used: source and target keep their own embeddings."""
+    ``joint_vocab`` is not used: source and target keep their own embeddings. ``bridges``: the
+    s_0 (and c_0) projections, run once per sentence."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, cfg, bidir: bool):
+    bridges = ("bridge", "bridge_c")
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, cfg):
         super().__init__()
         self.cfg = cfg
         self.src_vocab_size, self.tgt_vocab_size = src_vocab, tgt_vocab
-        self.encoder = RNNEncoder(src_vocab, cfg, bidir)
+        self.encoder = RNNEncoder(src_vocab, cfg)
         self.tgt_embed = nn.Embedding(tgt_vocab, cfg.emb_size, padding_idx=0)
         self.dropout = Dropout(cfg.dropout)
         self.lstm = cfg.cell == "lstm"
@@ -134,11 +125,13 @@ class _RNNDecoderModel(Seq2SeqModel):
         h = state["h"].transpose(0, 1).contiguous()
         return (h, state["c"].transpose(0, 1).contiguous()) if self.lstm else h
 
-    def _state(self, hx) -> State:
-        """nn.GRU/LSTM's hidden state -> the batch-first entries of a decoding state."""
+    def _state(self, hx, state: State) -> State:
+        """nn.GRU/LSTM's hidden state -> the batch-first h [and c] of a decoding state, with the
+        static entries of ``state``."""
+        new = {"h": (hx[0] if self.lstm else hx).transpose(0, 1)}
         if self.lstm:
-            return {"h": hx[0].transpose(0, 1), "c": hx[1].transpose(0, 1)}
-        return {"h": hx.transpose(0, 1)}
+            new["c"] = hx[1].transpose(0, 1)
+        return new | {k: state[k] for k in self.static_state_keys if k in state}
 
     def _top(self, hx) -> Tensor:
         """The top layer's state s (B, 1, H)."""
@@ -159,17 +152,16 @@ class _RNNDecoderModel(Seq2SeqModel):
     def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, Tensor | None, State]:
         raise NotImplementedError
 
-    def _flop_sides(self, *once: str) -> dict[str, FlopSide]:
-        """The encoder runs per source token; the named bridges once per sentence (uncounted); a
-        tied target embedding is also the output projection, per target token."""
+    def flop_sides(self) -> dict[str, FlopSide]:
+        """The encoder runs per source token; the ``bridges`` once per sentence (uncounted); a tied
+        target embedding is also the output projection, per target token; then attention's."""
         sides: dict[str, FlopSide] = {"encoder": "src"}
-        sides.update({name: "uncounted" for name in once if getattr(self, name) is not None})
+        sides.update({b: "uncounted" for b in self.bridges if getattr(self, b) is not None})
         if self.out.tie_with is not None:
             sides["tgt_embed"] = "tgt"
+        if self.has_attention:
+            sides.update({f"attention.{k}": v for k, v in self.attention.flop_sides().items()})
         return sides
-
-    def _attention_flop_sides(self) -> dict[str, FlopSide]:
-        return {f"attention.{k}": v for k, v in self.attention.flop_sides().items()}
 
     def attention_flops(self) -> AttentionFlops:
         """Attention reads every (target, source) pair once: 3 x its forward FLOPs per pair."""
@@ -185,13 +177,12 @@ class RNNSeq2Seq(_RNNDecoderModel):
     is [→h_S; ←h_1] for a bidirectional encoder. With ``feed_context`` (Cho et al. 2014, §2.2) the
     fixed c = h_S (top layer) also enters every step: s_t = RNN_dec([E(y_{t-1}); c], s_{t-1}) and
     p(y_t) = softmax(W_o [s_t; c; E(y_{t-1})]). No other encoder state reaches the decoder: that is
-    the bottleneck. Returns no attention weights.
-    """
+    the bottleneck. Returns no attention weights."""
 
     has_attention = False
 
     def __init__(self, cfg: RNNConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc = self.encoder.out_size
         self.feed_context = cfg.feed_context
         self.static_state_keys = frozenset({"src_mask", "context"})
@@ -205,9 +196,6 @@ class RNNSeq2Seq(_RNNDecoderModel):
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(pre, tgt_vocab, cfg.dropout, tie)
 
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return self._flop_sides("bridge", "bridge_c")
-
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)
         state["src_mask"] = enc["src_mask"]
@@ -217,16 +205,12 @@ class RNNSeq2Seq(_RNNDecoderModel):
 
     def _decode(self, tgt_in, state):
         emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        if self.feed_context:
-            c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
-            out, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))
-            pre = torch.cat([out, c, emb], -1)
-        else:
+        if not self.feed_context:
             out, hx = self.rnn(emb, self._hx(state))
-            pre = out
-        new = self._state(hx)
-        new.update({k: state[k] for k in self.static_state_keys if k in state})
-        return self.out(pre), None, new
+            return self.out(out), None, self._state(hx, state)
+        c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, dirs*He)
+        out, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))
+        return self.out(torch.cat([out, c, emb], -1)), None, self._state(hx, state)
 
 
 class BahdanauSeq2Seq(_RNNDecoderModel):
@@ -244,14 +228,15 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
     """
 
     has_attention = True
+    bridges = ("W_s", "W_s_c")
 
     def __init__(self, cfg: BahdanauConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc, self.he = self.encoder.out_size, cfg.enc_size
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys", "context"})
         self.W_s = nn.Linear(cfg.enc_size, cfg.hidden_size)
         self.W_s_c = nn.Linear(cfg.enc_size, cfg.hidden_size) if self.lstm else None
-        if self.has_attention:  # the fixed-context ablation (models/rnnencdec.py) has none
+        if self.has_attention:  # the fixed-context ablation (RNNEncDec) has none
             self.attention = BahdanauAttention(cfg.hidden_size, enc, cfg.attention_size)
         self.rnn = _rnn(
             cfg.cell, cfg.emb_size + enc, cfg.hidden_size, cfg.num_layers, cfg.dropout, False
@@ -260,9 +245,6 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         self.pre_output = nn.Linear(cfg.hidden_size + cfg.emb_size + enc, 2 * cfg.maxout_size)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(cfg.maxout_size, tgt_vocab, cfg.dropout, tie)
-
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return {**self._flop_sides("W_s", "W_s_c"), **self._attention_flop_sides()}
 
     def _initial_state(self, enc: State) -> State:
         """s_0 = tanh(W_s ←h_1), with ←h_1 the backward half of the final state (the forward half
@@ -299,9 +281,7 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
             contexts.append(c)
             weights.append(a)
         s, c = torch.cat(outs, 1), torch.cat(contexts, 1)  # (B, T, H), (B, T, 2He)
-        rnn_state = self._state(hx)
-        rnn_state.update({k: state[k] for k in self.static_state_keys if k in state})
-        return self._deep_output(s, emb, c), torch.cat(weights, 1), rnn_state
+        return self._deep_output(s, emb, c), torch.cat(weights, 1), self._state(hx, state)
 
 
 class LuongSeq2Seq(_RNNDecoderModel):
@@ -312,13 +292,12 @@ class LuongSeq2Seq(_RNNDecoderModel):
         α_t   = softmax(score(s_t, h_i)),  score ∈ {dot, general, concat};  c_t = Σ_i α_t,i h_i
         h̃_t   = tanh(W_c [c_t; s_t]);  p(y_t) = softmax(W_s h̃_t)
     s_0 = tanh(W_b [→h_S; ←h_1]) per layer. Without input feeding the whole target runs through the
-    RNN in one call and all steps attend at once.
-    """
+    RNN in one call and all steps attend at once."""
 
     has_attention = True
 
     def __init__(self, cfg: LuongConfig, src_vocab: int, tgt_vocab: int, joint_vocab: bool):
-        super().__init__(src_vocab, tgt_vocab, cfg, cfg.bidirectional)
+        super().__init__(src_vocab, tgt_vocab, cfg)
         enc, h = self.encoder.out_size, cfg.hidden_size
         self.input_feeding = cfg.input_feeding
         self.static_state_keys = frozenset({"src_mask", "enc_out", "keys"})
@@ -330,9 +309,6 @@ class LuongSeq2Seq(_RNNDecoderModel):
         self.W_c = nn.Linear(enc + h, h, bias=False)
         tie = self.tgt_embed if cfg.tie_embeddings else None
         self.out = OutputLayer(h, tgt_vocab, cfg.dropout, tie)
-
-    def flop_sides(self) -> dict[str, FlopSide]:
-        return {**self._flop_sides("bridge", "bridge_c"), **self._attention_flop_sides()}
 
     def init_state(self, enc: State) -> State:
         state = self._bridge_state(enc, self.bridge, self.bridge_c)
@@ -355,17 +331,42 @@ class LuongSeq2Seq(_RNNDecoderModel):
         if not self.input_feeding:
             s, hx = self.rnn(emb, hx)
             h_tilde, weights = self._attend(s, state)
-            rnn_state = self._state(hx)
-        else:
-            feed, tildes, ws = state["feed"], [], []
-            for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
-                x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
-                s, hx = self.rnn(x, hx)
-                h_t, a = self._attend(s, state)
-                feed = h_t.squeeze(1)
-                tildes.append(h_t)
-                ws.append(a)
-            h_tilde, weights = torch.cat(tildes, 1), torch.cat(ws, 1)
-            rnn_state = {**self._state(hx), "feed": feed}
-        rnn_state.update({k: state[k] for k in self.static_state_keys})
-        return self.out(h_tilde), weights, rnn_state
+            return self.out(h_tilde), weights, self._state(hx, state)
+        feed, tildes, ws = state["feed"], [], []
+        for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
+            x = torch.cat([emb_t, self.dropout(feed).unsqueeze(1)], -1)
+            s, hx = self.rnn(x, hx)
+            h_t, a = self._attend(s, state)
+            feed = h_t.squeeze(1)
+            tildes.append(h_t)
+            ws.append(a)
+        new = {**self._state(hx, state), "feed": feed}
+        return self.out(torch.cat(tildes, 1)), torch.cat(ws, 1), new
+
+
+class RNNEncDec(BahdanauSeq2Seq):
+    """``rnnencdec``: RNNsearch's own ablation, the fixed-context baseline (Bahdanau et al. 2015,
+    §4.2 and appendix A.2.1; Cho et al. 2014a, eq. 5-6):
+
+        s_0  = tanh(W_s ←h_1)                                    (as in ``bahdanau``)
+        c    = [→h_S; ←h_1]                                      (fixed: the same for every t)
+        s_t  = RNN_dec([E(y_{t-1}); c], s_{t-1})
+        t_t  = maxout(U_o s_t + V_o E(y_{t-1}) + C_o c);  p(y_t) = softmax(W_o t_t)
+
+    Every weight keeps its ``bahdanau`` shape, the attention's (W_a, U_a, v_a) aside, so a
+    difference in how BLEU falls with source length is attention's alone. No encoder state other
+    than the two final ones reaches the decoder. As c does not depend on t, the whole target runs
+    through the RNN in one call. Returns no attention weights."""
+
+    has_attention = False
+
+    def init_state(self, enc: State) -> State:
+        state = self._initial_state(enc)
+        state["context"] = enc["enc_h"][:, -1]  # (B, 2He): [→h_S; ←h_1] of the top layer
+        return state
+
+    def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, None, State]:
+        emb = self.dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        c = state["context"].unsqueeze(1).expand(-1, emb.shape[1], -1)  # (B, T, 2He)
+        s, hx = self.rnn(torch.cat([emb, c], -1), self._hx(state))  # (B, T, H)
+        return self._deep_output(s, emb, c), None, self._state(hx, state)

@@ -1,14 +1,13 @@
 """The Transformer (Vaswani et al. 2017), in paper names. Shapes: B batch, S source length, T
-target length, D = d_model, H heads, d_k = D / H, V vocabulary.
-
-Attention runs through ``F.scaled_dot_product_attention``, or explicitly when the weights are asked
-for (a test proves the two agree). Incremental decoding keeps each decoder layer's keys and values
-(``k{i}``, ``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's
-cross-attention keys and values once per sentence (``ck{i}``, ``cv{i}``).
-"""
+target length, D = d_model, H heads, d_k = D / H, V vocabulary. Attention runs through
+``F.scaled_dot_product_attention``, or explicitly when the weights are asked for (a test proves
+the two agree). Incremental decoding keeps each decoder layer's keys and values (``k{i}``,
+``v{i}``: (B, H, t, d_k)), so step t costs O(t), and the encoder output's cross-attention keys and
+values once per sentence (``ck{i}``, ``cv{i}``)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -40,36 +39,22 @@ def attention(
     dropout: float,
     need_weights: bool,
 ) -> tuple[Tensor, Tensor | None]:
-    """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1).
-
-    Args:
-        q: (B, H, T, d_k).  k, v: (B, H, S, d_k).
-        mask: bool, broadcastable to (B, H, T, S), True = may attend; or None.
-        causal: position t attends to positions <= t only (T == S).
-
-    Returns:
-        (B, H, T, d_k) outputs and, if ``need_weights``, the (B, H, T, S) weights (explicit path).
-    """
+    """Scaled dot-product attention, softmax(QKᵀ/√d_k + mask) V  (§3.2.1, eq. 1), of q (B, H, T,
+    d_k) over k, v (B, H, S, d_k); ``mask``: bool, broadcastable to (B, H, T, S), True = may attend,
+    or None; ``causal``: t attends to positions <= t only (T == S). Returns (B, H, T, d_k) outputs
+    and, if ``need_weights``, the (B, H, T, S) weights (explicit path)."""
     if not need_weights:
-        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-            # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower
-            # than in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16
-            # step is 1.26x faster on one thread, 1.08x on two (docs/results/README.md, training
-            # speed). The matmuls around it stay bf16.
-            with torch.autocast("cpu", enabled=False):
-                out = F.scaled_dot_product_attention(
-                    q.float(),
-                    k.float(),
-                    v.float(),
-                    attn_mask=mask,
-                    dropout_p=dropout,
-                    is_causal=causal,
-                )
-            return out.to(q.dtype), None
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal
-        )
-        return out, None
+        # torch's CPU flash attention in bf16 (autocast training) ran its backward ~6x slower than
+        # in fp32 on a Zen 4 (28% of a bf16 Transformer step); in fp32 the whole bf16 step is
+        # 1.26x faster on one thread, 1.08x on two (docs/results/README.md, training speed). The
+        # matmuls around it stay bf16.
+        upcast = q.device.type == "cpu" and q.dtype == torch.bfloat16
+        with torch.autocast("cpu", enabled=False) if upcast else contextlib.nullcontext():
+            qkv = (t.float() for t in (q, k, v)) if upcast else (q, k, v)
+            out = F.scaled_dot_product_attention(
+                *qkv, attn_mask=mask, dropout_p=dropout, is_causal=causal
+            )
+        return out.to(q.dtype), None
     # 1) scores  2) mask  3) softmax  4) weighted sum — the same formula, weights kept.
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
@@ -184,17 +169,10 @@ class DecoderLayer(nn.Module):
         cache: tuple[Tensor, Tensor] | None,
         need_weights: bool,
     ) -> tuple[Tensor, Tensor | None, tuple[Tensor, Tensor]]:
-        """
-        Args:
-            x: (B, T, D) decoder input (T = 1 with a cache).
-            cross_k, cross_v: (B, H, S, d_k) the projected encoder output.
-            key_mask: (B, 1, 1, S) source padding mask.
-            cache: this layer's earlier keys and values (B, H, t, d_k) each, or None to attend
-                causally over x itself.
-
-        Returns:
-            (B, T, D) output, cross-attention weights (B, H, T, S) or None, new (keys, values).
-        """
+        """x (B, T, D) (T = 1 with a ``cache``: this layer's earlier keys and values, (B, H, t,
+        d_k) each; None attends causally over x itself) over the projected encoder output
+        cross_k, cross_v (B, H, S, d_k) with key_mask (B, 1, 1, S) -> (B, T, D), cross-attention
+        weights (B, H, T, S) or None, the new (keys, values)."""
         kv: tuple[Tensor, Tensor] = ()  # type: ignore[assignment]
 
         def self_attend(y: Tensor):
@@ -206,17 +184,12 @@ class DecoderLayer(nn.Module):
             # With a cache the one new query may see every cached key; otherwise mask the future.
             return self.self_attn.attend(q, k, v, causal=cache is None)
 
+        def cross_attend(y: Tensor):
+            q = self.cross_attn.project_q(y)
+            return self.cross_attn.attend(q, cross_k, cross_v, key_mask, need_weights=need_weights)
+
         x, _ = self.subs[0](x, self_attend)
-        x, w = self.subs[1](
-            x,
-            lambda y: self.cross_attn.attend(
-                self.cross_attn.project_q(y),
-                cross_k,
-                cross_v,
-                mask=key_mask,
-                need_weights=need_weights,
-            ),
-        )
+        x, w = self.subs[1](x, cross_attend)
         x, _ = self.subs[2](x, lambda y: (self.ffn(y), None))
         return x, w, kv
 
@@ -228,8 +201,7 @@ class Transformer(Seq2SeqModel):
     §3.5). With ``share_embeddings`` the output projection is the target embedding matrix, and with
     a joint vocabulary the source embedding is that matrix too (§3.4). The returned alignment is the
     last decoder layer's cross-attention averaged over heads; ``cross_attention_maps`` gives every
-    layer's heads.
-    """
+    layer's heads."""
 
     has_attention = True
 

@@ -22,33 +22,27 @@ def select_checkpoints(run_dir: str | Path, last: int | None, best: int | None) 
     d = Path(run_dir)
     if not d.is_dir():
         raise CheckpointError(f"{d}: not a run directory")
-    if (last is None) == (best is None) or (last if last is not None else best) < 1:
+    k = last if last is not None else best
+    if (last is None) == (best is None) or k < 1:
         raise CheckpointError("give exactly one of --last K or --best K, with K >= 1")
-    if last == 1:
-        if not (d / "last.pt").is_file():
-            raise CheckpointError(f"{d}: no last.pt; train first")
-        return [d / "last.pt"]
+    kind = "last" if last is not None else "best"
+    if k == 1:
+        if not (d / f"{kind}.pt").is_file():
+            why = "train first" if last is not None else "train until a validation first"
+            raise CheckpointError(f"{d}: no {kind}.pt; {why}")
+        return [d / f"{kind}.pt"]
     if last is not None:
         found = [
             (int(m[1]), p) for p in d.iterdir() if (m := re.fullmatch(r"step(\d+)\.pt", p.name))
         ]
-        files = [p for _, p in sorted(found)][-last:]  # the newest, oldest first
-        if len(files) < last:
-            raise CheckpointError(
-                f"{d}: {len(files)} step<N>.pt checkpoints, fewer than --last "
-                f"{last}; train with train.keep_last >= {last}"
-            )
-        return files
-    if best == 1:
-        if not (d / "best.pt").is_file():
-            raise CheckpointError(f"{d}: no best.pt; train until a validation first")
-        return [d / "best.pt"]
-    ranked = [d / name for _, name in load_checkpoint(d / "last.pt")["train_state"]["best_k"]]
-    files = [p for p in ranked if p.is_file()][:best]
-    if len(files) < best:
+        files, kept = [p for _, p in sorted(found)][-k:], "step<N>.pt"  # the newest, oldest first
+    else:
+        ranked = [d / name for _, name in load_checkpoint(d / "last.pt")["train_state"]["best_k"]]
+        files, kept = [p for p in ranked if p.is_file()][:k], "best-step<N>.pt"
+    if len(files) < k:
         raise CheckpointError(
-            f"{d}: {len(files)} best-step<N>.pt checkpoints, fewer than --best "
-            f"{best}; train with train.keep_best >= {best}"
+            f"{d}: {len(files)} {kept} checkpoints, fewer than --{kind} {k}; train with "
+            f"train.keep_{kind} >= {k}"
         )
     return files
 

@@ -1,9 +1,7 @@
 """``torch.distributed`` plumbing for ``torchrun``; nothing here reaches model code.
-
 ``torchrun --nproc_per_node N -m seq2seq train CONFIG`` sets RANK / WORLD_SIZE / LOCAL_RANK; each
 rank then trains on its own shard of every epoch's batches inside DistributedDataParallel (NCCL on
-GPUs, gloo on CPU), and only rank 0 logs, validates and writes files.
-"""
+GPUs, gloo on CPU), and only rank 0 logs, validates and writes files."""
 
 from __future__ import annotations
 

@@ -2,13 +2,8 @@
 
 ``last.pt`` holds everything ``--resume`` needs (weights, optimizer, scaler, RNG states, the epoch
 and batch within it, counters, the resolved config); batches are a pure function of (seed, epoch),
-the learning rate of the step (``schedules``), so a resume is exact, mid-epoch included. Under
+the learning rate of the step (``state.lr_at``), so a resume is exact, mid-epoch included. Under
 ``torchrun`` every rank trains its shard inside DDP; only rank 0 validates, logs and writes files.
-
-Stopping cleanly: in the loop, the first Ctrl-C, SIGTERM or SIGHUP asks it to stop after the
-current step and save ``last.pt``; a second one aborts at once. Before the loop, SIGTERM and SIGHUP
-end the run as Ctrl-C does, through its cleanup (the lock released, a failed start's files
-removed). A signal ignored when training starts stays ignored (``nohup seq2seq train ...``).
 """
 
 from __future__ import annotations
@@ -32,7 +27,6 @@ from seq2seq.runtime import rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.run_lock import RunLock
-from seq2seq.training.schedules import run_length, unreached_peak
 from seq2seq.training.setup import RunSetup
 from seq2seq.training.state import (
     SHARED_AFTER_VALIDATION,
@@ -40,9 +34,11 @@ from seq2seq.training.state import (
     NonFiniteStop,
     book_score,
     nothing_left,
+    run_length,
     stop_reason,
+    unreached_peak,
 )
-from seq2seq.training.updates import Ahead, Updates, builds_ahead
+from seq2seq.training.updates import Updates, builds_ahead, built_ahead
 from seq2seq.training.validate import validate
 
 log = logging.getLogger("seq2seq")
@@ -56,8 +52,8 @@ STOP_SIGNALS = tuple(
 @contextlib.contextmanager
 def _handling(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterator[None]:
     """``handler`` for each of ``signals`` within the block, the previous handlers back on exit.
-    An ignored signal stays ignored; outside the main thread (where handlers cannot be set)
-    signals keep their usual effect."""
+    An ignored signal stays ignored (``nohup``); outside the main thread, where handlers cannot be
+    set, signals keep their usual effect."""
     previous = {}
     for sig in signals:
         with contextlib.suppress(ValueError):  # not the main thread
@@ -117,11 +113,7 @@ def train(
     resumed run keeps its checkpoint's, a warm-started one takes its checkpoint's. Rank 0 holds the
     folder's lock (``run_lock``) throughout, writes ``train_summary.json`` and appends the run's
     INFO lines to ``train.log``. A run that fails before its first checkpoint leaves nothing.
-
-    Returns:
-        The summary: steps, epochs, why it stopped, training seconds, target tokens and tokens/s
-        (over resumed stretches too), best metric and step, skipped updates (and, under torchrun,
-        every rank's weight digest).
+    Returns the summary (``Run.summary``), also written to ``train_summary.json``.
 
     Raises:
         ConfigError, DataError, CheckpointError, TrainingError (``RunFolderBusy`` among them).
@@ -148,13 +140,10 @@ def train(
 def _loop(run: Run) -> None:
     """Epochs of this rank's batches, ``update_freq`` at a time, until a stop; then save."""
     t, st, info = run.cfg.train, run.state, run.info
+    ranks = f" x {info.world} ranks" if info.enabled else ""
     log.info(
-        "model %s: %s parameters; %d training pairs; device %s%s",
-        run.cfg.model.name,
-        f"{run.model.num_parameters():,}",
-        len(run.data.train),
-        run.device,
-        f" x {info.world} ranks" if info.enabled else "",
+        f"model {run.cfg.model.name}: {run.model.num_parameters():,} parameters; "
+        f"{len(run.data.train)} training pairs; device {run.device}{ranks}"
     )
     run.updates.start_clock()
     run.stopped = run.should_stop(False)
@@ -174,7 +163,7 @@ def _loop(run: Run) -> None:
             noted_tail = True
             groups = range(st.batch_in_epoch, len(batches), t.update_freq)
             groups = [batches[i : i + t.update_freq] for i in groups]
-            with Ahead(run.updates.make_batches, groups, run.updates.ahead) as built:
+            with built_ahead(run.updates.make_batches, groups, run.updates.ahead) as built:
                 for group in built:
                     run.updates.update(group)
                     at_log = st.step % t.log_every == 0
@@ -202,10 +191,8 @@ def _loop(run: Run) -> None:
             run.validate_and_save()
     if run.stopped == "early_stopping":
         log.info(
-            "early stopping: no %s gain in %d validations (best at step %d)",
-            t.best_metric,
-            t.patience,
-            st.best_step,
+            f"early stopping: no {t.best_metric} gain in {t.patience} validations (best at step "
+            f"{st.best_step})"
         )
 
 
@@ -249,10 +236,8 @@ class Run(RunSetup):
         try:
             self.save_last()
             log.warning(
-                "%s: last.pt saved at step %d; seq2seq train CONFIG --resume %s goes on",
-                why,
-                self.state.step,
-                self.run_dir,
+                f"{why}: last.pt saved at step {self.state.step}; seq2seq train CONFIG --resume "
+                f"{self.run_dir} goes on"
             )
         except Exception as e:
             log.error("%s, and last.pt could not be saved: %s", why, e)
@@ -277,11 +262,11 @@ class Run(RunSetup):
 
     def _log_validation(self, m: dict) -> None:
         st = self.state
-        parts = [f"valid step {st.step}: loss {m['loss']:.3f} ppl {m['ppl']:.2f}"]
-        if "bleu" in m:
-            parts.append(f"BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}")
-        parts.append(f"(best {self.cfg.train.best_metric} at step {st.best_step})")
-        log.info(" ".join(parts))
+        bleu = f" BLEU {m['bleu']:.2f} chrF {m['chrf']:.2f}" if "bleu" in m else ""
+        log.info(
+            f"valid step {st.step}: loss {m['loss']:.3f} ppl {m['ppl']:.2f}{bleu} (best "
+            f"{self.cfg.train.best_metric} at step {st.best_step})"
+        )
         # the attention plot of the first validation sentence (the set is never empty)
         d, png, dec = self.data, self.run_dir / "attention.png", self.cfg.decode
         first = d.valid_text.src[0]
@@ -303,6 +288,8 @@ class Run(RunSetup):
         return dist.broadcast_choice(reason, STOP_REASONS, self.info, self.device)
 
     def summary(self) -> dict:
+        """Steps, epochs, why it stopped, seconds, target tokens and tokens/s (over resumed
+        stretches too), best metric and step, skipped updates (under torchrun: weight digests)."""
         st, t = self.state, self.cfg.train
         best = st.best_score if t.best_metric != "loss" or st.best_score is None else -st.best_score
         out = {
@@ -326,8 +313,7 @@ class Run(RunSetup):
         return out
 
     def epochs_trained(self) -> float:
-        """Epochs trained, to 2 decimals: 1.5 half-way through the epoch the log calls
-        "epoch 2"."""
+        """Epochs trained, to 2 decimals (1.5 half-way through what the log calls "epoch 2")."""
         st = self.state
         if st.batch_in_epoch and not self.batches_in_epoch:  # resumed mid-epoch, stopped at once
             self.batches_in_epoch = len(

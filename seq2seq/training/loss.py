@@ -2,13 +2,9 @@
 
 Training computes it in row chunks that fit in cache, with the gradient (softmax minus the smoothed
 target) written during the forward pass: one read of the logits and one write of their gradient,
-instead of the dozen passes over (B·T, V) floats that ``F.cross_entropy`` on upcast logits makes
-(its log-softmax backward, the zero-filled one-hot gradient, the smoothing term's gradient and both
-casts were a quarter to 40% of a bf16 Transformer step on an 8k vocabulary: docs/results/README.md,
-training speed). The arithmetic is the same formula in float32; only the summation order differs.
-
-Shape notation: B batch, T target length, V vocabulary.
-"""
+where ``F.cross_entropy`` on upcast logits made a dozen passes over (B·T, V) floats (a quarter to
+40% of a bf16 Transformer step on an 8k vocabulary: docs/results/README.md, training speed). Same
+formula in float32, only summed in another order. Shapes: B batch, T target length, V vocabulary."""
 
 from __future__ import annotations
 
@@ -22,18 +18,10 @@ CHUNK_ELEMENTS = 2**20  # float32 elements of one chunk of logit rows (4 MB)
 
 
 def token_loss_sum(logits: Tensor, tgt_out: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    """Summed loss over real target tokens; divide by their count (or by the count over all the
-    batches of an accumulated update) for the per-token loss.
-
-    With gradients on (training) it runs ``SmoothedCrossEntropy``; otherwise ``F.cross_entropy``.
-
-    Args:
-        logits: (B, T, V) unnormalised scores.  tgt_out: (B, T) gold ids, PAD where absent.
-        label_smoothing: ε: the target distribution is (1-ε) one-hot + ε uniform over V.
-
-    Returns:
-        A scalar: Σ over non-PAD positions of the (smoothed) cross-entropy, in nats, in float32.
-    """
+    """Σ over non-PAD positions of the (smoothed) cross-entropy, in nats: a float32 scalar (divide
+    by the target tokens of all the batches of an update for the per-token loss), from logits
+    (B, T, V) and tgt_out (B, T) gold ids, PAD where absent; ``label_smoothing`` ε: the target is
+    (1-ε) one-hot + ε uniform over V. ``SmoothedCrossEntropy`` in training, else F.cross_entropy."""
     flat, gold = logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1)
     if torch.is_grad_enabled() and logits.requires_grad:
         return SmoothedCrossEntropy.apply(flat, gold, label_smoothing)
@@ -90,15 +78,8 @@ class SmoothedCrossEntropy(torch.autograd.Function):
 
 
 def row_loss_sums(logits: Tensor, tgt_out: Tensor) -> Tensor:
-    """Un-smoothed loss summed over each row's real target tokens (``token_loss_sum`` row by
-    row, with no label smoothing): a sequence's own loss, whatever else shares its batch.
-
-    Args:
-        logits: (B, T, V) unnormalised scores.  tgt_out: (B, T) gold ids, PAD where absent.
-
-    Returns:
-        (B,) float32: Σ over the row's non-PAD positions of the cross-entropy, in nats.
-    """
+    """``token_loss_sum`` row by row, without label smoothing: (B,) float32 nats, a sequence's own
+    loss whatever else shares its batch (logits (B, T, V), tgt_out (B, T) with PAD)."""
     return F.cross_entropy(
         logits.float().transpose(1, 2), tgt_out, ignore_index=PAD, reduction="none"
     ).sum(dim=1)

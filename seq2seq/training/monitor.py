@@ -3,8 +3,7 @@ applied update, written every ``log_every`` updates, and one per validation), Te
 (``tensorboard/``: the train scalars every ``log_every`` updates; validation scores, sample
 translations and the attention heatmap, also ``attention.png``), ``train.log`` (``RunLog``) and
 the terminal's ``progress_bar``. A resumed run first drops what a killed run logged past its
-checkpoint, so each step appears once.
-"""
+checkpoint, so each step appears once."""
 
 from __future__ import annotations
 
@@ -78,22 +77,10 @@ class Monitor:
                 self.writer.add_scalar(tag, record[key], step)
             self.writer.add_scalar("train/ppl", math.exp(min(record["loss"], 50)), step)
 
-    def validation(self, step: int, metrics: dict, heatmap: np.ndarray | None = None) -> None:
-        """Log validation ``metrics`` (loss, ppl, bleu, chrf, samples) and an HWC RGB heatmap."""
-        for key in ("loss", "ppl", "bleu", "chrf"):
-            if key in metrics:
-                self.writer.add_scalar(f"valid/{key}", metrics[key], step)
-        for i, (s, h, r) in enumerate(metrics.get("samples", [])):
-            self.writer.add_text(f"valid/sample{i}", f"src: {s}  \nhyp: {h}  \nref: {r}", step)
-        if heatmap is not None:
-            self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
-        self.writer.flush()
-        scores = {k: v for k, v in metrics.items() if k != "samples"}
-        self._append([{"step": step, "valid": scores}])
-
     def side_outputs(self, step: int, metrics: dict, draw: Callable[[], np.ndarray | None]) -> None:
-        """After a validation: the attention plot (``draw``, e.g. ``attention_heatmap`` of the
-        first validation sentence with the run's own decode settings) and ``validation``'s logs.
+        """After a validation: the attention plot (``draw``: an HWC RGB array, e.g.
+        ``attention_heatmap`` of the first validation sentence with the run's decode settings) and
+        ``metrics`` (loss, ppl, bleu, chrf, samples) to TensorBoard, the scores to train_log.jsonl.
         A failure in either is a warning, never the end of the run."""
         heatmap = None
         try:
@@ -101,7 +88,16 @@ class Monitor:
         except Exception as e:
             log.warning("step %d: attention plot skipped: %s", step, _one_line(e))
         try:
-            self.validation(step, metrics, heatmap)
+            for key in ("loss", "ppl", "bleu", "chrf"):
+                if key in metrics:
+                    self.writer.add_scalar(f"valid/{key}", metrics[key], step)
+            for i, (s, h, r) in enumerate(metrics.get("samples", [])):
+                self.writer.add_text(f"valid/sample{i}", f"src: {s}  \nhyp: {h}  \nref: {r}", step)
+            if heatmap is not None:
+                self.writer.add_image("valid/attention", heatmap, step, dataformats="HWC")
+            self.writer.flush()
+            scores = {k: v for k, v in metrics.items() if k != "samples"}
+            self._append([{"step": step, "valid": scores}])
         except Exception as e:
             log.warning("step %d: validation log or samples skipped: %s", step, _one_line(e))
 
@@ -156,26 +152,17 @@ def note_short_update(n_batches: int, update_freq: int, main: bool = True) -> No
     batches: groups of ``update_freq`` batches do not span epochs (see ``TrainConfig``)."""
     if (tail := n_batches % update_freq) and main:
         log.info(
-            "update_freq %d: an epoch of %s ends with an update of %s (groups do not span epochs)",
-            update_freq,
-            counted(n_batches, "batch", "batches"),
-            counted(tail, "batch", "batches"),
+            f"update_freq {update_freq}: an epoch of {counted(n_batches, 'batch', 'batches')} ends "
+            f"with an update of {counted(tail, 'batch', 'batches')} (groups do not span epochs)"
         )
 
 
 def progress_bar(show: bool) -> Progress:
     """The ``train`` progress bar (step of ``max_steps``, time, the last stats); ``show`` False
     (ranks other than 0) draws nothing."""
-    return Progress(
-        TextColumn("[bold]train"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[stats]}"),
-        console=console,
-        disable=not show,
-        transient=False,
-    )
+    bar = (TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    stats = TextColumn("{task.fields[stats]}")
+    return Progress(*bar, stats, console=console, disable=not show, transient=False)
 
 
 def attention_heatmap(
@@ -188,12 +175,9 @@ def attention_heatmap(
 ) -> np.ndarray | None:
     """Greedy-translate ``sentence`` and draw its cross-attention (T, S) with ``plots``, source
     pieces across, output pieces down; written to ``png`` when given. ``decode``: the run's
-    settings (length limits, the source cut), greedy; default ``DecodeConfig()``.
-
-    Returns:
-        The picture as an (H, W, 3) uint8 RGB array, or None for a model without attention
-        (``rnn``) or a sentence that translates to nothing.
-    """
+    settings (length limits, the source cut), greedy; default ``DecodeConfig()``. Returns the
+    picture as an (H, W, 3) uint8 RGB array, or None for a model without attention (``rnn``) or
+    a sentence that translates to nothing."""
     greedy = (decode or DecodeConfig()).model_copy(update={"beam_size": 1})
     result = translate_sentences(
         model, tok, [sentence], greedy, device, need_attention=True, source_name="attention plot"

@@ -3,8 +3,7 @@ where it pays. CPU bf16 needs native bf16 arithmetic (``cpu_features.BF16_FLAGS`
 may lose (0.86x fp32's speed on a Xeon with AMX, small Transformer), so a short probe trains a
 copy of the run's model on its first batches in both precisions and picks bf16 only at
 ``BF16_MIN_GAIN`` times fp32's target tokens/s; a model too small, or a run too short, gets fp32
-without a probe. The choice goes into the run's config and ``run_info.json``; a resume keeps it.
-"""
+without a probe. The choice goes into the run's config and ``run_info.json``; a resume keeps it."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from torch import nn
 from seq2seq.config import Config, TrainConfig
 from seq2seq.cpu_features import BF16_FLAGS, cpu_flags, native_bf16
 from seq2seq.data.batch import Batch
-from seq2seq.data.prepare import TrainData, epoch_batches, make_batch
 from seq2seq.runtime import resolve_precision, rng_states, set_rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.step import TeacherForcing, build_optimizer, train_step
@@ -52,10 +50,8 @@ def choose_cpu_precision(
     max_steps: int | None,
     probe: Callable[[], dict[str, float]],
 ) -> PrecisionChoice:
-    """``auto`` on the CPU: fp32 without a probe when ``flags`` hold no native bf16, the model
-    has fewer than ``MIN_PROBE_PARAMETERS`` parameters or ``max_steps`` is below
-    ``MIN_PROBE_STEPS``; else ``probe()`` (-> target tokens/s for "fp32" and "bf16") decides:
-    bf16 when it is at least ``BF16_MIN_GAIN`` times as fast."""
+    """``auto`` on the CPU, as the module says; ``probe()`` -> target tokens/s for "fp32" and
+    "bf16"."""
     if not native_bf16(flags):
         why = f"this CPU has no native bf16: no {' or '.join(BF16_FLAGS)} flag"
         return PrecisionChoice("fp32", f"precision auto: fp32 ({why}; no probe)")
@@ -76,15 +72,6 @@ def choose_cpu_precision(
     return PrecisionChoice(choice, line, {"bf16": round(bf16, 1), "fp32": round(fp32, 1)})
 
 
-def probe_batches(
-    data: TrainData, t: TrainConfig, info: dist.DistInfo, device, pad_multiple: int, cap
-) -> list[Batch]:
-    """This rank's first ``PROBE_BATCHES`` batches of epoch 0 on ``device``, padded as the run
-    pads them (``cap``: the model's position limit, or None)."""
-    items = epoch_batches(data.train, t, 0, info)[:PROBE_BATCHES]
-    return [make_batch(data.train, item, device, pad_multiple, cap) for item in items]
-
-
 def probe_speeds(
     model: nn.Module,
     t: TrainConfig,
@@ -97,8 +84,7 @@ def probe_speeds(
     autocast, on a copy of ``model``: a warm-up step in each, then rounds of one timed step in
     each (order alternating by round) over ``batches`` in turn, until ``seconds`` of timed steps
     or ``max_rounds`` rounds. ``model`` and every RNG are left as they were. 1.3-1.7 s for a 44k-
-    or a 1.2M-parameter Transformer on one busy Zen 4 thread.
-    """
+    or a 1.2M-parameter Transformer on one busy Zen 4 thread."""
     saved = rng_states()
     twin = copy.deepcopy(model).train()
     wrapper, optimizer = TeacherForcing(twin), build_optimizer(twin, t)
@@ -138,8 +124,7 @@ def settle_precision(
 ) -> tuple[Config, PrecisionChoice | None]:
     """``cfg`` with ``train.precision`` resolved, and the choice ``auto`` made (None when the
     config named one): a resumed run (``resumed``, its ``last.pt``'s config) keeps its own; else
-    bf16 on CUDA, and on the CPU ``choose_cpu_precision``. Rank 0's choice holds on every rank,
-    and rank 0 logs it.
+    bf16 on CUDA, and on the CPU ``choose_cpu_precision``. All ranks take rank 0's choice (logged).
     """
     t = cfg.train
     if t.precision != "auto":

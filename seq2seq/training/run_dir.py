@@ -1,9 +1,7 @@
 """A run directory: refusing to mix runs, ``--overwrite``, loading ``last.pt`` to resume, writing
 ``last.pt`` with its rotations (``step<N>.pt``, ``best.pt``, ``best-step<N>.pt``: hard links to the
-``last.pt`` of their step, so a validation writes one file; rank 0 only), and what the run records
-about itself: ``config.yaml`` (resolved) and ``run_info.json`` (versions, git commit, data hashes,
-which a resume checks the data against).
-"""
+``last.pt`` of their step, so a validation writes one file; rank 0 only), ``config.yaml``
+(resolved) and ``run_info.json`` (versions, git commit, data hashes a resume checks)."""
 
 from __future__ import annotations
 
@@ -27,9 +25,9 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, ConfigError, TrainConfig, to_yaml
 from seq2seq.data.text import DataError, resolve_corpus_file, sha256_file
+from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.runtime import set_rng_states
-from seq2seq.training.schedules import lr_at
-from seq2seq.training.state import TrainingError, TrainState, book_last
+from seq2seq.training.state import TrainingError, TrainState, book_last, lr_at
 
 log = logging.getLogger("seq2seq")
 
@@ -206,29 +204,24 @@ class RunCheckpoints:
     def __init__(self, run_dir: Path, keep_last: int, is_main: bool):
         self.run_dir, self.keep_last, self.is_main = run_dir, keep_last, is_main
 
-    def save(self, name: str, payload: dict) -> None:
-        """Write ``name``; non-finite weights stop training and write nothing.
+    def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
+        """``last.pt`` (``payload()``, built after the bookkeeping it records); with ``keep_last``
+        k > 1 also ``step<N>.pt`` for the newest k.
 
         Raises:
-            TrainingError: a weight is NaN or inf (the previous checkpoint is kept).
+            TrainingError: a weight is NaN or inf (nothing written; the previous checkpoint stays).
         """
+        name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
         if not self.is_main:
             return
+        ckpt = payload()
         try:
-            save_checkpoint(self.run_dir / name, payload)
+            save_checkpoint(self.run_dir / "last.pt", ckpt)
         except CheckpointError as e:
             raise TrainingError(
                 f"{e}: training diverged; lower train.lr or use precision fp32 "
                 "(the previous checkpoint is kept)"
             ) from None
-
-    def save_last(self, st: TrainState, payload: Callable[[], dict]) -> None:
-        """``last.pt`` (``payload()``, built after the bookkeeping it records); with ``keep_last``
-        k > 1 also ``step<N>.pt`` for the newest k."""
-        name, dropped = book_last(st, self.keep_last)  # every rank keeps the same state
-        if not self.is_main:
-            return
-        self.save("last.pt", payload())
         if name is not None:
             self._link(name)
         self._remove(dropped)
@@ -254,13 +247,8 @@ class RunCheckpoints:
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).parent,
-        )
+        cmd, here = ["git", "rev-parse", "HEAD"], Path(__file__).parent
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=here)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -274,15 +262,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[pkg] = "not installed"
     return out
-
-
-def _bleu_signature(tgt_lang: str) -> str:
-    """The signature validation BLEU is reported under (one reference)."""
-    from sacrebleu.metrics import BLEU
-
-    bleu = BLEU(trg_lang=tgt_lang)
-    bleu.corpus_score(["x"], [["x"]])
-    return str(bleu.get_signature())
 
 
 def data_file_hashes(cfg: Config) -> dict[str, str]:
@@ -339,6 +318,8 @@ def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
 def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
     """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
     ``runtime``: what ``auto`` settings resolved to on this machine)."""
+    # the signature validation BLEU is reported under (one reference)
+    bleu = corpus_score("bleu", ["x"], [["x"]], cfg.data.tgt_lang) if cfg.train.valid_bleu else None
     info = {
         "versions": versions(),
         "git_commit": _git_commit(),
@@ -349,7 +330,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None
         "src_vocab": data.tok.src_vocab_size,
         "tgt_vocab": data.tok.tgt_vocab_size,
         "parameters": model.num_parameters(),
-        "bleu_signature": _bleu_signature(cfg.data.tgt_lang) if cfg.train.valid_bleu else None,
+        "bleu_signature": bleu.signature if bleu is not None else None,
         "runtime": runtime or {},
     }
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))

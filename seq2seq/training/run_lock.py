@@ -1,13 +1,10 @@
 """One writer per run folder: an exclusive ``flock`` on ``RUN_DIR/train.lock``, taken (by rank 0)
-before anything is written there; the file records the holder's PID, host and start time.
-
-The kernel drops the lock however its holder ends, so a free lock written on this host is stale
-and taken over (logged); one written on another host is not (some shared file systems keep locks
-per host): the line says to delete it. A file system without locks is noted and the run goes on.
-A second training into a held folder is refused naming the holder; ``--overwrite`` clears only
-once it holds the lock. A run that fails before its first checkpoint removes the run files it
-wrote (``clear_run``'s names, not those the folder held before) and the folders the lock made.
-"""
+before anything is written there; the file records the holder's PID, host and start time. The
+kernel drops the lock however its holder ends, so a free lock written on this host is stale and
+taken over (logged); one written on another host is not (some shared file systems keep locks per
+host): the line says to delete it. A file system without locks is noted and the run goes on. A
+second training into a held folder is refused naming the holder; ``--overwrite`` clears only once
+it holds the lock."""
 
 from __future__ import annotations
 
@@ -69,10 +66,10 @@ def live_holder(run_dir: Path) -> str | None:
 
 
 class RunLock:
-    """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for the
-    ranks other than 0). On entry makes the folder (noting the folders it made) and takes the
-    lock; on exit removes the lock file, and after an error, when the folder holds no checkpoint,
-    the run files this run wrote and the folders made here.
+    """A context manager holding ``run_dir``'s lock (``enabled`` False: does nothing, for ranks
+    other than 0): on entry makes the folder and takes the lock; on exit removes the lock file and,
+    after an error with no checkpoint in the folder, the run files (``clear_run``'s names) and
+    folders this run made.
 
     Raises:
         RunFolderBusy: another live process holds the lock (names it, and what to do).
@@ -89,9 +86,8 @@ class RunLock:
     def __enter__(self) -> RunLock:
         if not self.enabled:
             return self
-        missing = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
+        self.made = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.made = missing
         self.before = frozenset(os.listdir(self.run_dir))  # a failed start removes only the new
         try:
             self._acquire()
@@ -117,11 +113,8 @@ class RunLock:
                 if not holder:  # the empty file just made: leave no lock file that locks nothing
                     with contextlib.suppress(OSError):
                         self.path.unlink()
-                log.warning(
-                    "%s: cannot lock (%s): make sure no other training writes this folder",
-                    self.path,
-                    e.strerror,
-                )
+                why = f"cannot lock ({e.strerror}): make sure no other training writes this folder"
+                log.warning(f"{self.path}: {why}")
                 return
             try:  # the file may have been removed (a holder's exit) between open and lock
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino

@@ -1,10 +1,8 @@
 """A run's setup, in the order ``RunSetup`` runs it: the run directory, the device and rank,
 resume or warm start, the data (``data.prepare``), the model, the precision (``precision``), the
-optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down.
-
-A warm start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only
-their vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it.
-"""
+optimizer, DDP, ``run_info.json`` and the monitor; and ``close``, what must be torn down. A warm
+start (``train.init_from``) takes another run's weights and tokenizer (the weights fit only their
+vocabulary); optimizer, schedule, step and counters start afresh. ``--resume`` ignores it."""
 
 from __future__ import annotations
 
@@ -18,14 +16,14 @@ from torch import nn
 
 from seq2seq.checkpoint import CheckpointError, config_of, load_checkpoint, resolve_checkpoint
 from seq2seq.config import Config, ConfigError
-from seq2seq.data.prepare import check_corpus_files, prepare_data
+from seq2seq.data.prepare import check_corpus_files, epoch_batches, make_batch, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.evaluation.metrics import bleu_metric
 from seq2seq.models import build_model
 from seq2seq.runtime import configure_device, pick_device, resolve_pad_multiple, seed_everything
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import Monitor, RunLog
-from seq2seq.training.precision import probe_batches, probe_speeds, settle_precision
+from seq2seq.training.precision import PROBE_BATCHES, probe_speeds, settle_precision
 from seq2seq.training.run_dir import (
     RunCheckpoints,
     check_run_dir,
@@ -100,11 +98,8 @@ class RunSetup:
             _keep_fused(self.optimizer)
             st = self.state
             log.info(
-                "resuming %s at step %d (epoch %d, %.1f min trained so far)",
-                run_dir / "last.pt",
-                st.step,
-                st.epoch + 1,
-                st.train_seconds / 60,
+                f"resuming {run_dir / 'last.pt'} at step {st.step} (epoch {st.epoch + 1}, "
+                f"{st.train_seconds / 60:.1f} min trained so far)"
             )
         self.wrapper: nn.Module | None = dist.wrap(
             TeacherForcing(self.model), self.info, self.device
@@ -128,8 +123,10 @@ class RunSetup:
         resumed = config_of(ckpt, str(self.run_dir / "last.pt")) if ckpt else None
         t, cap = self.cfg.train, self.model.max_positions
 
-        def probe() -> dict[str, float]:
-            batches = probe_batches(self.data, t, self.info, self.device, self.pad_multiple, cap)
+        def probe() -> dict[str, float]:  # this rank's first batches, padded as the run pads them
+            items = epoch_batches(self.data.train, t, 0, self.info)[:PROBE_BATCHES]
+            pad, train = self.pad_multiple, self.data.train
+            batches = [make_batch(train, item, self.device, pad, cap) for item in items]
             return probe_speeds(self.model, t, batches, self.device)
 
         params = self.model.num_parameters()
@@ -230,10 +227,8 @@ class WarmStart:
 
 def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) -> WarmStart:
     """Load the checkpoint ``train.init_from`` names (a file, or a run directory's ``best.pt``,
-    else ``last.pt``) and check it against ``cfg`` before any data is read.
-
-    ``tokenizer`` (``seq2seq compare``'s shared one) must be the checkpoint's byte for byte; None
-    takes the checkpoint's.
+    else ``last.pt``) and check it against ``cfg`` before any data is read. ``tokenizer`` (``seq2seq
+    compare``'s shared one) must be the checkpoint's byte for byte; None takes the checkpoint's.
 
     Raises:
         CheckpointError: nothing at ``path``, an unreadable file, a checkpoint without weights or

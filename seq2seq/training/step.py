@@ -1,7 +1,6 @@
 """One training update: teacher forcing (or scheduled sampling) under DDP, gradient accumulation,
-clipping, and skipping non-finite updates; and ``build_optimizer`` (the run's setup, the precision
-probe and ``scripts/bench_train.py``). Shapes: B batch, S source length, T target length, V target
-vocabulary.
+clipping, and skipping non-finite updates; and ``build_optimizer`` (setup, the precision probe,
+``scripts/bench_train.py``). Shapes: B batch, S source length, T target length, V target vocabulary.
 """
 
 from __future__ import annotations
@@ -31,14 +30,7 @@ class TeacherForcing(nn.Module):
     """What DDP wraps: teacher-forced logits, or scheduled sampling (Bengio et al. 2015, §2.4) when
     ``ratio`` < 1: each step, per sentence, feeds the gold previous token with probability
     ``ratio`` and the model's own argmax otherwise (no gradient flows through that choice).
-
-    Args:
-        src: (B, S) ids.  src_mask: (B, S) bool.  tgt_in: (B, T) BOS y_1 ... y_{T-1}.
-        src_lengths: (B,) host source lengths or None (see ``Seq2SeqModel.forward``).
-
-    Returns:
-        (B, T, V) logits.
-    """
+    Inputs as ``Seq2SeqModel.forward`` (tgt_in (B, T): BOS y_1 ... y_{T-1}); returns (B, T, V)."""
 
     def __init__(self, model: Seq2SeqModel):
         super().__init__()
@@ -75,11 +67,8 @@ def train_step(
     ranks), so accumulating b + b equals one batch of 2b. A loss or gradient norm not finite on any
     rank skips the update on the device: a fused optimizer's found-inf flag (as GradScaler uses
     it) leaves weights, moments and step count unchanged; any other optimizer syncs to decide.
-
-    Returns:
-        0-dim float tensors on ``device``: "loss" (per target token), "grad_norm" (before
-        clipping), "tokens" (target tokens over all ranks), "skipped" (1.0 or 0.0).
-    """
+    Returns 0-dim float tensors on ``device``: "loss" (per target token), "grad_norm" (before
+    clipping), "tokens" (target tokens over all ranks), "skipped" (1.0 or 0.0)."""
     n_tokens = all_reduce_sum(
         torch.full((), float(sum(b.n_tokens for b in batches)), device=device), info
     )

@@ -1,22 +1,19 @@
 """This stretch's optimizer updates (from the start, or a resume, to the stop): each one run on the
-device (``step.train_step``) and its loss, gradient norm, tokens and skip flag left there until
-``Updates.flush`` reads them all at once (the only wait for the device between log points); the
-target tokens counted on the host as the batches are built; the training clock.
-
-On CUDA a background thread (``Ahead``) pads the next updates' batches into pinned memory while
-the GPU works; on the CPU it would take cores from torch, so batches are built inline. Building a
-batch draws no random number, so either way the run (and ``--resume``) stays exact.
+device (``step.train_step``), its results left there until ``Updates.flush`` reads them all at
+once (the only wait for the device between log points); target tokens counted on the host; the
+clock. ``built_ahead`` builds batches on a background thread on CUDA, inline on the CPU (where a
+thread would take cores from torch); building a batch draws no random number: the run stays exact.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import torch
 
@@ -24,9 +21,8 @@ from seq2seq.console import console
 from seq2seq.data.batch import Batch
 from seq2seq.data.prepare import make_batch
 from seq2seq.training import distributed as dist
-from seq2seq.training.schedules import lr_at, teacher_forcing_at
 from seq2seq.training.setup import RunSetup
-from seq2seq.training.state import NonFiniteStop
+from seq2seq.training.state import NonFiniteStop, lr_at, teacher_forcing_at
 from seq2seq.training.step import train_step
 
 log = logging.getLogger("seq2seq")
@@ -34,67 +30,35 @@ log = logging.getLogger("seq2seq")
 Group = TypeVar("Group")
 Built = TypeVar("Built")
 
-_DONE = object()
 
+@contextlib.contextmanager
+def built_ahead(
+    build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
+) -> Iterator[Iterator[Built]]:
+    """``build(group)`` for each of ``groups`` in order: inline, or with ``ahead`` up to ``depth``
+    ahead of the consumer on a background thread (pinned-memory batches padded while the GPU
+    works); leaving the context cancels the builds not started and waits for the one under way."""
+    if not ahead:
+        yield map(build, groups)
+        return
+    pool, pending = ThreadPoolExecutor(1, thread_name_prefix="batches"), collections.deque()
 
-class Ahead(Generic[Group, Built]):
-    """``build(group)`` for each of ``groups`` in order, up to ``depth`` ahead of the consumer on a
-    background thread (``ahead``), else inline; leaving the context stops the thread."""
+    def results() -> Iterator[Built]:  # an error in a build is raised here, in its turn
+        for group in groups:
+            pending.append(pool.submit(build, group))
+            if len(pending) > depth:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
-    def __init__(
-        self, build: Callable[[Group], Built], groups: Sequence[Group], ahead: bool, depth: int = 2
-    ):
-        self.build, self.groups, self.ahead = build, groups, ahead
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> Ahead[Group, Built]:
-        if self.ahead:
-            self._thread = threading.Thread(target=self._produce, name="batches", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            while self._thread.is_alive():  # free a producer blocked on a full queue
-                with contextlib.suppress(queue.Empty):
-                    self._queue.get(timeout=0.05)
-            self._thread.join()
-
-    def __iter__(self) -> Iterator[Built]:
-        if not self.ahead:
-            yield from map(self.build, self.groups)
-            return
-        while True:
-            item = self._queue.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    def _produce(self) -> None:
-        try:
-            for group in self.groups:
-                if self._stop.is_set():
-                    return
-                self._put(self.build(group))
-        except BaseException as e:  # handed to the consumer, raised there
-            self._put(e)
-            return
-        self._put(_DONE)
-
-    def _put(self, item) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(queue.Full):
-                self._queue.put(item, timeout=0.05)
-                return
+    try:
+        yield results()
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def builds_ahead(device: torch.device) -> bool:
-    """Whether ``Ahead`` builds batches on a background thread: on CUDA only."""
+    """Whether ``built_ahead`` builds batches on a background thread: on CUDA only."""
     return device.type == "cuda"
 
 
@@ -113,8 +77,6 @@ class Updates:
     """
 
     def __init__(self, run: RunSetup, ahead: bool):
-        """``ahead``: batches are built on a background thread (``Ahead``), so building them
-        does not count as busy time."""
         self.run, self.state, self.t, self.ahead = run, run.state, run.cfg.train, ahead
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
         # the stretches before this one (from last.pt): their busy seconds and tokens
@@ -146,8 +108,8 @@ class Updates:
         st.busy_tokens = self.busy_before[1] + st.tokens_seen - self.tokens0
 
     def make_batches(self, group: list[list[int]]) -> list[Batch]:
-        """``group`` (up to ``update_freq`` batches) as Batches on the device; built inline, its
-        time counts as busy time."""
+        """``group`` (up to ``update_freq`` batches) as Batches on the device; built inline (not
+        ``ahead``: ``built_ahead``), its time counts as busy time."""
         r, tick, cap = self.run, time.perf_counter(), self.run.model.max_positions
         out = [make_batch(r.data.train, g, r.device, r.pad_multiple, cap) for g in group]
         if not self.ahead:
@@ -186,10 +148,8 @@ class Updates:
             return self.flush(say=True)
         self.said_at = time.monotonic()
         log.info(
-            "step %d, %.1f min trained (loss and rate every %d steps, train.log_every)",
-            self.state.step,
-            self.elapsed() / 60,
-            self.t.log_every,
+            f"step {self.state.step}, {self.elapsed() / 60:.1f} min trained (loss and rate every "
+            f"{self.t.log_every} steps, train.log_every)"
         )
         return ""
 
@@ -253,11 +213,8 @@ class Updates:
         st = self.state
         st.nonfinite_in_row += 1
         st.nonfinite_total += 1
-        log.warning(
-            "step %d: non-finite loss or gradient, update skipped (%d in a row)",
-            step,
-            st.nonfinite_in_row,
-        )
+        why = f"non-finite loss or gradient, update skipped ({st.nonfinite_in_row} in a row)"
+        log.warning(f"step {step}: {why}")
         if st.nonfinite_in_row < self.t.max_nonfinite:
             return ""
         return (

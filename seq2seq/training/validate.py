@@ -1,8 +1,5 @@
 """Validation: loss and perplexity over the tokenized validation split, and greedy BLEU / chrF over
-its raw text.
-
-Shape notation: B batch, S source length, T target length, V target vocabulary.
-"""
+its raw text. Shapes: B batch, S source length, T target length, V target vocabulary."""
 
 from __future__ import annotations
 
@@ -32,11 +29,8 @@ def validate(
 ) -> dict:
     """Validation loss (un-smoothed, nats per token) and perplexity over ``valid``, and with
     ``train.valid_bleu`` greedy BLEU / chrF over every sentence of ``valid_text`` (the over-long
-    ones cut, not skipped) with the first three (source, hypothesis, reference) as samples.
-
-    Returns:
-        {"loss", "ppl"} and, with ``valid_bleu``, {"bleu", "chrf", "samples"}.
-    """
+    ones cut, not skipped) with the first three (source, hypothesis, reference) as samples:
+    {"loss", "ppl"} and, with ``valid_bleu``, {"bleu", "chrf", "samples"}."""
     model.eval()
     try:
         total, n = 0.0, 0

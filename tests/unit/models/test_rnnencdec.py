@@ -1,4 +1,4 @@
-"""``seq2seq/models/rnnencdec.py``: RNNencdec is Bahdanau's model without attention."""
+"""``seq2seq/models/rnn.py`` ``RNNEncDec``: RNNencdec is Bahdanau's model without attention."""
 
 from __future__ import annotations
 

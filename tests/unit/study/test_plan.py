@@ -22,7 +22,7 @@ from seq2seq.study.plan import (
     roles,
     seed_configs,
 )
-from seq2seq.training.schedules import lr_at
+from seq2seq.training.state import lr_at
 from tests.toys import TINY_MODELS, slice_data, synth_run_raw, write_study_config
 
 

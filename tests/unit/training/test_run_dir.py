@@ -28,7 +28,7 @@ def test_a_batching_change_mid_epoch_is_refused_on_resume(tmp_path):
 
 
 def test_a_schedule_change_on_resume_is_named_with_the_learning_rates(tmp_path, caplog):
-    from seq2seq.training.schedules import lr_at
+    from seq2seq.training.state import lr_at
 
     cfg = copy_run_config(tmp_path, schedule="cosine", lr=1e-3, min_lr=1e-4, max_steps=10)
     cfg.train.valid_every = 100

@@ -1,11 +1,11 @@
-"""``seq2seq/training/schedules.py``: the learning rate and teacher-forcing schedules."""
+"""``seq2seq/training/state.py``: the learning rate and teacher-forcing schedules."""
 
 from __future__ import annotations
 
 import pytest
 
 from seq2seq.config import TrainConfig
-from seq2seq.training.schedules import lr_at, run_length, teacher_forcing_at, unreached_peak
+from seq2seq.training.state import lr_at, run_length, teacher_forcing_at, unreached_peak
 
 
 def test_lr_schedules():
