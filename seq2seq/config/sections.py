@@ -201,7 +201,7 @@ class TrainConfig(_Section):
         if self.schedule == "cosine" and self.max_steps is None:
             raise ValueError("schedule 'cosine' needs max_steps (the length of the decay)")
         # (a warmup longer than the whole run is no contradiction, only a waste: training warns,
-        # whatever the schedule, training.schedules.unreached_peak)
+        # whatever the schedule, training.state.unreached_peak)
         if self.schedule == "cosine" and self.decay_steps and self.warmup_steps >= self.decay_steps:
             raise ValueError(
                 f"warmup_steps ({self.warmup_steps}) must be below decay_steps "
