@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -35,9 +36,15 @@ def cli(*args, wait=True, stdin=None):
     """``python -m seq2seq ARGS`` with one torch thread: its result, or with ``wait=False`` the
     running process (to signal)."""
     cmd = [sys.executable, "-m", "seq2seq", *map(str, args)]
-    if not wait:
+    if not wait:  # Ctrl-C reaches it as from a terminal, even when pytest was started with `&`,
+        # which leaves SIGINT ignored in its children (and training keeps an ignored signal so)
         return subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300, input=stdin)
 
