@@ -169,7 +169,8 @@ STUDY_DEVICE       ?= auto
 STUDY_M30K = SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
 	--out $(STUDY_DIR)/multi30k --single-steps $(STUDY_SINGLE_STEPS) \
 	--joined-steps $(STUDY_JOINED_STEPS) --jobs $(STUDY_JOBS) --device $(STUDY_DEVICE) \
-	--reverse $(STUDY_DIR)/reverse/results.json --zoo $(RUNS)/multi30k
+	$(if $(wildcard $(STUDY_DIR)/reverse/results.json),--reverse $(STUDY_DIR)/reverse/results.json) \
+	$(if $(wildcard $(RUNS)/multi30k),--zoo $(RUNS)/multi30k)
 study: study-quick
 	$(STUDY_M30K) $(STUDY_ARGS)
 study-seeds: install

@@ -226,5 +226,10 @@ def check_not_input(
 
 
 def _can_write(folder: Path) -> bool:
-    """New files can be made in ``folder`` (its permissions, a read-only file system)."""
-    return os.access(folder, os.W_OK | os.X_OK)
+    """New files can be made in ``folder``: an unnamed temporary file made there and dropped, as
+    permissions seen by root or a read-only file system do not say so (/proc)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False

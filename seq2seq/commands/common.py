@@ -58,6 +58,13 @@ def user_errors():
         raise UserError(str(e)) from None
 
 
+def typed_options(ctx) -> set[str]:
+    """The options given on the command line (``--alphas``), not left at their defaults (by the
+    name of click's ParameterSource: typer brings its own copy of click)."""
+    source = {p.opts[0]: ctx.get_parameter_source(p.name) for p in ctx.command.params}
+    return {opt for opt, how in source.items() if getattr(how, "name", "") == "COMMANDLINE"}
+
+
 def no_stdout(path: Path | str | None, option: str, what: str) -> None:
     """``-`` means standard output, which cannot hold a folder or a binary file."""
     if is_stdout(path):

@@ -7,11 +7,12 @@ from pathlib import Path
 import typer
 
 from seq2seq.atomic import check_writable
-from seq2seq.commands.common import no_stdout, user_errors
+from seq2seq.commands.common import no_stdout, typed_options, user_errors
 from seq2seq.console import counted, setup_logging
 
 
 def compare(
+    ctx: typer.Context,
     configs: list[Path] = typer.Argument(
         ..., metavar="CONFIG", help="YAML configs, one per model (each with its own name)."
     ),
@@ -133,6 +134,7 @@ def compare(
             score_only=score_only,
             reverse=reverse_results,
             zoo=zoo,
+            on_command_line=typed_options(ctx),
             n_bootstrap=n_bootstrap,
             reference=reference,
             headline=headline,

@@ -40,7 +40,7 @@ def compare(
     real_text = not (opts.alignment or opts.exact_match)
     if real_text and budget.given:
         raise ConfigError(
-            "compare: real text trains with the two-stage recipe; give --single-steps and "
+            "real text trains with the two-stage recipe; give --single-steps and "
             "--joined-steps instead of a --budget-* option"
         )
     cfgs = load_study_configs(paths, budget, opts.device)
@@ -51,8 +51,8 @@ def compare(
             _check_test_prefix(prefix, cfgs[0].data.src_lang, cfgs[0].data.tgt_lang)
         if plan.score_only:  # nothing trained or written when a run is missing
             _check_scored_runs(out, [*cfgs, *check_plan(cfgs, plan)])
+    tok = shared_tokenizer(cfgs[0], out)  # reads the corpus before OUT is made
     out.mkdir(parents=True, exist_ok=True)
-    tok = shared_tokenizer(cfgs[0], out)
     if real_text:
         results = run_multi30k(paths, cfgs, out, tok, opts, plan)
     else:

@@ -9,10 +9,15 @@ from pathlib import Path
 
 def read_zoo(folder: Path | None) -> dict | None:
     """{NAME: {"bleu", "chrf", "step", "file"}} for each folder/NAME/test_greedy.json (written by
-    scripts/train_zoo.sh), or None when no folder is given or it holds none. ValueError: a
-    test_greedy.json that is not JSON or has no BLEU score."""
-    if folder is None or not folder.is_dir():
+    scripts/train_zoo.sh), or None when no folder is given or it holds none. ValueError: no such
+    folder, or a test_greedy.json that is not JSON or has no BLEU score."""
+    if folder is None:
         return None
+    if not folder.is_dir():
+        raise ValueError(
+            f"--zoo {folder}: no such folder; give make zoo's runs folder (runs/multi30k), or "
+            "leave --zoo out"
+        )
     zoo = {}
     for path in sorted(folder.glob("*/test_greedy.json")):
         try:
@@ -32,10 +37,15 @@ def read_zoo(folder: Path | None) -> dict | None:
 
 
 def read_reverse(path: Path | None) -> dict | None:
-    """The synthetic half's results, or None when not given or not there (not run); ValueError:
-    a file that is not JSON."""
-    if path is None or not path.is_file():
+    """The synthetic half's results, or None when not given; ValueError: no such file, or a file
+    that is not JSON."""
+    if path is None:
         return None
+    if not path.is_file():
+        raise ValueError(
+            f"--reverse {path}: no such file; give the synthetic half's results.json (make "
+            "study-quick writes it), or leave --reverse out"
+        )
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:

@@ -17,7 +17,7 @@ other model, rated the same way) and ``seed`` (a copy with another ``train.seed`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,8 +229,11 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
     return validate_config(raw, source)
 
 
-# The options of the real-text study alone.
+# The options of the real-text study alone: those with no default, refused with a synthetic task
+# when set; those with one, when given on the command line. Then a synthetic task's alone.
 REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only")
+REAL_DEFAULTED = ("--alphas", "--bootstrap", "--reference", "--headline", "--reverse", "--zoo")
+SYNTHETIC_ONLY = ("--beams", "--attention-n")
 
 
 def multi30k_plan(
@@ -247,12 +250,14 @@ def multi30k_plan(
     score_only: bool,
     reverse: Path | None,
     zoo: Path | None,
+    on_command_line: Collection[str] = (),
     **given,
 ) -> Multi30kPlan | None:
     """``compare``'s plan for real text from its options (``reverse``, ``zoo``: files read by
-    ``study.external``; ``given``: n_bootstrap, reference, headline), or None for a synthetic
-    task (``exact``). ValueError: options of both kinds, real text without its two stages' steps,
-    or a bad list or file."""
+    ``study.external``; ``given``: n_bootstrap, reference, headline; ``on_command_line``: the
+    options the user typed, such as ``--alphas``), or None for a synthetic task (``exact``).
+    ValueError: options of both kinds, real text without its two stages' steps, or a bad list or
+    file."""
     if exact and (single_steps is not None or joined_steps is not None):
         raise ValueError(
             "--single-steps and --joined-steps train real text; a synthetic task "
@@ -264,6 +269,12 @@ def multi30k_plan(
             f"{named[0]} is for the real-text study (--single-steps, --joined-steps); a "
             "synthetic task (--exact-match, --alignment) takes its test set from its config"
         )
+    other = REAL_DEFAULTED if exact else SYNTHETIC_ONLY
+    if named := [name for name in other if name in on_command_line]:
+        study, this = "a synthetic task (--exact-match, --alignment)", "the real-text study"
+        if exact:
+            study, this = "the real-text study (--single-steps, --joined-steps)", "a synthetic task"
+        raise ValueError(f"{named[0]} is for {study}; {this} does not use it: leave it out")
     if exact:
         return None
     if single_steps is None or joined_steps is None:
@@ -287,9 +298,12 @@ def multi30k_plan(
 
 
 def parse_seeds(spec: str, option: str = "--seeds") -> tuple[int, ...]:
-    """``"1,2,3"`` -> (1, 2, 3), or ValueError: not a list of integers from 0 to 2^32 - 1."""
+    """``"1,2,3"`` -> (1, 2, 3), or ValueError: not distinct integers from 0 to 2^32 - 1."""
     fix = "give training seeds from 0 to 2^32 - 1, such as 1,2,3"
-    return parse_list(spec, option, fix, int, 0, 2**32 - 1)
+    seeds = parse_list(spec, option, fix, int, 0, 2**32 - 1)
+    if twice := sorted({s for s in seeds if seeds.count(s) > 1}):
+        raise ValueError(f"{option} {spec!r}: seed {twice[0]} is given twice; give each seed once")
+    return seeds
 
 
 def roles(cfgs: Sequence[Config], plan: Multi30kPlan) -> dict[str, str]:

@@ -25,7 +25,10 @@ def make_pairs(
     """n (source, target) lines of whitespace-separated symbols; ValueError: an empty length
     range, a vocabulary under 2 symbols or n < 1."""
     if not 1 <= min_len <= max_len:
-        raise ValueError(f"need 1 <= --min-len ({min_len}) <= --max-len ({max_len})")
+        raise ValueError(
+            f"--min-len {min_len} --max-len {max_len}: give lengths with 1 <= --min-len <= "
+            "--max-len, such as --min-len 1 --max-len 30"
+        )
     if vocab < 2:
         raise ValueError(f"--vocab must be at least 2, got {vocab}")
     if n < 1:

@@ -4,6 +4,8 @@ averaged)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -84,6 +86,21 @@ def test_an_output_under_a_file_is_refused_before_the_work_starts(
     assert f"{option} {bad}: cannot write there: {blocker} is a file, not a folder;" in err
     assert len(err.strip().splitlines()) == 1
     assert blocker.read_text() == "a file, not a folder\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_an_output_in_a_folder_where_nothing_can_be_made_is_refused_before_the_work_starts(
+    name, command_files, monkeypatch, capsys
+):
+    """/proc takes no new file, though its permissions let root write (the check tries one)."""
+    run, src, cfg = command_files
+    monkeypatch.setattr(SPIES[name.split()[0]], lambda *a, **k: pytest.fail("the work started"))
+    bad = Path("/proc/no-such-folder/out")
+    option, _ = OUTPUTS[name]
+    code, err = run_main(monkeypatch, capsys, *_command(name, run, src, cfg, bad))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{option} {bad}: cannot write there: folder /proc is not writable;" in err
 
 
 @pytest.mark.parametrize("name", [n for n, (_, folder) in OUTPUTS.items() if not folder])

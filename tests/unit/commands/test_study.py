@@ -88,6 +88,10 @@ def test_what_a_study_names_is_checked_before_any_training(
         and "--n must be at least 1" in err
         and not (tmp_path / "s" / "train.src").exists()
     )
+    args = ("--task", "reverse", "--min-len", 5, "--max-len", 3, "--out", tmp_path / "s")
+    code, err = run_main_exiting(monkeypatch, capsys, "synth", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--min-len 5 --max-len 3: give lengths with 1 <= --min-len <= --max-len, such as" in err
 
 
 def test_compare_refuses_real_text_stages_with_a_synthetic_task(
@@ -127,7 +131,9 @@ def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
         "bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857}
         | {"file": str(zoo / "bahdanau" / "test_greedy.json")}
     }
-    assert read_zoo(tmp_path / "nosuch") is None and read_zoo(None) is None
+    assert read_zoo(None) is None
+    with pytest.raises(ValueError, match="^--zoo .*nosuch: no such folder; give make zoo's"):
+        read_zoo(tmp_path / "nosuch")
     (zoo / "rnn" / "test_greedy.json").write_text("{not json")
     data, tok = slice_data(synth_corpus), {"vocab_size": 300}
     a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
@@ -137,3 +143,62 @@ def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
     code, err = run_main_exiting(monkeypatch, capsys, "compare", a, b, "--out", out, *args)
     assert code == 2 and f"{zoo / 'rnn' / 'test_greedy.json'}: not a test_greedy.json" in err
     assert len(err.strip().splitlines()) == 1 and not (out / "runs").exists()
+
+
+def test_compare_refuses_options_of_the_other_kind_when_typed_even_at_their_defaults(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
+    """Options with a default are refused only when typed: the same value left out passes."""
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2)))
+    out = tmp_path / "o"
+    synthetic = [path, "--out", out, "--budget-steps", 2, "--exact-match"]
+    for extra in (
+        ("--alphas", "0.6,0.8,1.0,1.2,1.4"),
+        ("--bootstrap", 1000),
+        ("--reference", "a"),
+        ("--headline", "a"),
+        ("--reverse", path),
+        ("--zoo", tmp_path),
+    ):
+        code, err = run_main(monkeypatch, capsys, "compare", *synthetic, *extra)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert (
+            f"error: {extra[0]} is for the real-text study (--single-steps, --joined-steps); a "
+            "synthetic task does not use it: leave it out"
+        ) in err
+    real = [path, "--out", out, "--single-steps", 2, "--joined-steps", 2]
+    for extra in (("--beams", "1,5"), ("--attention-n", 3)):
+        code, err = run_main(monkeypatch, capsys, "compare", *real, *extra)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"error: {extra[0]} is for a synthetic task (--exact-match, --alignment)" in err
+    assert not out.exists()
+
+
+def test_compare_refuses_a_seed_twice_and_a_missing_reverse_or_zoo_before_training(
+    tmp_path, synth_corpus, monkeypatch, capsys
+):
+    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
+    a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
+    b = write_study_config(tmp_path, "b", "bahdanau", data, tok)
+    out = tmp_path / "o"
+    real = [a, b, "--out", out, "--single-steps", 2, "--joined-steps", 2]
+    for extra, needle in (
+        (("--seeds", "1,2,1"), "--seeds '1,2,1': seed 1 is given twice; give each seed once"),
+        (("--negative-seeds", "4,4"), "--negative-seeds '4,4': seed 4 is given twice"),
+        (("--reverse", tmp_path / "nosuch.json"), "nosuch.json: no such file; give the synth"),
+        (("--zoo", tmp_path / "nosuch"), "nosuch: no such folder; give make zoo's runs folder"),
+    ):
+        code, err = run_main(monkeypatch, capsys, "compare", *real, *extra)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_compare_on_a_missing_corpus_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(synth_run_raw(tmp_path / "no_corpus", max_steps=2)))
+    out = tmp_path / "deeper" / "o"
+    args = [path, "--out", out, "--budget-steps", 2, "--exact-match"]
+    code, err = run_main(monkeypatch, capsys, "compare", *args)
+    assert code == 2 and "no_corpus" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "deeper").exists()
