@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-compile bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,13 @@ profile-train: install
 STEADY_ARGS ?=
 bench-steady: install
 	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_steady.py $(PROFILE_CONFIGS) $(STEADY_ARGS)
+
+# torch.compile of the zoo Transformer's step at one static batch shape against eager (bf16, one
+# batch repeated, each mode in a fresh process, compile time apart): the upper bound for a
+# compiled step. Quiet machine.
+COMPILE_ARGS ?=
+bench-compile: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python scripts/bench_compile.py $(COMPILE_ARGS)
 
 # The bottleneck-versus-attention study, synthetic half (`make study-quick`, 13 minutes from a clean
 # clone on a 2-core CPU, install included, measured; its four trainings run STUDY_JOBS at a time,
