@@ -161,7 +161,8 @@ def check_writable(
 ) -> None:
     """Refuse in one line (``option`` ... ``fix``) an output the command could not write (a folder
     if ``folder``): a folder where a file goes or the reverse, a file on the way, or the nearest
-    existing folder not writable. None and ``-`` pass; creates nothing (that is the writer's)."""
+    existing folder not writable (tried with an unnamed temporary file). None and ``-`` pass; leaves
+    nothing made (the folders are the writer's)."""
     if path is None or is_stdout(path):
         return
     p = Path(path)

@@ -57,7 +57,9 @@ class DataConfig(_Section):
         "memory", description="how the training split is held: lists, Arrow files, or a stream"
     )
     num_proc: int = Field(1, ge=1, description="arrow: processes that tokenise the training split")
-    cache_dir: str | None = Field(None, description="arrow caches (default: $SEQ2SEQ_CACHE_DIR)")
+    cache_dir: str | None = Field(
+        None, description="arrow caches (default $SEQ2SEQ_CACHE_DIR, else ~/.cache/seq2seq)"
+    )
     shuffle_buffer: int = Field(100_000, ge=1, description="stream: pairs shuffled as one buffer")
     pad_multiple: Literal["auto"] | Annotated[int, Field(ge=1)] = Field(
         "auto", description="memory: batch lengths rounded up to N; auto = 8 on CUDA, 1 on the CPU"
@@ -148,7 +150,9 @@ class TrainConfig(_Section):
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)
     max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
-    max_tokens: int | None = Field(None, ge=1, description="stop after N target tokens (with EOS)")
+    max_tokens: int | None = Field(
+        None, ge=1, description="stop after N target tokens (EOS in, padding not; over resumes)"
+    )
     init_from: str | None = Field(None, description="warm start: weights of a checkpoint or run")
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
@@ -186,7 +190,9 @@ class TrainConfig(_Section):
     log_every: int = Field(50, ge=1, description="steps between loss reads from the device")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
-        "auto", description="auto = bf16 on CUDA, and on a CPU where a probe finds it faster"
+        "auto",
+        description="auto = bf16 on CUDA, and on a CPU with avx512_bf16/amx_bf16 where a probe "
+        "finds it faster (settled per run; a resume keeps the run's)",
     )
     cudnn_sdp: bool = Field(False, description="CUDA: attention may use cuDNN (a plan per shape)")
     num_threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")

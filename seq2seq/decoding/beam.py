@@ -245,8 +245,9 @@ def _cut(
     only: Tensor | None = None,
     blocked: str | None = None,
 ) -> list[Hypothesis]:
-    """Sentence i's open beams of t + 1 tokens as unfinished hypotheses: all (cut at the maximum
-    length), or those ``only`` ((K,) bool) marks, which no token could extend (``blocked``)."""
+    """Sentence i's open beams of t + 1 tokens, best first, as unfinished hypotheses: all (cut at
+    the maximum length), or those ``only`` ((K,) bool) marks, which no token could extend
+    (``blocked``)."""
     penalty = length_penalty(t + 1, alpha).item()
     out = []
     for j, lp in enumerate(beams.lp[i].tolist()):

@@ -1,5 +1,7 @@
 """``--quantize int8`` for ``translate``, ``eval`` and ``serve``: torch's dynamic int8
-quantization (``quantize_dynamic``) for decoding on the CPU; docs/overview.md has the detail."""
+quantization (``quantize_dynamic``) for decoding on the CPU: Linear, LSTM and GRU weights int8, one
+scale per tensor, activations quantized per batch; embeddings, layer norms and ``FLOAT_LINEARS``
+stay float."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ intervals of rules v2 and v1, and the rows ``verdict`` and ``verdict_v1`` rate.
 
 Which pairs (``rated_cells``): on each scored test set, per seed, the headline and the negative
 control against the ablation of the same seed, and the null control, every pair of the
-ablation's seeds.
+ablation's seeds. The exploratory cells (``verdict.EXPLORATORY``) choose the margins; the
+confirmation cells (``verdict.CONFIRMATION``) are the ones the frozen rule judges.
 """
 
 from __future__ import annotations

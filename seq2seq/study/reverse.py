@@ -59,13 +59,15 @@ def alignment_accuracy(attention: Tensor, gold: Tensor, tgt_mask: Tensor) -> Ten
     """Share of counted target positions whose attention argmax over the source is the gold one.
 
     Args:
-        attention: (B, ..., T, S) weights, e.g. (B, L, H, T, S) from ``cross_attention_maps``;
-            ties go to the leftmost source position, as ``torch.argmax``.
-        gold: (B, T) gold source position of each target position; -1 (not counted) where it
-            has none (EOS).  tgt_mask: (B, T) bool, True at real target tokens.
+        attention: (B, ..., T, S) weights, e.g. (B, L, H, T, S) from ``cross_attention_maps``
+            or (B, T, S) from an RNN's ``forward_attention``; ties go to the leftmost source
+            position, as ``torch.argmax``.
+        gold: (B, T) gold source position of each target position, in 0..S-1; -1 (not counted)
+            where it has none (EOS).  tgt_mask: (B, T) bool, True at real target tokens.
 
     Returns:
-        A float tensor of the dims between B and T, e.g. (L, H), or 0-dim: fractions in [0, 1].
+        A float tensor of the dims between B and T, e.g. (L, H), or 0-dim for (B, T, S)
+        attention: fractions in [0, 1].
 
     Raises:
         ValueError: the shapes disagree, a gold position is S or more, or no position is counted.

@@ -152,7 +152,8 @@ def caption_gap_ci(
 
     Returns:
         ``{"gap", "low", "high", "units"}``: the summed gaps over the summed caption tokens (nats
-        per token), the interval, and the number of joined lines.
+        per token; above 0: captions are scored worse in the join), the interval, and the number
+        of joined lines.
 
     Raises:
         ValueError: no gaps for ``k``, gaps and token counts of different lengths, or as
