@@ -207,7 +207,7 @@ def check_not_input(
 
     for opt, given in outputs:
         if same(given):
-            raise OutputError(f"{option} {path} is also the {opt} file; give each output its own")
+            raise OutputError(f"{option} {path} is also the {opt} path; give each output its own")
     for opt, given in inputs:
         if same(given):
             raise OutputError(

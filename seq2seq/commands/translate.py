@@ -89,7 +89,8 @@ def translate(
             f"--batch-size {batch_size} and --batch-tokens {batch_tokens}: batches are counted "
             "in sentences or in tokens; give one of them"
         )
-    check_not_input(output, "--output", [("--input", input)], checkpoint)
+    outputs = [("--attention-dir", attention_dir)]
+    check_not_input(output, "--output", [("--input", input)], checkpoint, outputs=outputs)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
     check_writable(attention_dir, "--attention-dir", folder=True)
     if attention_dir is not None and len(checkpoint) == 1 and export_folder(checkpoint[0]):

@@ -129,12 +129,17 @@ def prepare_data(
         tok, train, valid_text = _memory_train(cfg, ranks, tokenizer)
     else:
         tok, train, valid_text = _disk_train(cfg, ranks, barrier, tokenizer)
+    if not len(train):
+        raise DataError(
+            f"{_files(cfg, 'train')}: no usable training pair is left within data.max_len "
+            f"{cfg.data.max_len} tokens (the log counts those dropped); raise data.max_len"
+        )
     # joined validation lines may be valid_concat_k times as long as a single pair
     valid_len = cfg.data.max_len * cfg.data.valid_concat_k
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
     if not len(valid):
         raise DataError(
-            f"{_valid_files(cfg)}: no usable validation pair is left within data.max_len "
+            f"{_files(cfg, 'valid')}: no usable validation pair is left within data.max_len "
             f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
         )
     mask = train.target_vocab(tok.tgt_vocab_size)
@@ -245,7 +250,7 @@ def _read_valid(cfg: Config) -> ParallelText:
     text = _read(cfg, "valid", cfg.data.max_valid_pairs)
     if not len(text):
         raise DataError(
-            f"{_valid_files(cfg)}: no usable validation pair ({text.n_read} lines read, every "
+            f"{_files(cfg, 'valid')}: no usable validation pair ({text.n_read} lines read, every "
             "one empty on a side); give data.valid a non-empty parallel set"
         )
     if cfg.data.valid_concat_k > 1:
@@ -269,12 +274,12 @@ def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelTex
     return out
 
 
-def _valid_files(cfg: Config) -> str:
-    """The validation files as a message names them: both sides, or the dataset split."""
+def _files(cfg: Config, split: str) -> str:
+    """A split's files as a message names them: both sides, or the dataset split."""
     d = cfg.data
-    if d.hf is not None or d.valid is None:
-        return split_origin(d, "valid")
-    return " and ".join(str(f) for f in split_files(d, "valid"))
+    if d.hf is not None or getattr(d, split) is None:
+        return split_origin(d, split)
+    return " and ".join(str(f) for f in split_files(d, split))
 
 
 def pair_key(src: str, tgt: str) -> tuple[str, str]:

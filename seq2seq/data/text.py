@@ -11,6 +11,7 @@ import itertools
 import logging
 import random
 import unicodedata
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +51,15 @@ def resolve_corpus_file(prefix: str, lang: str) -> Path:
     """``multi30k/train`` + ``de`` -> the existing ``<root>/multi30k/train.de[.gz]``.
 
     Raises:
-        DataError: neither the plain nor the gzipped file exists.
+        DataError: neither the plain nor the gzipped file exists, or one is a folder.
     """
     bases = [Path(prefix)] if Path(prefix).is_absolute() else [Path(prefix), data_root() / prefix]
     for base in bases:
         for c in (base.with_name(f"{base.name}.{lang}"), base.with_name(f"{base.name}.{lang}.gz")):
             if c.is_file():
                 return c
+            if c.is_dir():
+                raise DataError(f"{c}: is a folder, not a corpus file; give the files' PREFIX")
     if folder := next((b for b in bases if b.is_dir()), None):
         raise DataError(
             f"{folder}: is a folder; a corpus is named by a file prefix (PREFIX.{lang} or "
@@ -103,10 +106,10 @@ def iter_lines(path: str | Path) -> Iterator[str]:
                 if i == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, str(path), i)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:  # zlib.error: bad data inside the stream
             where = f"after line {i}" if i else "at its start"
             fix = "check the file"
-            if path.suffix == ".gz" and isinstance(e, (EOFError, gzip.BadGzipFile)):
+            if path.suffix == ".gz" and isinstance(e, (EOFError, gzip.BadGzipFile, zlib.error)):
                 fix = (
                     "the gzip file is damaged or truncated (gzip -t checks it); fetch or compress "
                     "it again"

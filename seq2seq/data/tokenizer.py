@@ -283,9 +283,11 @@ class Tokenizer:
         return self.tgt_sp.encode(list(sentences))
 
     def decode_tgt(self, ids: Iterable[Sequence[int]], keep_unk: bool = False) -> list[str]:
-        """Detokenise target ids (BOS/EOS/pad already removed by the caller or skipped here)."""
+        """Detokenise target ids (BOS/EOS/pad already removed by the caller or skipped here), the
+        text stripped (a lone trailing ``▁`` piece decodes to a space)."""
         specials = {PAD, BOS, EOS} if keep_unk else {PAD, BOS, EOS, UNK}
-        return self.tgt_sp.decode([[int(i) for i in seq if int(i) not in specials] for seq in ids])
+        seqs = [[int(i) for i in seq if int(i) not in specials] for seq in ids]
+        return [text.strip() for text in self.tgt_sp.decode(seqs)]
 
     def src_pieces(self, sentence: str) -> list[str]:
         return self.src_sp.encode(sentence, out_type=str)

@@ -41,15 +41,18 @@ class Score:
 
 def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = False):
     """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf`` or ``ter``), as every score here
-    uses it (BLEU: 13a, or the target language's tokenizer); raises ValueError for an unknown
-    metric, or a language whose BLEU tokenizer is not installed."""
+    uses it (BLEU: 13a, or the target language's tokenizer, chosen by the code's language part in
+    lower case: ZH, zh-CN and zh_CN are zh; sacreBLEU's own warning on tokenised text, lines long,
+    is left to ``tokenisation_warnings``); raises ValueError for an unknown metric, or a language
+    whose BLEU tokenizer is not installed."""
     if name == "bleu":
+        lang = (tgt_lang or "").lower().replace("_", "-").split("-")[0]
         try:
-            return BLEU(lowercase=lowercase, trg_lang=tgt_lang or "")
+            return BLEU(lowercase=lowercase, trg_lang=lang, force=True)
         except (ImportError, RuntimeError):  # sacrebleu's message spans lines: say it in one
             raise ValueError(
                 f"BLEU for target language {tgt_lang!r} needs sacrebleu's extra tokenizer; "
-                f"install it with: pip install 'sacrebleu[{tgt_lang}]'"
+                f"install it with: pip install 'sacrebleu[{lang}]'"
             ) from None
     if name == "chrf":
         return CHRF(lowercase=lowercase)

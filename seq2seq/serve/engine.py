@@ -57,9 +57,10 @@ class RequestError(ValueError):
 
 
 class TranslateRequest(BaseModel):
-    """The body of ``POST /translate``; unknown keys are refused."""
+    """The body of ``POST /translate``; unknown keys, and values of another JSON type (``"5"`` for
+    a beam), are refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     text: str = Field(description="one or more source sentences, one per line")
     beam: int | None = Field(
@@ -74,6 +75,7 @@ class TranslateRequest(BaseModel):
         None,
         ge=0,
         le=MAX_LENGTH_PENALTY,
+        allow_inf_nan=False,
         description="GNMT alpha; null = each run's decode.length_penalty",
     )
     models: list[str] | None = Field(None, description="model names; null = every model")

@@ -130,6 +130,8 @@ def test_n_best_lists_are_sorted_and_start_with_the_beam_translation(client):
         ({"text": "s1", "beam": 99}, 422, "beam: Input should be less than or equal to 16"),
         ({"text": "s1", "beam": 2, "n_best": 3}, 422, "n_best (3) cannot exceed beam (2)"),
         ({"text": "s1", "length_penalty": -1}, 422, "length_penalty: Input should be greater"),
+        ({"text": "s1", "beam": "5"}, 422, "beam: Input should be a valid integer"),
+        ({"text": "s1", "attention": "no"}, 422, "attention: Input should be a valid boolean"),
         ({"text": "s1", "path": "/etc"}, 422, "path: Extra inputs are not permitted"),
         ({"text": "s1", "models": ["../runs"]}, 422, "unknown model '../runs'; this server has"),
         ({"text": "s1", "models": []}, 422, "models: name at least one model"),
@@ -142,6 +144,14 @@ def test_bad_requests_get_a_4xx_with_a_one_line_message(client, body, status, ne
     r = client.post("/translate", json=body)
     assert r.status_code == status
     assert needle in r.json()["detail"] and "\n" not in r.json()["detail"]
+
+
+def test_a_nan_length_penalty_is_named_as_not_finite(client):
+    """NaN (which Python's JSON reads) was told it 'should be less than or equal to 10'."""
+    body = b'{"text": "s1", "length_penalty": NaN}'
+    r = client.post("/translate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert "length_penalty: Input should be a finite number" in r.json()["detail"]
 
 
 def test_bodies_that_are_not_json_or_too_large_are_refused(client):

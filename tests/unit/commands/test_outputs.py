@@ -240,7 +240,22 @@ def test_two_outputs_on_one_file_are_named_as_outputs(command_files, tmp_path, m
     args = ["eval", "-c", run, "--src", src, "--ref", src, "-o", same, "--json", same]
     code, err = run_main(monkeypatch, capsys, *args)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert f"error: --json {same} is also the --output file; give each output its own" in err
+    assert f"error: --json {same} is also the --output path; give each output its own" in err
+
+
+def test_translate_refuses_its_output_as_the_attention_folder_before_decoding(
+    command_files, tmp_path, monkeypatch, capsys
+):
+    """-o X --attention-dir X decoded the whole file, then failed to rename X.partial over the
+    plots' folder (a new-user trial)."""
+    run, src, _ = command_files
+    monkeypatch.setattr(SPIES["translate"], lambda *a, **k: pytest.fail("the work started"))
+    same = tmp_path / "att"
+    args = ["translate", "-c", run, "-i", src, "-o", same, "--attention-dir", same]
+    code, err = run_main(monkeypatch, capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"error: --output {same} is also the --attention-dir path; give each output" in err
+    assert not same.exists()
 
 
 def test_a_folder_where_the_partial_output_goes_is_named(

@@ -52,6 +52,20 @@ def test_a_validation_set_all_over_max_len_is_refused(tmp_path):
         train(copy_run_config(tmp_path, valid=valid), tmp_path / "run")
 
 
+@pytest.mark.parametrize("backend", ["memory", "arrow", "stream"])
+def test_a_training_split_all_over_max_len_is_refused_naming_max_len(tmp_path, backend):
+    """It blamed the batch size ('lower batch_tokens'), which cannot help (a new-user trial)."""
+    prefix = write_split(tmp_path, "long", [" ".join(["dog"] * 40)] * 3)
+    data = {"backend": backend, "cache_dir": str(tmp_path / "cache")}
+    with pytest.raises(DataError) as e:
+        train(copy_run_config(tmp_path, train=prefix, data=data), tmp_path / "run")
+    assert str(e.value) == (
+        f"{prefix}.de and {prefix}.en: no usable training pair is left within data.max_len 30 "
+        "tokens (the log counts those dropped); raise data.max_len"
+    )
+    assert not (tmp_path / "run" / "last.pt").exists()
+
+
 @pytest.mark.parametrize("given_tokenizer", [False, True], ids=["trained", "given"])
 @pytest.mark.parametrize("side", ["src", "tgt"])
 def test_every_backend_gives_the_same_one_line_error_for_invalid_utf8(

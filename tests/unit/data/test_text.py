@@ -219,7 +219,9 @@ def test_a_damaged_gzip_names_the_last_line_read_and_what_to_do(tmp_path):
     whole = gzip.compress(b"Ein Hund.\nZwei.\n")
     (tmp_path / "tail.de.gz").write_bytes(whole + b"garbage\n")
     (tmp_path / "cut.de.gz").write_bytes(whole[:30])
-    for name in ("tail.de.gz", "cut.de.gz"):
+    member = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])  # a second gzip member's header,
+    (tmp_path / "inside.de.gz").write_bytes(whole + member + b"\x07" + bytes(20))  # bad deflate
+    for name in ("tail.de.gz", "cut.de.gz", "inside.de.gz"):
         with pytest.raises(DataError, match=r"cannot read after line \d .*gzip -t checks it"):
             read_lines(tmp_path / name)
 
@@ -248,3 +250,7 @@ def test_a_missing_corpus_names_where_it_looked_and_only_points_multi30k_at_the_
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "train.de").write_text("a\n")  # the working directory is tried first
     assert resolve_corpus_file("mine/train", "de") == Path("mine/train.de")
+    (tmp_path / "mine" / "train.en").mkdir()  # said 'not found (nor .gz)' (a new-user trial)
+    with pytest.raises(DataError) as e:
+        resolve_corpus_file("mine/train", "en")
+    assert str(e.value) == "mine/train.en: is a folder, not a corpus file; give the files' PREFIX"

@@ -138,6 +138,8 @@ def test_tokenizer_round_trip_and_fixed_ids(synth_corpus, synth_tokenizer, tmp_p
     assert tok.tgt_sp.id_to_piece(PAD) == "<pad>" and tok.tgt_sp.id_to_piece(EOS) == "</s>"
     lines = (synth_corpus / "train.en").read_text().splitlines()[:50]
     assert tok.decode_tgt(tok.encode_tgt(lines)) == lines
+    space = tok.tgt_sp.piece_to_id("▁")  # a model's output may end in it: "A man a " was written
+    assert space != UNK and tok.decode_tgt([tok.encode_tgt(lines[:1])[0] + [space]]) == lines[:1]
     tok.save(tmp_path)
     again = Tokenizer.load(tmp_path)
     assert again.encode_src(lines) == tok.encode_src(lines)
