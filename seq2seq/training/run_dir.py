@@ -107,9 +107,25 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
                 f"--resume {run_dir}: the config's {section} section differs from the "
                 "checkpoint's; resume with the run's own config.yaml"
             )
+    _check_best_of_this_run(run_dir / "best.pt", old, path)
     check_train_changes(old.train, cfg.train, ckpt["train_state"], run_dir)
     check_data_unchanged(run_dir, cfg)
     return ckpt
+
+
+def _check_best_of_this_run(best: Path, cfg: Config, last: Path) -> None:
+    """A readable ``best.pt`` of another run than ``last`` (a folder mixing two runs' files, whose
+    best.pt ``translate`` would load) raises CheckpointError; a damaged one is left to training,
+    which replaces it at the next best validation."""
+    try:
+        theirs = config_of(load_checkpoint(best), str(best)) if best.is_file() else cfg
+    except CheckpointError:
+        return
+    if any(getattr(theirs, s) != getattr(cfg, s) for s in ("data", "tokenizer", "model")):
+        raise CheckpointError(
+            f"{best}: is of another run than {last} (its data, tokenizer or model differ): the "
+            "folder mixes two runs' files; resume a folder that holds one run's"
+        )
 
 
 # train.* keys a resume may change and stay exact (max_steps not under cosine, whose decay ends

@@ -63,3 +63,23 @@ def test_a_checkpoint_from_before_the_count_resumes_it_from_tokens_seen(
     )
     again = train(synth_run_config(synth_corpus, max_steps=4), run, resume=True)
     assert again["target_tokens"] == first["target_tokens"] + step_tokens(run)[-1]
+
+
+def test_a_resume_refuses_a_folder_whose_best_pt_is_of_another_run(tmp_path):
+    """A last.pt copied into another run's folder resumed, and translate then loaded the other
+    run's best.pt (a new-user trial)."""
+    import shutil
+
+    from seq2seq.checkpoint import CheckpointError
+
+    a = copy_run_config(tmp_path, max_steps=2)
+    b = copy_run_config(tmp_path, max_steps=2, data={"max_len": 29})
+    for cfg, name in ((a, "run_a"), (b, "run_b")):
+        train(cfg, tmp_path / name)
+    (tmp_path / "run_a" / "last.pt").unlink()  # a hard link to its best.pt: keep that one
+    shutil.copy(tmp_path / "run_b" / "last.pt", tmp_path / "run_a" / "last.pt")
+    longer = b.model_copy(update={"train": b.train.model_copy(update={"max_steps": 4})})
+    with pytest.raises(CheckpointError) as e:
+        train(longer, tmp_path / "run_a", resume=True)
+    assert str(e.value).startswith(f"{tmp_path / 'run_a' / 'best.pt'}: is of another run than")
+    assert train(longer, tmp_path / "run_b", resume=True)["steps"] == 4  # its own folder resumes
