@@ -61,6 +61,10 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--seeds", "99999999999"), "give training seeds from 0 to 2^32 - 1"),
         ((a, b), (*stages, "--negative-seeds", "x"), "--negative-seeds 'x': give training seeds"),
         ((a, b), (*stages, "--negative-seeds", "4"), "--negative-seeds: no negative control"),
+        ((a, b), (*stages, "--seeds", "1,2,1"), "--seeds '1,2,1': seed 1 is given twice; give"),
+        ((a, b), (*stages, "--negative-seeds", "4,4"), "--negative-seeds '4,4': seed 4 is given"),
+        ((a, b), (*stages, "--reverse", tmp_path / "no.json"), "no.json: no such file; give the"),
+        ((a, b), (*stages, "--zoo", tmp_path / "nosuch"), "nosuch: no such folder; give make zoo"),
         ((a, b), (*stages, "--test", tmp_path / "nosuch"), "--test " + str(tmp_path / "nosuch")),
         ((a, b), (*stages, "--test", "x/test.de"), "--test x/test.de: give the test set's PREFIX"),
         ((a, b), (*stages, "--score-only"), "holds no study (no tokenizer/); train it first"),
@@ -172,25 +176,6 @@ def test_compare_refuses_options_of_the_other_kind_when_typed_even_at_their_defa
         code, err = run_main(monkeypatch, capsys, "compare", *real, *extra)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert f"error: {extra[0]} is for a synthetic task (--exact-match, --alignment)" in err
-    assert not out.exists()
-
-
-def test_compare_refuses_a_seed_twice_and_a_missing_reverse_or_zoo_before_training(
-    tmp_path, synth_corpus, monkeypatch, capsys
-):
-    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
-    a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
-    b = write_study_config(tmp_path, "b", "bahdanau", data, tok)
-    out = tmp_path / "o"
-    real = [a, b, "--out", out, "--single-steps", 2, "--joined-steps", 2]
-    for extra, needle in (
-        (("--seeds", "1,2,1"), "--seeds '1,2,1': seed 1 is given twice; give each seed once"),
-        (("--negative-seeds", "4,4"), "--negative-seeds '4,4': seed 4 is given twice"),
-        (("--reverse", tmp_path / "nosuch.json"), "nosuch.json: no such file; give the synth"),
-        (("--zoo", tmp_path / "nosuch"), "nosuch: no such folder; give make zoo's runs folder"),
-    ):
-        code, err = run_main(monkeypatch, capsys, "compare", *real, *extra)
-        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
 
 
