@@ -76,7 +76,8 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
 
     Raises:
         TrainingError: no last.pt.
-        CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one).
+        CheckpointError: unreadable, or without optimizer/RNG/... state (e.g. an averaged one),
+            or the folder's best.pt is of another run.
         ConfigError: the data, tokenizer or model section differs from the checkpoint's, or a
             train change cannot be honoured (``check_train_changes``).
         DataError: a data file changed since the run started (``check_data_unchanged``).
