@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from seq2seq.data.text import read_lines
 from seq2seq.evaluation.metrics import METRICS, sacrebleu_metric, sacrebleu_seed
 from seq2seq.evaluation.report import MADE_WITH, EvalTexts, check_aligned, text_warnings
@@ -57,8 +59,9 @@ def paired_report(
     sacrebleu's 1000 / 10000) and seed (>= 1; None: sacrebleu's), each metric's sacrebleu name
     and signature, warnings, and per system (baseline first) how it was made and, per metric,
     ``score``, ``mean`` and ``ci`` (the bootstrap mean and the half-width of its 95% interval)
-    and ``p_value`` (None for the baseline; 1 for a system that is line for line the baseline,
-    which sacrebleu's test would give p = 1/(n+1), as if significant). Raises ValueError for a
+    and ``p_value`` (None for the baseline; 1 in a metric that counts the same on every line of
+    a system as of the baseline, such as a copy of it, where sacrebleu's test would give
+    p = 1/(n+1), as if significant). Raises ValueError for a
     BLEU tokenizer of ``tgt_lang`` that is not installed, or (``seed`` None) an environment's
     ``SACREBLEU_SEED`` that is not a seed."""
     from sacrebleu.significance import PairedTest
@@ -84,13 +87,17 @@ def paired_report(
         sigs, scores = ps()
     keys = dict(zip(names, ps.metrics, strict=True))  # ours -> sacrebleu's metric name
     warnings = text_warnings([(s.name, s.hyps) for s in systems], texts)
-    base = named[0][1]
-    copies = {i for i, (_, hyps) in enumerate(named) if i and hyps == base}
-    warnings += [
-        f"{systems[i].name} is line for line the baseline: reported as no difference (p = 1); "
-        "compare distinct systems"
-        for i in sorted(copies)
-    ]
+    same = _same_counts(named, stripped, names, tgt_lang, lowercase)
+    for i, same_in in same.items():
+        how = (
+            "is line for line the baseline"
+            if named[i][1] == named[0][1]
+            else "differs from the baseline only in what the metrics ignore (e.g. spacing)"
+        )
+        warnings.append(
+            f"{systems[i].name} {how}: reported as no difference (p = 1) in "
+            f"{', '.join(same_in)}; compare distinct systems"
+        )
     rows = []
     for i, s in enumerate(systems):
         row: dict = {"name": s.name, "baseline": i == 0}
@@ -98,7 +105,7 @@ def paired_report(
         for n, key in keys.items():
             r = scores[key][i]
             row[n] = {k: _num(getattr(r, k)) for k in ("score", "mean", "ci", "p_value")}
-            if i in copies:  # sacrebleu counts no resample above a zero difference: p = 1/(n+1)
+            if n in same.get(i, ()):  # no resample can differ, but sacrebleu says p = 1/(n+1)
                 row[n]["p_value"] = 1.0
         rows.append(row)
     used_seed = seed if seed is not None else env_seed
@@ -117,6 +124,20 @@ def paired_report(
         "signatures": {n: sigs[key].format() for n, key in keys.items()},
         "systems": rows,
     }
+
+
+def _same_counts(named, refs, names, tgt_lang, lowercase) -> dict[int, list[str]]:
+    """System index -> the metrics (of ``names``) whose per-line statistics (what sacrebleu's
+    resampling adds up) equal the baseline's on every line, for each system with any: none of
+    its resamples can differ, though sacrebleu counts that as p = 1/(n+1), as if significant."""
+    out: dict[int, list[str]] = {}
+    for n in names:
+        metric = sacrebleu_metric(n, tgt_lang, lowercase)
+        stats = [metric._extract_corpus_statistics(hyps, refs) for _, hyps in named]
+        for i in range(1, len(named)):
+            if np.array_equal(np.asarray(stats[i]), np.asarray(stats[0])):
+                out.setdefault(i, []).append(n)
+    return out
 
 
 def _is_seed(text: str) -> bool:

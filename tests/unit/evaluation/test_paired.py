@@ -129,6 +129,20 @@ def test_the_better_system_is_significant_and_a_copy_of_the_baseline_is_warned_o
     assert code == 0, err
     row = next(x for x in table.splitlines() if x.startswith(str(same)))
     assert row.endswith("p = 1.0000"), row
+    # a space doubled on every line: BLEU, chrF and TER count the same, so no resample differs;
+    # it was starred at p = 0.0010 (a new-user trial)
+    lines = hyps[0].read_text().splitlines()
+    spaced = write(tmp_path / "a_spaced.txt", [x.replace(" ", "  ", 1) for x in lines])
+    for method in ("bs", "ar"):
+        code, _, err = run_cli(
+            monkeypatch, capsys, "paired", "--hyp", hyps[0], "--hyp", spaced, "--ref", ref,
+            "--paired-method", method, "--paired-n", 200, "--bleu", "--chrf", "--ter",
+            "--json", out,
+        )  # fmt: skip
+        assert code == 0, err
+        row = json.loads(out.read_text())["systems"][1]
+        assert [row[m]["p_value"] for m in ("bleu", "chrf", "ter")] == [1.0, 1.0, 1.0], row
+        assert f"warning: {spaced} differs from the baseline only in what the metrics" in err
 
 
 @pytest.mark.parametrize("paired", [False, True])
