@@ -152,8 +152,17 @@ class OutputError(ValueError):
 
 
 ANOTHER_PATH = "give a path in a folder you can write to"
-# what loading a run reads, and its training record
-RUN_FILES = ("config.yaml", "decode.yaml", "run_info.json", "train_summary.json", "train.log")
+# a run's own files besides its checkpoints and tokenizers: what loading it reads, its training
+# record and the one-writer lock
+RUN_FILES = (
+    "config.yaml",
+    "decode.yaml",
+    "run_info.json",
+    "train_summary.json",
+    "train.log",
+    "train_log.jsonl",
+    "train.lock",
+)
 
 
 def check_writable(
@@ -196,7 +205,7 @@ def check_not_input(
 ) -> None:
     """Refuse in one line an output ``path`` of ``option`` that is one of ``inputs``
     or ``outputs`` ((option, path) each), or a checkpoint (``*.pt``, unless ``checkpoints`` is
-    False), tokenizer, ``train_log.jsonl`` or one of ``RUN_FILES`` of ``runs``. None and ``-``
+    False), tokenizer or one of ``RUN_FILES`` of ``runs``. None and ``-``
     pass."""
     if path is None or is_stdout(path):
         return
@@ -218,7 +227,7 @@ def check_not_input(
         folder = Path(run).resolve()
         folder = folder if folder.is_dir() else folder.parent
         run_file = (checkpoints and out.suffix == ".pt") or out.name in RUN_FILES
-        run_file = run_file or out.name.startswith("spm") or out.name == "train_log.jsonl"
+        run_file = run_file or out.name.startswith("spm")
         if out.parent == folder and (run_file or out == Path(run).resolve()):
             raise OutputError(
                 f"{option} {path}: would overwrite the run's own {out.name}; write to a file "

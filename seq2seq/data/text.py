@@ -133,9 +133,11 @@ def decode_line(raw: bytes, where: str, line_no: int) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        fix = "convert the file with iconv -f <encoding> -t utf-8"
+        if where.endswith(".gz"):  # damage inside a gzip stream decompresses to garbage first
+            fix = f"gzip -t {where} checks for damage; if it is whole, {fix}"
         raise DataError(
-            f"{where} line {line_no}: not valid UTF-8 (byte {e.start + 1} of the line); "
-            "convert the file with iconv -f <encoding> -t utf-8"
+            f"{where} line {line_no}: not valid UTF-8 (byte {e.start + 1} of the line); {fix}"
         ) from None
     if text.endswith("\r"):
         text = text[:-1]

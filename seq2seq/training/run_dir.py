@@ -105,8 +105,9 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
     for section in ("data", "tokenizer", "model"):
         if getattr(old, section) != getattr(cfg, section):
             raise ConfigError(
-                f"--resume {run_dir}: the config's {section} section differs from the "
-                "checkpoint's; resume with the run's own config.yaml"
+                f"--resume {run_dir}: the config's {section} section differs from last.pt's; "
+                "resume with the config last.pt was trained with (the run's config.yaml, unless "
+                "last.pt was copied from another run)"
             )
     _check_best_of_this_run(run_dir / "best.pt", old, path)
     check_train_changes(old.train, cfg.train, ckpt["train_state"], run_dir)

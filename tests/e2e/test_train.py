@@ -181,7 +181,10 @@ def test_max_epochs_stops_at_the_epoch_end_and_resume_checks_the_model(multi30k_
     data = prepare_data(cfg, run, Tokenizer.load(run), DistInfo())
     assert summary["steps"] == len(epoch_batches(data.train, cfg.train, 0, DistInfo()))
     other = {**SMALL_RUN_MODEL, "hidden_size": 32}
-    with pytest.raises(ConfigError, match="model section differs from the checkpoint's"):
+    with pytest.raises(
+        ConfigError,
+        match="model section differs from last.pt's; resume with the config last.pt was",
+    ):
         train(small_run_config(multi30k_slice, other, max_steps=20), tmp_path / "run", resume=True)
 
 

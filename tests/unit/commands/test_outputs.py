@@ -173,6 +173,7 @@ def test_translate_into_an_unwritable_file_decodes_nothing(
         ("eval --json", "src", "is the --src file"),
         ("eval --json", "run/spm.tgt.model", "would overwrite the run's own spm.tgt.model"),
         ("translate -o", "run/train_log.jsonl", "would overwrite the run's own train_log.jsonl"),
+        ("eval -o", "run/train.lock", "would overwrite the run's own train.lock"),
         ("average -o", "run/config.yaml", "would overwrite the run's own config.yaml"),
         ("average -o", "run/spm.src.model", "would overwrite the run's own spm.src.model"),
         ("average -o", "run/train_summary.json", "would overwrite the run's own train_summary"),

@@ -72,8 +72,14 @@ def test_nul_byte_is_removed_with_a_warning_naming_the_line(tmp_path, caplog):
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
     bad = write_bytes(tmp_path / "bad.de", b"gut\nschl\xe9cht\n")
-    with pytest.raises(DataError, match=r"bad\.de line 2: not valid UTF-8"):
+    with pytest.raises(DataError, match=r"bad\.de line 2: not valid UTF-8.*; convert the file"):
         read_lines(bad)
+    # in a .gz, damage decompresses to garbage before the CRC is read: gzip -t is named first
+    gz = tmp_path / "bad.de.gz"
+    gz.write_bytes(gzip.compress(b"gut\nschl\xe9cht\n"))
+    with pytest.raises(DataError) as e:
+        read_lines(gz)
+    assert str(e.value).startswith(f"{gz} line 2: not valid UTF-8 (byte 5 of the line); gzip -t")
 
 
 def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
