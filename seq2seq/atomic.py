@@ -27,7 +27,7 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
         raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
     target = replaced_path(path)
     if target is None:  # a device or a FIFO: written through, never replaced
-        with open(path, "wb") as raw:
+        with named_errors(path), open(path, "wb") as raw:
             f = gzip_writer(raw, path) if "b" not in mode else _Unclosed(raw)
             yield f
             f.close()
@@ -41,7 +41,7 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
     try:
         # mkstemp makes the file 0600; give it the mode an ordinary open() would (0666 - umask)
         os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as raw:
+        with named_errors(path), os.fdopen(fd, "wb") as raw:
             f = gzip_writer(raw, path) if "b" not in mode else _Unclosed(raw)
             yield f
             f.close()  # the gzip trailer, if any; ``raw`` stays open
@@ -53,6 +53,18 @@ def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO]:
             os.unlink(tmp)
         raise
     fsync_folder(path.parent)
+
+
+@contextmanager
+def named_errors(path: str | Path) -> Iterator[None]:
+    """An OSError without a file name within the block (a full disk on a write: ``[Errno 28] No
+    space left on device``) is raised again naming ``path``."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from None
 
 
 def replaced_path(path: str | Path) -> Path | None:

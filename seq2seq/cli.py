@@ -142,7 +142,7 @@ def _empty_value(args: list[str]) -> str | None:
             option = arg[:-1]
         if arg == "" or option:
             said = f"{option} ''" if option else "an empty argument ''"
-            return f"{said}: give a value (an empty path would mean the current folder)"
+            return f"{said}: give a value (no option takes an empty one)"
     return None
 
 

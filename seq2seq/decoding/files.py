@@ -19,7 +19,7 @@ from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, replaced_path
+from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, named_errors, replaced_path
 from seq2seq.config import DecodeConfig
 from seq2seq.console import console, counted
 from seq2seq.data.text import decode_line, read_lines
@@ -222,11 +222,18 @@ class _OutputLines:
 
     def write(self, rendered: Sequence[str], n_lines: int) -> None:
         f = self._file or sys.stdout
-        f.write("".join(line + "\n" for line in rendered))
-        f.flush()
+        with named_errors("standard output" if is_stdout(self.path) else self.path):
+            f.write("".join(line + "\n" for line in rendered))
+            f.flush()
         self.lines += n_lines
 
     def __exit__(self, kind, error, tb) -> None:
+        with named_errors(self.path):  # closing flushes what a full disk refused, once more
+            self._close(kind)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            raise TranslationInterrupted(self.interrupted()) from None
+
+    def _close(self, kind) -> None:
         f, raw, partial = self._file, self._raw, self.partial
         if f is not None and raw is not None and partial is not None:
             f.close()  # a gzip output's trailer: FILE.gz.partial is whole gzip too
@@ -245,8 +252,6 @@ class _OutputLines:
         elif f is not None and raw is not None:
             f.close()
             raw.close()
-        if kind is not None and issubclass(kind, KeyboardInterrupt):
-            raise TranslationInterrupted(self.interrupted()) from None
 
     def interrupted(self) -> str:
         """The Ctrl-C message: how far it got, and what holds the lines translated."""

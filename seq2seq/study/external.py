@@ -15,8 +15,8 @@ def read_zoo(folder: Path | None) -> dict | None:
         return None
     if not folder.is_dir():
         raise ValueError(
-            f"--zoo {folder}: no such folder; give make zoo's runs folder (runs/multi30k), or "
-            "leave --zoo out"
+            f"--zoo {folder}: {'is a file' if folder.exists() else 'no such folder'}; give make "
+            "zoo's runs folder (runs/multi30k), or leave --zoo out"
         )
     zoo = {}
     for path in sorted(folder.glob("*/test_greedy.json")):
@@ -43,7 +43,8 @@ def read_reverse(path: Path | None) -> dict | None:
         return None
     if not path.is_file():
         raise ValueError(
-            f"--reverse {path}: no such file; give the synthetic half's results.json (make "
+            f"--reverse {path}: {'is a folder' if path.exists() else 'no such file'}; give the "
+            "synthetic half's results.json (make "
             "study-quick writes it), or leave --reverse out"
         )
     try:

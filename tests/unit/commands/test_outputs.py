@@ -271,3 +271,20 @@ def test_a_folder_where_the_partial_output_goes_is_named(
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{out}.partial: is a folder where the lines go before they are renamed to {out}" in err
     assert not out.exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_disk_names_the_output_it_could_not_write(synth_run, tmp_path, monkeypatch, capsys):
+    """translate -o /dev/full and eval --json /dev/full said only '[Errno 28] No space left on
+    device' (a new-user trial)."""
+    src = tmp_path / "src.txt"
+    src.write_text("ein hund läuft .\n" * 3)
+    for args in (
+        ["translate", "-c", synth_run, "-i", src, "-o", "/dev/full"],
+        ["eval", "--hyp", src, "--ref", src, "--json", "/dev/full"],
+    ):
+        code, err = run_main(monkeypatch, capsys, *args)
+        assert code == 2, err
+        assert err.strip().splitlines()[-1] == (
+            "error: /dev/full: No space left on device; check the path and try again"
+        )

@@ -65,6 +65,8 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--negative-seeds", "4,4"), "--negative-seeds '4,4': seed 4 is given"),
         ((a, b), (*stages, "--reverse", tmp_path / "no.json"), "no.json: no such file; give the"),
         ((a, b), (*stages, "--zoo", tmp_path / "nosuch"), "nosuch: no such folder; give make zoo"),
+        ((a, b), (*stages, "--zoo", a), "a.yaml: is a file; give make zoo's runs folder"),
+        ((a, b), (*stages, "--reverse", tmp_path), f"{tmp_path}: is a folder; give the synth"),
         ((a, b), (*stages, "--test", tmp_path / "nosuch"), "--test " + str(tmp_path / "nosuch")),
         ((a, b), (*stages, "--test", "x/test.de"), "--test x/test.de: give the test set's PREFIX"),
         ((a, b), (*stages, "--score-only"), "holds no study (no tokenizer/); train it first"),
