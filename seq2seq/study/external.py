@@ -44,8 +44,7 @@ def read_reverse(path: Path | None) -> dict | None:
     if not path.is_file():
         raise ValueError(
             f"--reverse {path}: {'is a folder' if path.exists() else 'no such file'}; give the "
-            "synthetic half's results.json (make "
-            "study-quick writes it), or leave --reverse out"
+            "synthetic half's results.json (make study-quick writes it), or leave --reverse out"
         )
     try:
         return json.loads(path.read_text(encoding="utf-8"))
