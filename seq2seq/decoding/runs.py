@@ -195,14 +195,21 @@ def load(
         ctranslate2: read a CTranslate2 export; False refuses one (``resolve_checkpoint``).
 
     Raises:
-        ValueError: no path, a tokenizer that differs from the first's, a CTranslate2 export in
-            an ensemble, an unknown ``quantize`` or a device it refuses (one line each).
+        ValueError: no path, a checkpoint given twice, a tokenizer that differs from the first's,
+            a CTranslate2 export in an ensemble, an unknown ``quantize`` or a device it refuses
+            (one line each).
         CheckpointError: a missing, damaged or incompatible checkpoint or export.
         ConfigError: an unknown device, or CUDA asked for but absent.
     """
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     if not paths:
         raise ValueError("give a checkpoint with -c RUN")
+    seen: list[Path] = []
+    for p in paths:  # an ensemble of a model with itself translates as the model alone
+        key = Path(p).resolve() if export_folder(p) else resolve_checkpoint(p).resolve()
+        if key in seen:
+            raise ValueError(f"-c {p}: that checkpoint is given twice; give each -c once")
+        seen.append(key)
     quantize_device(quantize, "cpu")  # an unknown mode fails before anything is read
     folders = [export_folder(p) if ctranslate2 else None for p in paths]
     if any(folders):

@@ -58,6 +58,10 @@ def test_an_ensemble_keeps_its_members_and_the_first_runs_settings(
     assert [p for p, _ in ens.members] == [first.checkpoint, load(synth_transformer_run).checkpoint]
     assert ens.cfg == first.cfg and ens.checkpoint == first.checkpoint
     assert load(synth_run, "cpu").members == []
+    # the same checkpoint twice (as the folder and as its best.pt) was a 2-member ensemble of one
+    # model (a new-user trial)
+    with pytest.raises(ValueError, match=r"best\.pt: that checkpoint is given twice; give each"):
+        load([synth_run, synth_transformer_run, synth_run / "best.pt"], "cpu")
 
 
 def test_a_ctranslate2_export_joins_no_ensemble_and_is_refused_where_it_is_not_read(
