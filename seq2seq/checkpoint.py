@@ -64,7 +64,7 @@ CTRANSLATE2_FORMAT, CTRANSLATE2_VERSION = "seq2seq-ctranslate2", 1  # that file'
 def resolve_checkpoint(path: str | Path) -> Path:
     """A run directory means its ``best.pt`` (else ``last.pt``), an export folder its
     ``model.pt``, a file itself; raises CheckpointError for nothing usable at ``path`` (of a
-    CTranslate2 export it says that only ``translate`` reads it)."""
+    CTranslate2 export it says that only ``translate`` reads it; a config or JSON file is named)."""
     p = Path(path)
     if p.is_dir():
         for name in ("best.pt", "last.pt", EXPORT_FILE):
@@ -82,6 +82,11 @@ def resolve_checkpoint(path: str | Path) -> Path:
         )
     if not p.is_file():
         raise CheckpointError(f"{p}: no such checkpoint or run directory")
+    if p.suffix in (".yaml", ".yml", ".json"):
+        raise CheckpointError(
+            f"{p}: a {p.suffix[1:].upper()} file, not a checkpoint; give the run folder it "
+            "belongs to, or its best.pt"
+        )
     return p
 
 

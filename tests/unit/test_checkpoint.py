@@ -71,6 +71,14 @@ def test_a_folder_means_best_pt_then_last_pt_then_an_exports_model_pt(tmp_path):
     msg = str(e.value)
     assert "CTranslate2 export" in msg and f"seq2seq translate -c {ct2}" in msg
     assert "eval --hyp" in msg and "\n" not in msg
+    # a config given as -c was called corrupt, "train again" (a new-user trial)
+    (tmp_path / "tiny.yaml").write_text("name: x\n")
+    with pytest.raises(CheckpointError) as e:
+        resolve_checkpoint(tmp_path / "tiny.yaml")
+    assert str(e.value) == (
+        f"{tmp_path / 'tiny.yaml'}: a YAML file, not a checkpoint; give the run folder it belongs "
+        "to, or its best.pt"
+    )
 
 
 def test_a_run_stores_its_target_vocabulary_and_the_model_carries_it(tmp_path):
