@@ -5,6 +5,7 @@ decode as one model, another tokenizer is one line), and ``--no-repeat-ngram``."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -83,9 +84,11 @@ def test_paired_bootstrap_of_two_runs(monkeypatch, capsys, tmp_path, runs, data)
 def test_an_ensemble_of_copies_translates_as_one_model(monkeypatch, capsys, tmp_path, runs, data):
     src, _ = data
     rnn = str(runs["rnn"])
+    copy = tmp_path / "copy.pt"  # the same -c twice is refused as a slip; a copy is a member
+    shutil.copy(Path(rnn) / "best.pt", copy)
     one = translate(monkeypatch, capsys, tmp_path, "one.txt", "-c", rnn, "-i", src, "--beam", 3)
     two = translate(
-        monkeypatch, capsys, tmp_path, "two.txt", "-c", rnn, "-c", rnn, "-i", src, "--beam", 3
+        monkeypatch, capsys, tmp_path, "two.txt", "-c", rnn, "-c", copy, "-i", src, "--beam", 3
     )
     assert one == two and len(one) == N_LINES
 
