@@ -5,6 +5,7 @@ written and flushed before the next is read; and the progress bar of the decodin
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -203,12 +204,17 @@ class _OutputLines:
         self.target = target  # through (standard output, a device, a FIFO)
         self._raw: IO[bytes] | None = None
         self._file: IO[str] | None = None
+        self._made: list[Path] = []  # the folders __enter__ made for the output
 
     def __enter__(self) -> _OutputLines:
         if self.partial is not None:
             if self.partial.is_dir():
                 why = f"is a folder where the lines go before they are renamed to {self.path}"
                 raise IsADirectoryError(errno.EISDIR, f"{why}; move it away", str(self.partial))
+            missing = self.partial.parent
+            while not missing.exists() and missing != missing.parent:
+                self._made.append(missing)  # deepest first: removed if no line is written
+                missing = missing.parent
             self.partial.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._raw = open(self.partial, "wb")  # noqa: SIM115
@@ -247,6 +253,9 @@ class _OutputLines:
             raw.close()
             if self.lines == 0:
                 partial.unlink(missing_ok=True)
+                for folder in self._made:
+                    with contextlib.suppress(OSError):  # not empty: something else wrote there
+                        folder.rmdir()
             elif not issubclass(kind, KeyboardInterrupt):
                 log.warning("%s holds the translations of the first %d lines", partial, self.lines)
         elif f is not None and raw is not None:

@@ -83,6 +83,16 @@ def test_ctrl_c_before_the_first_window_writes_nothing(
     )
     assert code == 130 and "interrupted after 0 of 20 lines: nothing written" in err
     assert not out.exists() and not (tmp_path / "out.en.partial").exists()
+    # the folders made for an output left nothing behind either (they stayed, empty: a trial)
+    (tmp_path / "kept").mkdir()
+    deep = tmp_path / "kept" / "new" / "deeper" / "out.en"
+    interrupt_search_at(monkeypatch, 1)
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", deep
+    )
+    assert code == 130 and "nothing written" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "src.de"]
+    assert not any((tmp_path / "kept").iterdir())
 
 
 def test_ctrl_c_while_streaming_stdin_to_a_file_keeps_the_lines_already_written(
