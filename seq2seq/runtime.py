@@ -1,5 +1,5 @@
-"""Where and how computation runs, shared by training and inference: the device, autocast, seeding
-and the RNG states a checkpoint carries."""
+"""Where and how computation runs, shared by training and inference: the device, autocast, seeding,
+the RNG states a checkpoint carries, and what SIGTERM and SIGHUP do."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import contextlib
 import os
 import platform
 import random
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,41 @@ import torch
 from seq2seq.config import ConfigError
 
 TRAIN_DEVICE = "train.device (from the config, --set or --device)"
+
+# SIGHUP does not exist on Windows
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def handling_signals(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterator[None]:
+    """``handler`` for each of ``signals`` within the block, the previous handlers back on exit.
+    An ignored signal stays ignored (``nohup``); outside the main thread, where handlers cannot be
+    set, signals keep their usual effect."""
+    previous = {}
+    for sig in signals:
+        with contextlib.suppress(ValueError):  # not the main thread
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
+
+
+@contextlib.contextmanager
+def ended_like_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, so the
+    block's cleanup runs (training's ``interruptible`` inside it handles them its own way;
+    ``translate`` keeps its finished lines)."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    with handling_signals(handler, tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)):
+        yield
 
 
 def pick_device(name: str, precision: str, said: str = TRAIN_DEVICE) -> torch.device:

@@ -73,9 +73,10 @@ def translate(
     from seq2seq.decoding.alignment_output import has_attention
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
-    from seq2seq.decoding.files import TranslationInterrupted, translate_io
+    from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
     from seq2seq.decoding.runs import load
     from seq2seq.decoding.search import check_n_best
+    from seq2seq.runtime import ended_like_ctrl_c
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
@@ -92,6 +93,11 @@ def translate(
     outputs = [("--attention-dir", attention_dir)]
     check_not_input(output, "--output", [("--input", input)], checkpoint, outputs=outputs)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
+    if (kept := partial_of(output)) is not None and kept.is_file():
+        raise UserError(
+            f"--output {output}: {kept} holds the lines a stopped translate kept; move it away "
+            "(or delete it), then run again"
+        )
     check_writable(attention_dir, "--attention-dir", folder=True)
     if attention_dir is not None and len(checkpoint) == 1 and export_folder(checkpoint[0]):
         raise UserError(
@@ -134,7 +140,8 @@ def translate(
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
     try:
-        translate_io(translator, input, output)
+        with ended_like_ctrl_c():  # SIGTERM, SIGHUP: kept lines and the message of a Ctrl-C
+            translate_io(translator, input, output)
     except TranslationInterrupted as e:  # typer would exit 130 without a word
         fail(str(e), code=130)
     if translator.report.summary():

@@ -192,6 +192,13 @@ def translate_lines(tr: LineTranslator, lines: Sequence[str]) -> list[Translatio
     return out
 
 
+def partial_of(path: str | Path) -> Path | None:
+    """Where ``translate`` writes the lines of ``path`` until they are all there (``OUT.partial``
+    beside the file a link names), or None for standard output, a device or a FIFO."""
+    target = None if is_stdout(path) else replaced_path(path)
+    return None if target is None else Path(f"{target}.partial")
+
+
 class _OutputLines:
     """Where ``translate_io`` writes: standard output for ``-``, else ``path.partial``, renamed
     to ``path`` when done (fsync'ed). ``lines``: the input lines whose output was written."""
@@ -200,7 +207,7 @@ class _OutputLines:
         self.path, self.total, self.format = path, total, fmt
         self.lines = 0
         target = None if is_stdout(path) else replaced_path(path)
-        self.partial = None if target is None else Path(f"{target}.partial")  # None: written
+        self.partial = partial_of(path)  # None: written
         self.target = target  # through (standard output, a device, a FIFO)
         self._raw: IO[bytes] | None = None
         self._file: IO[str] | None = None

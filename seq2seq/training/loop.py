@@ -23,7 +23,7 @@ from seq2seq.config import Config
 from seq2seq.console import console
 from seq2seq.data.prepare import epoch_batches
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.runtime import rng_states
+from seq2seq.runtime import STOP_SIGNALS, ended_like_ctrl_c, handling_signals, rng_states
 from seq2seq.training import distributed as dist
 from seq2seq.training.monitor import RunLog, attention_heatmap, note_short_update, progress_bar
 from seq2seq.training.run_lock import RunLock
@@ -42,28 +42,6 @@ from seq2seq.training.updates import Updates, builds_ahead, built_ahead
 from seq2seq.training.validate import validate
 
 log = logging.getLogger("seq2seq")
-
-# SIGHUP does not exist on Windows
-STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-@contextlib.contextmanager
-def _handling(handler: Callable, signals: tuple[signal.Signals, ...]) -> Iterator[None]:
-    """``handler`` for each of ``signals`` within the block, the previous handlers back on exit.
-    An ignored signal stays ignored (``nohup``); outside the main thread, where handlers cannot be
-    set, signals keep their usual effect."""
-    previous = {}
-    for sig in signals:
-        with contextlib.suppress(ValueError):  # not the main thread
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                previous[sig] = signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, handler_before in previous.items():
-            signal.signal(sig, handler_before)
 
 
 @contextlib.contextmanager
@@ -84,20 +62,8 @@ def interruptible() -> Iterator[Callable[[], bool]]:
         again = " (press Ctrl-C again to abort)" if signum == signal.SIGINT else ""
         log.warning(f"{name}: finishing this step, then saving{again}")
 
-    with _handling(handler, STOP_SIGNALS):
+    with handling_signals(handler, STOP_SIGNALS):
         yield lambda: flag["hit"]
-
-
-@contextlib.contextmanager
-def ended_like_ctrl_c() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, so the
-    block's cleanup runs (``interruptible`` inside it handles them its own way)."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    with _handling(handler, tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)):
-        yield
 
 
 def train(

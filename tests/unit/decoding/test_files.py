@@ -3,7 +3,9 @@ its place whatever the line holds, what Ctrl-C keeps, and an n-best TSV of three
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 
 import pytest
@@ -19,8 +21,9 @@ from tests.corpora import ODD, SIX
 from tests.toys import FakeStdin, run_cli, run_main, translate_cli
 
 
-def interrupt_search_at(monkeypatch, call_no: int) -> None:
-    """Make the ``call_no``-th search (one per batch) raise KeyboardInterrupt, as Ctrl-C would."""
+def interrupt_search_at(monkeypatch, call_no: int, sig: int | None = None) -> None:
+    """Make the ``call_no``-th search (one per batch) raise KeyboardInterrupt, as Ctrl-C would
+    (``sig``: send this process that signal there instead)."""
     import seq2seq.decoding.translate as translate
 
     real, calls = translate.search, []
@@ -28,7 +31,9 @@ def interrupt_search_at(monkeypatch, call_no: int) -> None:
     def search(*args, **kwargs):
         calls.append(1)
         if len(calls) == call_no:
-            raise KeyboardInterrupt
+            if sig is None:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), sig)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(translate, "search", search)
@@ -71,6 +76,32 @@ def test_ctrl_c_in_translate_keeps_the_finished_lines_in_out_partial_and_out_unt
     assert len(err.strip().splitlines()) == 1
     assert partial.read_text(encoding="utf-8").splitlines() == full[:window]
     assert out.read_text(encoding="utf-8") == "an older translation\n"  # never looks complete
+    # a second run refuses to start over the kept lines: it had truncated them (a new-user trial)
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", out
+    )
+    assert code == 2 and err.strip() == (
+        f"error: --output {out}: {partial} holds the lines a stopped translate kept; move it "
+        "away (or delete it), then run again"
+    )
+    assert partial.read_text(encoding="utf-8").splitlines() == full[:window]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_in_translate_keeps_the_lines_as_ctrl_c_does(
+    sig, synth_run, sources, tmp_path, monkeypatch, capsys
+):
+    """They ended translate at once, with no word and an empty OUT.partial (a new-user trial)."""
+    out = tmp_path / "out.en"
+    interrupt_search_at(monkeypatch, 4, getattr(signal, sig))  # after windows of 1 and 2 lines
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", out,
+        "--batch-size", "1",
+    )  # fmt: skip
+    partial = tmp_path / "out.en.partial"
+    assert code == 130 and f"interrupted after 3 of 20 lines: {partial} holds" in err, err
+    assert len(partial.read_text(encoding="utf-8").splitlines()) == 3 and not out.exists()
 
 
 def test_ctrl_c_before_the_first_window_writes_nothing(

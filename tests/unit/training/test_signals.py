@@ -9,7 +9,8 @@ import signal
 
 import pytest
 
-from seq2seq.training.loop import ended_like_ctrl_c, interruptible
+from seq2seq.runtime import ended_like_ctrl_c
+from seq2seq.training.loop import interruptible
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
