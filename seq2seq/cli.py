@@ -6,6 +6,7 @@ or checkpoint) ends as one line on stderr and exit code 2; SEQ2SEQ_DEBUG=1 print
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import sys
 import traceback
@@ -189,7 +190,8 @@ def main() -> None:
         _debug_traceback(e)
         if e.filename is None:
             fail(str(e))
-        fail(f"{e.filename}: {e.strerror}; check the path and try again")
+        fix = "free some space" if e.errno in (errno.ENOSPC, errno.EDQUOT) else "check the path"
+        fail(f"{e.filename}: {e.strerror}; {fix} and try again")
     except Exception as e:
         _click_error(e)  # exits if it is one
         said = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"

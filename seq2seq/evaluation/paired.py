@@ -89,14 +89,11 @@ def paired_report(
     warnings = text_warnings([(s.name, s.hyps) for s in systems], texts)
     same = _same_counts(named, stripped, names, tgt_lang, lowercase)
     for i, same_in in same.items():
-        how = (
-            "is line for line the baseline"
-            if named[i][1] == named[0][1]
-            else "differs from the baseline only in what the metrics ignore (e.g. spacing)"
-        )
+        copy = named[i][1] == named[0][1]
+        how = "is line for line the baseline" if copy else "counts as the baseline on every line"
         warnings.append(
-            f"{systems[i].name} {how}: reported as no difference (p = 1) in "
-            f"{', '.join(same_in)}; compare distinct systems"
+            f"{systems[i].name} {how} in {', '.join(same_in)} (no resample can differ): reported "
+            "as no difference there (p = 1)"
         )
     rows = []
     for i, s in enumerate(systems):

@@ -286,5 +286,5 @@ def test_a_full_disk_names_the_output_it_could_not_write(synth_run, tmp_path, mo
         code, err = run_main(monkeypatch, capsys, *args)
         assert code == 2, err
         assert err.strip().splitlines()[-1] == (
-            "error: /dev/full: No space left on device; check the path and try again"
+            "error: /dev/full: No space left on device; free some space and try again"
         )
