@@ -82,6 +82,11 @@ def matmul_peak(device: torch.device, precision: str, seconds: float = 2.0) -> f
     """
     n = 8192 if device.type == "cuda" else 2048
     a, b = (torch.randn(n, n, device=device).to(DTYPES[precision]) for _ in range(2))
+    return linear_rate(a, b, device, seconds)
+
+
+def linear_rate(a: torch.Tensor, b: torch.Tensor, device: torch.device, seconds: float) -> float:
+    """Best FLOP/s of ``F.linear(a, b)`` (a: M x K, b: N x K) within ``seconds``, after one call."""
     F.linear(a, b)
     sync(device)
     best, end = 0.0, time.perf_counter() + seconds
@@ -89,7 +94,7 @@ def matmul_peak(device: torch.device, precision: str, seconds: float = 2.0) -> f
         t0 = time.perf_counter()
         F.linear(a, b)
         sync(device)
-        best = max(best, 2 * n**3 / (time.perf_counter() - t0))
+        best = max(best, 2 * a.shape[0] * a.shape[1] * b.shape[0] / (time.perf_counter() - t0))
     return best
 
 

@@ -18,21 +18,9 @@ import argparse
 import time
 
 import torch
-import torch.nn.functional as F
-from bench_train import DTYPES, LOCK, matmul_peak
+from bench_train import DTYPES, LOCK, linear_rate, matmul_peak
 
 from seq2seq.cpu_features import cpu_line
-
-
-def rate(a: torch.Tensor, b: torch.Tensor, seconds: float) -> float:
-    """Best FLOP/s of ``F.linear(a, b)`` (a: M x K, b: N x K) within ``seconds``."""
-    F.linear(a, b)
-    best, end = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t0 = time.perf_counter()
-        F.linear(a, b)
-        best = max(best, 2 * a.shape[0] * a.shape[1] * b.shape[0] / (time.perf_counter() - t0))
-    return best
 
 
 def main() -> None:
@@ -46,7 +34,7 @@ def main() -> None:
     a = p.parse_args()
     while LOCK.exists():
         time.sleep(20)
-    d, n = a.d_model, a.rows
+    d, n, cpu = a.d_model, a.rows, torch.device("cpu")
     layers = {  # name -> (in, out)
         "attention projection": (d, d),
         "feed-forward in": (d, a.d_ff),
@@ -56,14 +44,14 @@ def main() -> None:
     print(f"{cpu_line()}\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {n} rows")
     for prec in a.precisions:
         dt = DTYPES[prec]
-        peak = matmul_peak(torch.device("cpu"), prec)
+        peak = matmul_peak(cpu, prec)
         print(f"\n{prec}: peak (2048-square) {peak / 1e9:,.1f} GFLOP/s")
         print(f"{'layer (in -> out)':<36}{'forward':>16}{'input grad':>16}{'weight grad':>16}")
         for name, (i, o) in layers.items():
             x, w = torch.randn(n, i, dtype=dt), torch.randn(o, i, dtype=dt)
             g = torch.randn(n, o, dtype=dt)
             products = ((x, w), (g, w.t().contiguous()), (g.t().contiguous(), x.t().contiguous()))
-            cells = [rate(*ab, a.seconds) for ab in products]
+            cells = [linear_rate(*ab, cpu, a.seconds) for ab in products]
             text = "".join(f"{r / 1e9:>9,.0f} ({100 * r / peak:>3.0f}%)" for r in cells)
             print(f"{f'{name} ({i} -> {o})':<36}{text}")
 
