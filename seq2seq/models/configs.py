@@ -78,9 +78,16 @@ class RNNEncDecConfig(_RNNBase):
 
     name: Literal["rnnencdec"] = "rnnencdec"
     maxout_size: int = Field(512, ge=1, description="l in appendix A.2.2: the deep output size")
+    context: Literal["final", "mean"] = Field(
+        "final",
+        description="c: the final states [->h_S; <-h_1] (the paper's), or the masked mean of "
+        "the annotations h_1..h_S (every position reachable, none selected)",
+    )
 
     @property
     def family(self) -> str:
+        if self.context == "mean":
+            return "rnnencdec (bahdanau, mean-pooled context)"
         return "rnnencdec (bahdanau, fixed context)"
 
 

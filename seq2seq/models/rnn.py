@@ -356,13 +356,25 @@ class RNNEncDec(BahdanauSeq2Seq):
     Every weight keeps its ``bahdanau`` shape, the attention's (W_a, U_a, v_a) aside, so a
     difference in how BLEU falls with source length is attention's alone. No encoder state other
     than the two final ones reaches the decoder. As c does not depend on t, the whole target runs
-    through the RNN in one call. Returns no attention weights."""
+    through the RNN in one call. Returns no attention weights.
+
+    ``context: mean`` (the mean-pool design; not in the paper): the masked mean of the
+    annotations, m = (1/S) Σ_i h_i (B, 2He), stands exactly where the final states stand:
+    c = m, and s_0 = tanh(W_s m←) with m← its backward half (for an LSTM, c_0 from m← too),
+    every layer alike. The same shapes and one vector, but every position reaches it equally and
+    none is selected: it separates "attention selects" from "final states favour the ends of the
+    input"."""
 
     has_attention = False
 
     def init_state(self, enc: State) -> State:
+        if self.cfg.context == "mean":
+            mask = enc["src_mask"].unsqueeze(-1).to(enc["enc_out"].dtype)  # (B, S, 1)
+            mean = (enc["enc_out"] * mask).sum(1) / mask.sum(1).clamp(min=1)  # (B, 2He)
+            final = mean.unsqueeze(1).expand(-1, self.cfg.num_layers, -1)  # (B, L, 2He)
+            enc = {**enc, "enc_h": final} | ({"enc_c": final} if self.lstm else {})
         state = self._initial_state(enc)
-        state["context"] = enc["enc_h"][:, -1]  # (B, 2He): [→h_S; ←h_1] of the top layer
+        state["context"] = enc["enc_h"][:, -1]  # (B, 2He): [→h_S; ←h_1] (or m) of the top layer
         return state
 
     def _decode(self, tgt_in: Tensor, state: State) -> tuple[Tensor, None, State]:

@@ -46,6 +46,14 @@ TINY_MODELS = {
     "rnnencdec": RNNEncDecConfig(
         emb_size=16, hidden_size=24, encoder_hidden_size=12, maxout_size=10, dropout=0.0
     ),
+    "rnnencdec_mean": RNNEncDecConfig(
+        context="mean",
+        emb_size=16,
+        hidden_size=24,
+        encoder_hidden_size=12,
+        maxout_size=10,
+        dropout=0.0,
+    ),
     "rnnencdec_lstm_2l": RNNEncDecConfig(
         cell="lstm",
         num_layers=2,
