@@ -74,7 +74,9 @@ def compare(
         None, help="Real text: train the headline pair again with these seeds, e.g. 1,2,3."
     ),
     negative_seeds: str | None = typer.Option(
-        None, help="Real text: train the negative control (rnn) with these seeds, e.g. 4,5,6."
+        None,
+        help="Real text: train the negative controls (the fixed-vector rnn and mean-pool) with "
+        "these seeds, e.g. 4,5,6.",
     ),
     tests: list[str] | None = typer.Option(
         None,
@@ -84,6 +86,12 @@ def compare(
     ),
     score_only: bool = typer.Option(
         False, "--score-only", help="Real text: never train; score the finished runs in OUT/runs."
+    ),
+    only: str | None = typer.Option(
+        None,
+        metavar="NAMES",
+        help="Real text: train and score only these runs (config or seed-copy names, "
+        "comma-separated, e.g. study-rnn-seed7); the report rates what they hold.",
     ),
     reverse_results: Path | None = typer.Option(
         None,
@@ -132,6 +140,7 @@ def compare(
             negative_seeds=negative_seeds,
             tests=tests,
             score_only=score_only,
+            only=only,
             reverse=reverse_results,
             zoo=zoo,
             on_command_line=typed_options(ctx),

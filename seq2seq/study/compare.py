@@ -50,7 +50,8 @@ def compare(
         for prefix in plan.tests:  # every --test set's files, before the tokenizer too
             _check_test_prefix(prefix, cfgs[0].data.src_lang, cfgs[0].data.tgt_lang)
         if plan.score_only:  # nothing trained or written when a run is missing
-            _check_scored_runs(out, [*cfgs, *check_plan(cfgs, plan)])
+            runs = [*cfgs, *check_plan(cfgs, plan)]
+            _check_scored_runs(out, [c for c in runs if not plan.only or c.name in plan.only])
     tok = shared_tokenizer(cfgs[0], out)  # reads the corpus before OUT is made
     out.mkdir(parents=True, exist_ok=True)
     if real_text:

@@ -211,14 +211,17 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
     extra = check_plan(cfgs, plan)
     every = list(cfgs) + extra
     labels = [str(p) for p in paths] + [f"{c.name} (seed copy)" for c in extra]
+    if plan.only:  # --only: these runs alone
+        keep = [i for i, c in enumerate(every) if c.name in plan.only]
+        every, labels = [every[i] for i in keep], [labels[i] for i in keep]
     calls = [
         (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))
         for i, (label, cfg) in enumerate(zip(labels, every, strict=True), start=1)
     ]
     what = "scoring" if plan.score_only else "training and scoring"
     models = run_pool(_study_job, calls, opts.jobs, what)
-    for i, (cfg, entry) in enumerate(zip(every, models, strict=True)):
-        copy = i >= len(cfgs)
+    for cfg, entry in zip(every, models, strict=True):
+        copy = cfg in extra
         base = cfg.name.rsplit("-seed", 1)[0] if copy else cfg.name
         entry.update(role=role_of[base], base=base, copy=copy)
     lines = {

@@ -10,8 +10,9 @@ docs/results/study/pilot.md.
 
 Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
 with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
-``negative`` (the plain fixed-vector ``rnn``: a control the rule must not pass), ``family`` (every
-other model, rated the same way) and ``seed`` (a copy with another ``train.seed``).
+``negative`` (the other fixed-vector designs, the plain ``rnn`` and the mean-pool ``rnnencdec``:
+controls the rule must not pass), ``family`` (every other model, ``rnn_context`` included, rated
+the same way) and ``seed`` (a copy with another ``train.seed``).
 """
 
 from __future__ import annotations
@@ -178,6 +179,7 @@ class Multi30kPlan:
     negative_seeds: tuple[int, ...] = ()  # seed copies of the negative control (plain rnn)
     tests: tuple[str, ...] = ()  # test-set prefixes to score (); () = the configs' data.test
     score_only: bool = False  # never train: score finished runs only
+    only: tuple[str, ...] = ()  # train and score only these run names (); () = every run
     reverse: dict | None = None  # the synthetic half's results, shown in the report
     zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study/external.py)
 
@@ -231,7 +233,7 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
 
 # The options of the real-text study alone: those with no default, refused with a synthetic task
 # when set; those with one, when given on the command line. Then a synthetic task's alone.
-REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only")
+REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only", "--only")
 REAL_DEFAULTED = ("--alphas", "--bootstrap", "--reference", "--headline", "--reverse", "--zoo")
 SYNTHETIC_ONLY = ("--beams", "--attention-n")
 
@@ -248,8 +250,9 @@ def multi30k_plan(
     negative_seeds: str | None,
     tests: Sequence[str] | None,
     score_only: bool,
-    reverse: Path | None,
-    zoo: Path | None,
+    only: str | None = None,
+    reverse: Path | None = None,
+    zoo: Path | None = None,
     on_command_line: Collection[str] = (),
     **given,
 ) -> Multi30kPlan | None:
@@ -263,7 +266,7 @@ def multi30k_plan(
             "--single-steps and --joined-steps train real text; a synthetic task "
             "(--exact-match, --alignment) trains under --budget-*: give one kind of options"
         )
-    real_only = zip(REAL_ONLY, (seeds, negative_seeds, tests, score_only), strict=True)
+    real_only = zip(REAL_ONLY, (seeds, negative_seeds, tests, score_only, only), strict=True)
     if exact and (named := [name for name, value in real_only if value]):
         raise ValueError(
             f"{named[0]} is for the real-text study (--single-steps, --joined-steps); a "
@@ -291,6 +294,7 @@ def multi30k_plan(
         negative_seeds=parse_seeds(negative_seeds, "--negative-seeds") if negative_seeds else (),
         tests=tuple(tests or ()),
         score_only=score_only,
+        only=tuple(dict.fromkeys(x.strip() for x in only.split(",") if x.strip())) if only else (),
         reverse=read_reverse(reverse),
         zoo=read_zoo(zoo),
         **given,
@@ -330,8 +334,8 @@ def roles(cfgs: Sequence[Config], plan: Multi30kPlan) -> dict[str, str]:
             out[c.name] = "ablation"
         elif c.name == head:
             out[c.name] = "headline"
-        elif c.model.name == "rnn" and not getattr(c.model, "feed_context", False):
-            out[c.name] = "negative"
+        elif not MODELS[c.model.name].has_attention and not getattr(c.model, "feed_context", 0):
+            out[c.name] = "negative"  # a fixed-vector design: the plain rnn, the mean-pool
         else:
             out[c.name] = "family"
     return out
@@ -385,7 +389,13 @@ def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     negative = [c.name for c in cfgs if role_of[c.name] == "negative"]
     if plan.negative_seeds and not negative:
         raise ConfigError(
-            "--negative-seeds: no negative control among the configs (a plain rnn config, "
-            "configs/study/multi30k/rnn.yaml)"
+            "--negative-seeds: no negative control among the configs (a fixed-vector config "
+            "such as configs/study/multi30k/rnn.yaml)"
         )
-    return out + seed_configs(cfgs, negative, plan.negative_seeds)
+    out += seed_configs(cfgs, negative, plan.negative_seeds)
+    names = [c.name for c in (*cfgs, *out)]
+    if unknown := [n for n in plan.only if n not in names]:
+        raise ConfigError(
+            f"--only {unknown[0]!r} is not a run of this study; its runs: {', '.join(names)}"
+        )
+    return out

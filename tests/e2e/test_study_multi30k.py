@@ -156,3 +156,25 @@ def test_score_only_reuses_everything_and_refuses_an_untrained_run(staged_study)
     plan = dataclasses.replace(plan, seeds=(1, 9), negative_seeds=())
     with pytest.raises(ConfigError, match=r"--score-only: .*-seed9-single holds no finished run"):
         compare(paths, out, Budget(), opts, plan)
+
+
+def test_only_trains_the_runs_it_names_and_collect_keeps_them(staged_study, tmp_path):
+    """--only (scripts/study_runs.sh): one new seed copy trained and scored, nothing else; an
+    unknown name refused before anything trains; ``judge.collect`` copies its per-line files
+    and its training record into a results folder."""
+    from seq2seq.study.judge import collect
+
+    paths, out, _, _, _, _, plan, opts = staged_study
+    plan = dataclasses.replace(plan, negative_seeds=(5,), only=("rnn-seed5",), score_only=False)
+    results = compare(paths, out, Budget(), opts, plan)
+    assert [m["name"] for m in results["models"]] == ["rnn-seed5"]
+    assert results["models"][0]["role"] == "negative"
+    assert not (out / "runs" / "bahdanau-seed5").exists()
+    with pytest.raises(ConfigError, match=r"--only 'rnn-seed6' is not a run of this study"):
+        compare(paths, out, Budget(), opts, dataclasses.replace(plan, only=("rnn-seed6",)))
+    copied = collect(out, tmp_path, ["rnn-seed5"])
+    assert sorted(p.split("/")[-2] for p in copied) == ["test_2016_flickr", "test_2017_flickr"]
+    record = json.loads((tmp_path / "runs" / "rnn-seed5.json").read_text())
+    assert record["stages"]["single"]["steps"] == SINGLE
+    assert record["stages"]["joined"]["valid_curve"][-1][0] == JOINED
+    assert collect(out, tmp_path, ["rnn-seed5"]) == []  # the same bytes: nothing copied again
