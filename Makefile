@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-compile bench-decode study study-quick study-seeds study-families study-confirm study-rescore clean
+.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-compile bench-decode study study-quick study-seeds study-families study-meanpool study-confirm study-verdict study-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -185,16 +185,36 @@ study-seeds: install
 study-families: install
 	$(STUDY_M30K) $(STUDY_CONFIGS)/families/*.yaml --seeds $(STUDY_SEEDS) $(STUDY_ARGS)
 
-# Rule v2 (seq2seq/study/verdict.py) is judged on data it has never seen: study-confirm trains
-# seeds 4, 5 and 6 of bahdanau, rnnencdec and rnn with the unchanged recipe (STUDY_JOBS at a
-# time, resumable from last.pt; seeds 1-3 are reused, or trained when missing) and scores every
-# seed on test_2016_flickr and on test_2017_flickr, which the study never scored before; the
-# report's verdict is the frozen rule on the confirmation cells (verdict.CONFIRMATION).
+# Rule v3 (seq2seq/study/verdict_v3.py; docs/results/study/multi30k/verdict.md) is judged once,
+# on seeds and a test set no run of the study has seen. study-meanpool trains the mean-pool
+# fixed-vector design (configs/study/multi30k/meanpool.yaml) at seeds 1-3 and scores it on
+# test_2016_flickr and test_2017_flickr: data seen, which chose rule v3's margins. study-confirm
+# (only once the rule is frozen) trains seeds 7, 8 and 9 of bahdanau, rnnencdec, rnn and the
+# mean-pool with the unchanged recipe, STUDY_JOBS at a time, and scores them on
+# test_2018_flickr (judged) and test_2016/2017 (shown). Both keep each finished run's per-line
+# files in STUDY_RESULTS at once (scripts/study_runs.sh) and train only what is missing there,
+# so they can be spread over several sittings (about 400 CPU-minutes for study-confirm; an
+# interrupted run continues from its last.pt while STUDY_DIR is kept). study-verdict writes
+# rule v3's report from STUDY_RESULTS' per-line files alone (the test sets' references from DATA).
 # study-rescore scores the finished runs of seeds 1-3 again (--score-only: nothing is trained),
 # writing the per-line files (lines/<set>/<model>.json.gz) every statistic is computed from.
-STUDY_TESTS = --test multi30k/test_2016_flickr --test multi30k/test_2017_flickr
+STUDY_RESULTS ?= docs/results/study/multi30k
+STUDY_RUNS = SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq PYTHON=$(BIN)/python \
+	STUDY_DIR=$(STUDY_DIR) STUDY_RESULTS=$(STUDY_RESULTS) STUDY_JOBS=$(STUDY_JOBS) \
+	STEPS="--single-steps $(STUDY_SINGLE_STEPS) --joined-steps $(STUDY_JOINED_STEPS) \
+	--device $(STUDY_DEVICE)" scripts/study_runs.sh
+CONFIRM = $(foreach s,7 8 9,$(foreach d,bahdanau rnnencdec rnn meanpool,study-$(d)-seed$(s)))
+study-meanpool: install
+	$(STUDY_RUNS) 1,2,3 2,3 test_2016_flickr,test_2017_flickr \
+		study-meanpool study-meanpool-seed2 study-meanpool-seed3
+	$(MAKE) study-verdict
 study-confirm: install
-	$(STUDY_M30K) --seeds 1,2,3,4,5,6 --negative-seeds 4,5,6 $(STUDY_TESTS) $(STUDY_ARGS)
+	@$(BIN)/python -c "from seq2seq.study import verdict_v3 as v; v.DELTA or exit(\
+	'study-confirm: rule v3 is not frozen (seq2seq/study/verdict_v3.py); nothing is trained')"
+	$(STUDY_RUNS) 7,8,9 7,8,9 test_2018_flickr,test_2016_flickr,test_2017_flickr $(CONFIRM)
+	$(MAKE) study-verdict
+study-verdict: install
+	SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/python -m seq2seq.study.judge verdict $(STUDY_RESULTS)
 study-rescore: install
 	$(STUDY_M30K) --seeds $(STUDY_SEEDS) --score-only $(STUDY_ARGS)
 

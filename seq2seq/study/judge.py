@@ -1,0 +1,374 @@
+"""Rule v3 (``study.verdict_v3``) on a study's per-line files alone: the margins chosen from the
+data seen, the dry run on it, the judged cells, and the tables beside them (rho by k, rho by
+caption position in the join).
+
+Runs are named ``study-<design>[-seed<s>]`` (seed 1 is the config's own run, without a suffix);
+a study folder holds ``lines/<set>/<run>.json.gz`` (``study.lines``). The capped retention is
+recomputed at ``verdict_v3.CAP_SLACK`` from each file's greedy hypotheses and the set's
+references, rebuilt from the corpus and checked against the file's set digest.
+
+Shapes: U joined lines of one k, K captions per joined line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from seq2seq.config import Config
+from seq2seq.data.text import load_split, resolve_corpus_file
+from seq2seq.study import verdict_v3 as v3
+from seq2seq.study.cells import cap_hypotheses, length_caps, retention_difference_ci
+from seq2seq.study.evalsets import EvalSet, build_eval_set, lines_of, train_length_ratio
+from seq2seq.study.lines import LineData, lines_path, read_lines
+from seq2seq.study.rho import rho_difference_ci
+from seq2seq.study.stats import BleuStats
+
+RUN = re.compile(r"^study-(?P<design>[a-z_]+?)(?:-seed(?P<seed>\d+))?$")
+
+
+def parse_run(name: str) -> tuple[str, int] | None:
+    """``study-meanpool-seed2`` -> ("meanpool", 2); ``study-rnn`` -> ("rnn", 1); else None."""
+    m = RUN.match(name)
+    return (m["design"], int(m["seed"] or 1)) if m else None
+
+
+class Study:
+    """Every per-line file of a study folder, with the test sets' references to recap them.
+
+    Args:
+        folder: holds ``lines/<set>/*.json.gz``.  cfg: a study config (its data section finds
+            the test sets: ``<data.test's folder>/<set>``).
+
+    Raises:
+        ValueError: a file unreadable, or scored on other lines than the corpus holds now (one
+            line naming the file).
+    """
+
+    def __init__(self, folder: str | Path, cfg: Config):
+        self.cfg, self.lines, self.sets = cfg, {}, {}
+        for path in sorted(Path(folder).glob("lines/*/*.json.gz")):
+            run = parse_run(path.name.removesuffix(".json.gz"))
+            if run is None:
+                continue
+            d = read_lines(path)
+            evalset = self._evalset(d.set_name)
+            if d.record["set"]["digest"] != evalset.digest():
+                raise ValueError(f"{path}: scored on other lines than {evalset.origin} holds")
+            self.lines[(d.set_name, *run)] = d
+        self._capped: dict = {}
+
+    def _evalset(self, name: str) -> EvalSet:
+        if name not in self.sets:
+            prefix = str(Path(self.cfg.data.test or "multi30k/x").parent / name)
+            self.sets[name] = build_eval_set(self.cfg, v3.K_RULE, None, "test", prefix)
+        return self.sets[name]
+
+    def get(self, set_name: str, design: str, seed: int) -> LineData | None:
+        return self.lines.get((set_name, design, seed))
+
+    def seeds(self, set_name: str, design: str, among) -> list[int]:
+        return [s for s in among if (set_name, design, s) in self.lines]
+
+    def capped(self, set_name: str, design: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 10) BLEU statistics of the greedy hypotheses cut at ``CAP_SLACK``, and (N,) bool:
+        the lines the cap shortened."""
+        key = (set_name, design, seed)
+        if key not in self._capped:
+            d, evalset = self.lines[key], self.sets[set_name]
+            caps = length_caps(evalset.src, d.record["ratio"], v3.CAP_SLACK)
+            hyps, cut = cap_hypotheses(d.record["decodes"]["greedy"]["hyp"], caps)
+            stats = BleuStats(hyps, evalset.ref, d.tgt_lang).stats
+            self._capped[key] = stats, np.asarray(cut, dtype=bool)
+        return self._capped[key]
+
+
+def k1_ratio(d: LineData) -> float:
+    """Greedy hypothesis over reference length on the k = 1 lines, in sacreBLEU tokens."""
+    return BleuStats.from_stats(d.stats("greedy")[lines_of(d.k, 1)], d.tgt_lang).length_ratio()
+
+
+def rho_pair(a: LineData, b: LineData, level: float, k: int = v3.K_RULE) -> dict:
+    """rho_k(A) - rho_k(B), its paired bootstrap interval at ``level`` (fractions)."""
+    return rho_difference_ci(a.captions, b.captions, k, v3.N_BOOTSTRAP, level)
+
+
+def headline_row(study: Study, set_name: str, seed: int, delta: float | None) -> dict:
+    """One headline cell's statistics and, with ``delta``, its rating."""
+    attn, abl = v3.HEADLINE
+    a, b = study.get(set_name, attn, seed), study.get(set_name, abl, seed)
+    (ca, cut_a), (cb, cut_b) = study.capped(set_name, attn, seed), study.capped(set_name, abl, seed)
+    units = a.captions.units[v3.K_RULE]
+    capped = retention_difference_ci(ca, cb, a.k, units, v3.K_RULE, a.tgt_lang, v3.N_BOOTSTRAP)
+    joined, single = lines_of(a.k, v3.K_RULE), lines_of(a.k, 1)
+    row = {
+        "set": set_name,
+        "seed": seed,
+        "rho": rho_pair(a, b, 0.95),
+        "capped": capped,
+        "ratios": {attn: k1_ratio(a), abl: k1_ratio(b)},
+        "shortened": {
+            n: {"k1": 100 * float(c[single].mean()), f"k{v3.K_RULE}": 100 * float(c[joined].mean())}
+            for n, c in ((attn, cut_a), (abl, cut_b))
+        },
+        "at_k": {
+            k: a.captions.rho(k) - b.captions.rho(k) for k in sorted(a.captions.units) if k >= 2
+        },
+    }
+    if delta is not None:
+        row.update(v3.rate_headline(row["rho"], capped, row["ratios"], delta))
+    return row
+
+
+def fixed_pairs(study: Study, set_name: str, seeds):
+    """(name, seed, A, B) of every pair of fixed-vector designs at one seed with both files."""
+    for s in seeds:
+        for x, y in itertools.combinations(v3.FIXED_VECTOR, 2):
+            a, b = study.get(set_name, y, s), study.get(set_name, x, s)
+            if a and b:
+                yield f"{y} vs {x}, seed {s}", s, a, b
+
+
+def seed_pairs(study: Study, set_name: str, seeds):
+    """(name, (s1, s2), A, B) of every seed pair of every family design with both files."""
+    for design in v3.FAMILIES:
+        for s1, s2 in itertools.combinations(study.seeds(set_name, design, seeds), 2):
+            a, b = study.get(set_name, design, s2), study.get(set_name, design, s1)
+            yield f"{design} seed {s2} vs {s1}", (s1, s2), a, b
+
+
+def control_rows(study: Study, set_name: str, seeds, delta: float, margin: float) -> list[dict]:
+    """Every negative control (``fixed_pairs``) and null control (``seed_pairs``) of
+    ``set_name`` at ``seeds``: its 90% interval and its rating against DELTA or MARGIN."""
+    rows = []
+    for role, pairs, bound in (
+        ("negative", fixed_pairs, delta),
+        ("null", seed_pairs, margin),
+    ):
+        for name, seed, a, b in pairs(study, set_name, seeds):
+            interval = rho_pair(a, b, 0.90)
+            rows.append(
+                {"role": role, "name": name, "seed": seed, "interval": interval}
+                | v3.rate_control(interval, bound)
+            )
+    return rows
+
+
+def headline_seeds(study: Study, set_name: str, seeds) -> list[int]:
+    """The seeds at which both headline designs were scored on ``set_name``."""
+    return [s for s in seeds if all(study.get(set_name, d, s) for d in v3.HEADLINE)]
+
+
+def choose_from_seen(study: Study) -> dict:
+    """``verdict_v3.choose`` on ``SEEN``: every fixed-vector pair's 95% interval, every family
+    seed pair's 90% interval and every headline cell's 95% lower bound."""
+    fixed, nulls, lows = [], [], []
+    for name, seeds in v3.SEEN.items():
+        fixed += [rho_pair(a, b, 0.95) for _, _, a, b in fixed_pairs(study, name, seeds)]
+        nulls += [rho_pair(a, b, 0.90) for _, _, a, b in seed_pairs(study, name, seeds)]
+        for s in headline_seeds(study, name, seeds):
+            a, b = (study.get(name, d, s) for d in v3.HEADLINE)
+            lows.append(rho_pair(a, b, 0.95)["low"])
+    return v3.choose(fixed, nulls, lows)
+
+
+def judge_set(study: Study, set_name: str, seeds, delta: float, margin: float) -> dict:
+    """Rule v3 on one set at ``seeds``: ``{"heads", "controls", "overall", "growth"}``."""
+    heads = [
+        headline_row(study, set_name, s, delta) for s in headline_seeds(study, set_name, seeds)
+    ]
+    controls = control_rows(study, set_name, seeds, delta, margin)
+    rated = [h for h in heads if h["kind"] != "not competent"]
+    return {
+        "set": set_name,
+        "seeds": list(seeds),
+        "heads": heads,
+        "controls": controls,
+        "overall": v3.overall(heads, controls, delta, len(seeds)),
+        "growth": v3.growth(rated),
+    }
+
+
+def rho_tables(study: Study, set_name: str, seeds) -> dict:
+    """Per design, over its seeds on ``set_name``: rho by k (k = 1 is 1 by definition) and rho
+    by caption position in the K_RULE-join, each ``{"mean", "low", "high", "n"}`` (the seeds'
+    mean, smallest and largest; fractions)."""
+    out = {}
+    for design in v3.FAMILIES:
+        found = study.seeds(set_name, design, seeds)
+        if not found:
+            continue
+        caps = [study.get(set_name, design, s).captions for s in found]
+        by_k = {1: [1.0] * len(caps)}
+        by_k |= {k: [c.rho(k) for c in caps] for k in sorted(caps[0].units)}
+        by_pos = {p + 1: [position_rho(c, v3.K_RULE, p) for c in caps] for p in range(v3.K_RULE)}
+        out[design] = {
+            "seeds": found,
+            "by_k": {k: _spread(v) for k, v in by_k.items()},
+            "by_position": {p: _spread(v) for p, v in by_pos.items()},
+        }
+    return out
+
+
+def position_rho(c, k: int, position: int) -> float:
+    """rho_k of the captions at ``position`` (0-based) of every k-joined line."""
+    u, ctx = c.units[k][:, position], c.ctx[k][:, position]
+    worth = float((c.free[u] - c.alone[u]).sum())
+    return float((c.free[u] - ctx).sum()) / worth if worth else math.nan
+
+
+def _spread(values) -> dict:
+    return {
+        "mean": float(np.mean(values)),
+        "low": min(values),
+        "high": max(values),
+        "n": len(values),
+    }
+
+
+def train_share_over_cap(cfg: Config, slack: float) -> float:
+    """The percentage of training references longer than their length cap at ``slack``: how
+    ``CAP_SLACK`` was chosen (on the training split, never a test set)."""
+    text, ratio = load_split(cfg.data, "train"), train_length_ratio(cfg)
+    caps = length_caps(text.src, ratio, slack)
+    return 100 * sum(len(t.split()) > c for t, c in zip(text.tgt, caps, strict=True)) / len(caps)
+
+
+def file_sha256(cfg: Config, set_name: str) -> dict[str, str]:
+    """sha256 of the set's two corpus files, by file name."""
+    out = {}
+    prefix = str(Path(cfg.data.test or "multi30k/x").parent / set_name)
+    for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
+        path = Path(resolve_corpus_file(prefix, lang))
+        out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def build(folder: str | Path, cfg: Config) -> dict:
+    """Rule v3 on every per-line file in ``folder``: the margins chosen from ``SEEN``, the dry
+    run there (each set judged apart, with the frozen DELTA and MARGIN, or before the freeze with
+    the chosen ones), the judged set once the rule is frozen and feasible, and the tables.
+
+    Raises:
+        ValueError: per-line files of the judged set before the freeze, or the judged set's
+            files are not those the freeze names (sha256), or as ``Study``.
+    """
+    study = Study(folder, cfg)
+    frozen = v3.DELTA is not None
+    if not frozen and any(k[0] == v3.JUDGED_SET for k in study.lines):
+        raise ValueError(f"{folder}: {v3.JUDGED_SET} was scored before rule v3 was frozen")
+    chosen = choose_from_seen(study)
+    delta, margin = (v3.DELTA, v3.MARGIN) if frozen else (chosen["delta"], chosen["margin"])
+    judged = None
+    if frozen and chosen["feasible"]:
+        if file_sha256(cfg, v3.JUDGED_SET) != v3.JUDGED_SHA256:
+            raise ValueError(
+                f"{v3.JUDGED_SET}: the corpus files are not those rule v3 was frozen with "
+                f"(sha256 {v3.JUDGED_SHA256}); put the official files back"
+            )
+        judged = judge_set(study, v3.JUDGED_SET, v3.JUDGED_SEEDS, delta, margin)
+    every = sorted({k[2] for k in study.lines})
+    return {
+        "rule": v3.RULE,
+        "frozen": {
+            "commit": v3.FROZEN_COMMIT,
+            "delta": v3.DELTA,
+            "margin": v3.MARGIN,
+            "sha256": v3.JUDGED_SHA256,
+        },
+        "delta": delta,
+        "margin": margin,
+        "chosen": chosen,
+        "cap": {
+            "slack": v3.CAP_SLACK,
+            "train_share": {
+                str(s): train_share_over_cap(cfg, s) for s in sorted({1.1, v3.CAP_SLACK})
+            },
+        },
+        "dry_run": {n: judge_set(study, n, s, delta, margin) for n, s in v3.SEEN.items()},
+        "judged": judged,
+        "tables": {n: rho_tables(study, n, every) for n in study.sets},
+        "sets": {
+            n: {"origin": e.origin, "captions": e.k.count(1), "joined": e.k.count(v3.K_RULE)}
+            for n, e in study.sets.items()
+        },
+    }
+
+
+def collect(out: str | Path, results: str | Path, runs) -> list[str]:
+    """Copy the per-line files of ``runs`` that the study folder ``out`` holds (readable ones)
+    into ``results``, with each run's training record, ``runs/<run>.json``: per stage its steps,
+    target tokens, seconds of training and validation curve. Returns the files copied."""
+    from seq2seq.atomic import atomic_write_text
+    from seq2seq.study.multi30k import valid_curve
+
+    out, results, copied = Path(out), Path(results), []
+    for run in runs:
+        for src in sorted(out.glob(f"lines/*/{run}.json.gz")):
+            read_lines(src)  # a damaged file stays behind (ValueError names it)
+            dest = lines_path(results, src.parent.name, run)
+            if not dest.is_file() or dest.read_bytes() != src.read_bytes():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dest.with_suffix(".part"))
+                dest.with_suffix(".part").replace(dest)
+                copied.append(str(dest))
+        stages = {}
+        for stage, name in (("single", f"{run}-single"), ("joined", run)):
+            marker = out / "runs" / name / "compare.json"
+            if marker.is_file():
+                s = json.loads(marker.read_text(encoding="utf-8"))["summary"]
+                keep = ("steps", "target_tokens", "train_seconds", "target_tokens_per_s")
+                stages[stage] = {k: s.get(k) for k in keep}
+                stages[stage]["valid_curve"] = valid_curve(out / "runs" / name)
+        if len(stages) == 2:
+            record = json.dumps({"name": run, "stages": stages}, indent=2)
+            atomic_write_text(results / "runs" / f"{run}.json", record)
+    return copied
+
+
+def main(argv=None) -> int:
+    """``python -m seq2seq.study.judge verdict FOLDER`` (make study-verdict) or ``collect OUT
+    RESULTS RUN...`` (scripts/study_runs.sh): one line on a user error, exit 1."""
+    p = argparse.ArgumentParser(
+        prog="python -m seq2seq.study.judge",
+        description="Rule v3 of the bottleneck-versus-attention study (seq2seq/study/"
+        "verdict_v3.py), from per-line files alone; reads the test sets from $SEQ2SEQ_DATA_DIR.",
+    )
+    sub = p.add_subparsers(dest="what", required=True)
+    v = sub.add_parser("verdict", help="write verdict.md, verdict.json, verdict_v3_by_k.png")
+    v.add_argument("folder", help="holds lines/<set>/<run>.json.gz: docs/results/study/multi30k")
+    v.add_argument(
+        "--config",
+        default="configs/study/multi30k/bahdanau.yaml",
+        help="a study config; its data section names the corpus",
+    )
+    c = sub.add_parser("collect", help="copy finished runs' per-line files into a results folder")
+    c.add_argument("out", help="a compare --out folder")
+    c.add_argument("results", help="the results folder, e.g. docs/results/study/multi30k")
+    c.add_argument("runs", nargs="+", help="run names, e.g. study-rnn-seed7")
+    a = p.parse_args(argv)
+    try:
+        if a.what == "collect":
+            for path in collect(a.out, a.results, a.runs):
+                print(f"kept {path}")
+            return 0
+        from seq2seq.study.report.v3 import write
+
+        print(write(a.folder, a.config)["words"])
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

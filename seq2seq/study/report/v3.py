@@ -1,0 +1,278 @@
+"""Rule v3's report (``study.verdict_v3``, computed by ``study.judge``): ``verdict.md``,
+``verdict.json`` and ``verdict_v3_by_k.png`` beside the per-line files of a study folder.
+
+    python -m seq2seq.study.judge verdict docs/results/study/multi30k   (make study-verdict)
+
+The first line is the verdict with its contrast; then the rule, the judged cells, the controls,
+the dry run on the data seen, rho by k and by caption position, the setup, and rules v1 and v2
+(the folder's results.json) as the exploratory section.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from seq2seq.atomic import atomic_write_bytes, atomic_write_text
+from seq2seq.study import verdict_v3 as v3
+from seq2seq.study.report.common import finite, num, pct, points, table
+
+FIGURE = "verdict_v3_by_k.png"
+LIMIT = (
+    "Joined captions test how much of a long input a fixed vector can carry on monotone, "
+    "caption-by-caption inputs; they are not Figure 2's long natural sentences, whose "
+    "reordering and long-range dependencies this study does not test."
+)
+
+
+def _iv(d: dict) -> str:
+    return f"{points(d['difference'])} [{points(d['low'])}, {points(d['high'])}]"
+
+
+def verdict_line(r: dict) -> str:
+    """The verdict sentence with its contrast (README and docs/results quote it)."""
+    j = r["judged"]
+    if not r["chosen"]["feasible"]:
+        return "No verdict: " + "; ".join(r["chosen"]["problems"]) + "; nothing was judged."
+    if j is None:
+        return (
+            f"Not judged yet: rule v3 is not frozen (DELTA {r['delta']:.2f} and MARGIN "
+            f"{r['margin']:.2f} proposed from the data seen)."
+        )
+    words = j["overall"]["words"]
+    heads = [h["rho"]["difference"] for h in j["heads"]]
+    fixed = [c["interval"]["difference"] for c in j["controls"] if c["role"] == "negative"]
+    if heads and fixed:
+        words += (
+            f" On {v3.JUDGED_SET}, attention's rho difference ranges {points(min(heads))} to "
+            f"{points(max(heads))} points; the fixed-vector designs differ by {points(min(fixed))}"
+            f" to {points(max(fixed))} among themselves (DELTA {100 * r['delta']:g})."
+        )
+    return words
+
+
+def rule_text(r: dict) -> str:
+    f, c = r["frozen"], r["chosen"]
+    when = f"frozen in commit {f['commit']}" if f["commit"] else "not frozen yet"
+    shares = ", ".join(f"{s}: {num(p, 2)}%" for s, p in r["cap"]["train_share"].items())
+    return (
+        f"**Rule v3** ({when}; `seq2seq/study/verdict_v3.py`, whose docstring states it whole). "
+        f"Statistic: rho at k = {v3.K_RULE}, paired bootstrap over the joined lines, "
+        f"{v3.N_BOOTSTRAP} resamples. DELTA = {r['delta']:.2f}, MARGIN = {r['margin']:.2f}: "
+        f"{c['why']}. A headline cell ({' vs '.join(v3.HEADLINE)}) passes when rho's 95% lower "
+        f"bound is above DELTA and the capped retention difference's is above 0, fails when "
+        "neither, makes no claim when they disagree, and is excluded and named when a model's "
+        f"k = 1 greedy length ratio lies outside [0.9, 1.1] (the plateau gain is reported, not a "
+        f"gate); fewer than {v3.MIN_COMPETENT} competent cells is no conclusion. Length cap slack "
+        f"{v3.CAP_SLACK:g} (training references over the cap, by slack: {shares}). Negative "
+        f"controls: every pair of {', '.join(v3.FIXED_VECTOR)} at each judged seed, holding when "
+        "the 90% interval lies inside +/-DELTA; null controls: every seed pair of every design, "
+        f"inside +/-MARGIN. Judged: {v3.JUDGED_SET} x seeds "
+        f"{', '.join(map(str, v3.JUDGED_SEEDS))} only (sha256 "
+        f"{', '.join(f'{k} {h[:12]}' for k, h in f['sha256'].items()) or 'fixed at the freeze'}"
+        "). It reproduces when every competent cell passes, the 95% t-interval over their seeds "
+        "is above DELTA and every control holds; it does not reproduce when the controls hold and "
+        "that bound is not above DELTA; otherwise no conclusion. Pre-registered beside it: "
+        f"whether the headline difference grows from k = {v3.K_GROWTH} to k = {v3.K_RULE}."
+    )
+
+
+def heads_table(rows) -> list[str]:
+    out = []
+    for h in rows:
+        ratios = " / ".join(num(x, 3) for x in h["ratios"].values())
+        short = " / ".join(
+            f"{num(s['k1'])}%, {num(s[f'k{v3.K_RULE}'])}%" for s in h["shortened"].values()
+        )
+        rho = h["rho"]
+        out.append(
+            [
+                str(h["seed"]),
+                f"{pct(rho['a'])} / {pct(rho['b'])}",
+                _iv(rho),
+                _iv(h["capped"]),
+                ratios,
+                short,
+                h.get("kind", "-"),
+            ]
+        )
+    head = ["seed", "rho attention / ablation", "difference, points [95%]"]
+    head += ["capped retention difference [95%]", "k = 1 length ratios", "cap shortened"]
+    return table(head + ["kind"], out)
+
+
+def controls_table(rows) -> list[str]:
+    body = [[c["role"], c["name"], _iv(c["interval"]), c.get("kind", "-")] for c in rows]
+    return table(["control", "pair", "rho difference, points [90%]", "kind"], body)
+
+
+def judged_section(r: dict) -> list[str]:
+    j = r["judged"]
+    if j is None:
+        return ["Nothing judged yet (rule v3 not frozen, or infeasible)."]
+    return [
+        f"### Judged cells: {v3.JUDGED_SET}",
+        "",
+        *heads_table(j["heads"]),
+        "",
+        j["overall"]["words"],
+        "",
+        f"Growth with k (pre-registered, not part of the verdict): "
+        f"{'grows' if j['growth']['grows'] else 'does not grow'}; {j['growth']['words']}.",
+        "",
+        f"### Controls: {v3.JUDGED_SET}",
+        "",
+        *controls_table(j["controls"]),
+    ]
+
+
+def dry_run_section(r: dict) -> list[str]:
+    lines = [
+        "## Dry run on the data seen (seeds 1-6, each set judged apart)",
+        "",
+        "The rule applied to every cell scored before the freeze, as it will be to the judged "
+        "set: every control must hold here, or the rule could not pass anywhere.",
+    ]
+    for name, d in r["dry_run"].items():
+        held = sum(c["kind"] == "holds" for c in d["controls"])
+        lines += ["", f"### {name}", "", *heads_table(d["heads"]), ""]
+        lines += [d["overall"]["words"], ""]
+        lines += [f"Controls: {held} of {len(d['controls'])} hold.", ""]
+        lines += controls_table(d["controls"])
+    return lines
+
+
+def tables_section(r: dict) -> list[str]:
+    lines = ["## Rho by k and by caption position", ""]
+    lines.append(
+        "Per design, the mean over its seeds [lowest, highest], in percent. rho at k = 1 is "
+        f"100 by definition. By position: rho of the captions at each place of the k = "
+        f"{v3.K_RULE} join (1 first), what a bottleneck keeps of each."
+    )
+    for name, designs in r["tables"].items():
+        for key, label, cols in (
+            ("by_k", "rho by k", range(1, v3.K_RULE + 1)),
+            ("by_position", f"rho by caption position, k = {v3.K_RULE}", range(1, v3.K_RULE + 1)),
+        ):
+            body = [
+                [d, ", ".join(map(str, t["seeds"]))]
+                + [_spread(t[key].get(c) or t[key].get(str(c))) for c in cols]
+                for d, t in designs.items()
+            ]
+            lines += ["", f"**{label}, {name}**", ""]
+            lines += table(["design", "seeds", *(f"{k}" for k in cols)], body)
+    return lines
+
+
+def _spread(s: dict | None) -> str:
+    if not s:
+        return "-"
+    return f"{num(100 * s['mean'])} [{num(100 * s['low'])}, {num(100 * s['high'])}]"
+
+
+def setup_section(r: dict, old: dict | None) -> list[str]:
+    lines = ["## Setup", ""]
+    for name, s in r["sets"].items():
+        role = "judged once, after the freeze" if name == v3.JUDGED_SET else "seen before it"
+        lines.append(
+            f"- {name}: {s['origin']}, {s['captions']} captions, {s['joined']} lines of "
+            f"{v3.K_RULE} joined captions ({role})."
+        )
+    if old:
+        lines += ["", f"Recipe: {old['recipe']['words']}. Tokenizer: shared, sha256 "]
+        lines[-1] += f"{old['tokenizer']['sha256'][:12]}."
+    lines += ["", f"Limit: {LIMIT}"]
+    return lines
+
+
+def exploratory_section(old: dict | None) -> list[str]:
+    lines = ["## Exploratory: rules v1 and v2", ""]
+    if not old:
+        return lines + ["No results.json of rules v1 and v2 in this folder."]
+    v = old.get("verdict") or {}
+    lines.append(f"Rule v2 (report.md): {v['confirmation']['overall']['words']}")
+    lines += ["", f"Rule v1: {v['exploratory']['v1']['overall']['words']}"]
+    lines += ["", "Both are kept in [report.md](report.md) with every table; v3 replaced them."]
+    return lines
+
+
+def render(r: dict, old: dict | None = None) -> str:
+    """verdict.md from ``judge.build``'s results (and the folder's v2 results.json)."""
+    lines = ["# Bottleneck versus attention on Multi30k: rule v3", ""]
+    lines += [f"**Verdict.** {verdict_line(r)}", "", f"![rho by k]({FIGURE})", ""]
+    lines += ["## Rule v3", "", rule_text(r), "", "## Judged", "", *judged_section(r), ""]
+    lines += [*dry_run_section(r), "", *tables_section(r), "", *setup_section(r, old), ""]
+    lines += exploratory_section(old)
+    return "\n".join(lines) + "\n"
+
+
+def plot(r: dict, path: Path) -> None:
+    """rho against k per design (seeds as bands) on each set, and each design's rho minus the
+    ablation's with the +/-DELTA band a fixed-vector design must stay inside."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = list(r["tables"])
+    fig, axes = plt.subplots(len(sets), 2, figsize=(11, 3.6 * len(sets)), squeeze=False)
+    colours = dict(
+        zip(v3.FAMILIES, ("tab:blue", "tab:red", "tab:orange", "tab:brown"), strict=True)
+    )
+    for row, name in zip(axes, sets, strict=True):
+        designs = r["tables"][name]
+        ref = designs.get(v3.HEADLINE[1], {}).get("by_k", {})
+        for design, t in designs.items():
+            ks = sorted(int(k) for k in t["by_k"])
+            s = [t["by_k"].get(k) or t["by_k"][str(k)] for k in ks]
+            mean = [100 * x["mean"] for x in s]
+            row[0].plot(ks, mean, marker="o", color=colours[design], label=design)
+            row[0].fill_between(
+                ks,
+                [100 * x["low"] for x in s],
+                [100 * x["high"] for x in s],
+                color=colours[design],
+                alpha=0.2,
+            )
+            if ref:
+                base = [100 * (ref.get(k) or ref[str(k)])["mean"] for k in ks]
+                diff = [m - b for m, b in zip(mean, base, strict=True)]
+                row[1].plot(ks, diff, marker="o", color=colours[design], label=design)
+        row[1].axhspan(
+            -100 * r["delta"],
+            100 * r["delta"],
+            color="grey",
+            alpha=0.2,
+            label=f"+/-DELTA ({100 * r['delta']:g})",
+        )
+        row[0].set(title=f"rho by k, {name}", xlabel="captions joined (k)", ylabel="rho (%)")
+        row[1].set(
+            title=f"rho minus {v3.HEADLINE[1]}'s, {name}",
+            xlabel="captions joined (k)",
+            ylabel="points",
+        )
+        for ax in row:
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write(folder: str | Path, config: str | Path) -> dict:
+    """Compute rule v3 on ``folder`` (``judge.build``) and write its three files there."""
+    from seq2seq.config import load_config
+    from seq2seq.study.judge import build
+
+    folder = Path(folder)
+    r = finite(build(folder, load_config(config)))
+    old_path = folder / "results.json"
+    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else None
+    r["words"] = verdict_line(r)
+    atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
+    atomic_write_text(folder / "verdict.md", render(r, old))
+    plot(r, folder / FIGURE)
+    return r
