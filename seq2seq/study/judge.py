@@ -306,7 +306,7 @@ def build(folder: str | Path, cfg: Config) -> dict:
 
 def collect(out: str | Path, results: str | Path, runs) -> list[str]:
     """Copy the per-line files of ``runs`` that the study folder ``out`` holds (readable ones)
-    into ``results``, with each run's training record, ``runs/<run>.json``: per stage its steps,
+    into ``results``, with each run's training record, ``training/<run>.json``: per stage its steps,
     target tokens, seconds of training and validation curve. Returns the files copied."""
     from seq2seq.atomic import atomic_write_text
     from seq2seq.study.multi30k import valid_curve
@@ -331,7 +331,7 @@ def collect(out: str | Path, results: str | Path, runs) -> list[str]:
                 stages[stage]["valid_curve"] = valid_curve(out / "runs" / name)
         if len(stages) == 2:
             record = json.dumps({"name": run, "stages": stages}, indent=2)
-            atomic_write_text(results / "runs" / f"{run}.json", record)
+            atomic_write_text(results / "training" / f"{run}.json", record)
     return copied
 
 
