@@ -171,6 +171,27 @@ def _spread(s: dict | None) -> str:
     return f"{num(100 * s['mean'])} [{num(100 * s['low'])}, {num(100 * s['high'])}]"
 
 
+def runs_section(r: dict) -> list[str]:
+    body = [
+        [
+            x["design"],
+            str(x["seed"]),
+            num(x["minutes"].get("single")),
+            num(x["minutes"].get("joined")),
+            num(x["plateau_gain"], 2),
+        ]
+        for x in r["runs"]
+    ]
+    head = ["design", "seed", "single stage, min", "joined stage, min", "plateau gain, BLEU"]
+    return [
+        "**Runs.** Minutes of training per stage (one torch thread, two runs at a time, on the "
+        "machine of their sitting), and the single stage's plateau gain: validation BLEU at its "
+        "last point minus that at 75% of it (reported, not a gate).",
+        "",
+        *table(head, body),
+    ]
+
+
 def setup_section(r: dict, old: dict | None) -> list[str]:
     lines = ["## Setup", ""]
     for name, s in r["sets"].items():
@@ -182,7 +203,7 @@ def setup_section(r: dict, old: dict | None) -> list[str]:
     if old:
         lines += ["", f"Recipe: {old['recipe']['words']}. Tokenizer: shared, sha256 "]
         lines[-1] += f"{old['tokenizer']['sha256'][:12]}."
-    lines += ["", f"Limit: {LIMIT}"]
+    lines += ["", f"Limit: {LIMIT}", "", *runs_section(r)]
     return lines
 
 
