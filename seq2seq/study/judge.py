@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import itertools
+import json
 import math
 import re
 import sys
@@ -309,6 +310,25 @@ def build(folder: str | Path, cfg: Config) -> dict:
     }
 
 
+def write(folder: str | Path, config: str | Path) -> dict:
+    """Rule v3 on ``folder`` (``build``), written there: verdict.json, verdict.md (with the
+    folder's results.json of rules v1 and v2) and the figure (``report.v3``); returns it."""
+    from seq2seq.atomic import atomic_write_text
+    from seq2seq.config import load_config
+    from seq2seq.study.report import v3 as report
+    from seq2seq.study.report.common import finite
+
+    folder = Path(folder)
+    r = finite(build(folder, load_config(config)))
+    r["words"] = report.verdict_line(r)
+    old = folder / "results.json"
+    old = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else None
+    atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
+    atomic_write_text(folder / "verdict.md", report.render(r, old))
+    report.plot(r, folder / report.FIGURE)
+    return r
+
+
 def main(argv=None) -> int:
     """``python -m seq2seq.study.judge verdict FOLDER`` (make study-verdict) or ``collect OUT
     RESULTS RUN...`` (scripts/study_runs.sh): one line on a user error, exit 1."""
@@ -335,8 +355,6 @@ def main(argv=None) -> int:
             for path in collect(a.out, a.results, a.runs):
                 print(f"kept {path}")
             return 0
-        from seq2seq.study.report.v3 import write
-
         print(write(a.folder, a.config)["words"])
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

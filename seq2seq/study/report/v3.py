@@ -1,4 +1,4 @@
-"""Rule v3's report (``study.verdict_v3``, computed by ``study.judge``): ``verdict.md``,
+"""Rule v3's report (``study.verdict_v3``; ``study.judge`` computes and writes it): ``verdict.md``,
 ``verdict.json`` and ``verdict_v3_by_k.png`` beside the per-line files of a study folder.
 
     python -m seq2seq.study.judge verdict docs/results/study/multi30k   (make study-verdict)
@@ -11,12 +11,11 @@ the dry run on the data seen, rho by k and by caption position, the setup, and r
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
-from seq2seq.atomic import atomic_write_bytes, atomic_write_text
+from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study import verdict_v3 as v3
-from seq2seq.study.report.common import finite, num, pct, points, table
+from seq2seq.study.report.common import num, pct, points, table
 
 FIGURE = "verdict_v3_by_k.png"
 LIMIT = (
@@ -270,19 +269,3 @@ def plot(r: dict, path: Path) -> None:
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
     atomic_write_bytes(path, buf.getvalue())
-
-
-def write(folder: str | Path, config: str | Path) -> dict:
-    """Compute rule v3 on ``folder`` (``judge.build``) and write its three files there."""
-    from seq2seq.config import load_config
-    from seq2seq.study.judge import build
-
-    folder = Path(folder)
-    r = finite(build(folder, load_config(config)))
-    old_path = folder / "results.json"
-    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else None
-    r["words"] = verdict_line(r)
-    atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
-    atomic_write_text(folder / "verdict.md", render(r, old))
-    plot(r, folder / FIGURE)
-    return r
