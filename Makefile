@@ -203,7 +203,8 @@ STUDY_RUNS = SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq PYTHON=$(BIN)/pytho
 	STUDY_DIR=$(STUDY_DIR) STUDY_RESULTS=$(STUDY_RESULTS) STUDY_JOBS=$(STUDY_JOBS) \
 	STEPS="--single-steps $(STUDY_SINGLE_STEPS) --joined-steps $(STUDY_JOINED_STEPS) \
 	--device $(STUDY_DEVICE)" scripts/study_runs.sh
-CONFIRM = $(foreach s,7 8 9,$(foreach d,bahdanau rnnencdec rnn meanpool,study-$(d)-seed$(s)))
+# in this order, two at a time: the shorter fixed-vector runs first, so a sitting keeps whole runs
+CONFIRM = $(foreach s,7 8 9,$(foreach d,rnnencdec rnn meanpool bahdanau,study-$(d)-seed$(s)))
 study-meanpool: install
 	$(STUDY_RUNS) 1,2,3 2,3 test_2016_flickr,test_2017_flickr \
 		study-meanpool study-meanpool-seed2 study-meanpool-seed3

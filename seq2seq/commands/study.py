@@ -90,8 +90,8 @@ def compare(
     only: str | None = typer.Option(
         None,
         metavar="NAMES",
-        help="Real text: train and score only these runs (config or seed-copy names, "
-        "comma-separated, e.g. study-rnn-seed7); the report rates what they hold.",
+        help="Real text: train and score only these runs, in this order (config or seed-copy "
+        "names, comma-separated, e.g. study-rnn-seed7); the report rates what they hold.",
     ),
     reverse_results: Path | None = typer.Option(
         None,

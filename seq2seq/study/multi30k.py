@@ -211,8 +211,11 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
     extra = check_plan(cfgs, plan)
     every = list(cfgs) + extra
     labels = [str(p) for p in paths] + [f"{c.name} (seed copy)" for c in extra]
-    if plan.only:  # --only: these runs alone
-        keep = [i for i, c in enumerate(every) if c.name in plan.only]
+    if plan.only:  # --only: these runs alone, in its order
+        keep = sorted(
+            (i for i, c in enumerate(every) if c.name in plan.only),
+            key=lambda i: plan.only.index(every[i].name),
+        )
         every, labels = [every[i] for i in keep], [labels[i] for i in keep]
     calls = [
         (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))
