@@ -171,6 +171,7 @@ def main() -> None:
         from seq2seq.checkpoint import CheckpointError
         from seq2seq.config import ConfigError
         from seq2seq.data.text import DataError
+        from seq2seq.runtime import ended_like_ctrl_c
         from seq2seq.training.state import TrainingError
     except KeyboardInterrupt:
         fail("interrupted", code=130)
@@ -179,8 +180,10 @@ def main() -> None:
         fail(empty)
     try:
         # standalone_mode=False: click's usage errors come here (one line, not its usage block),
-        # and a Ctrl-C that typer turned into exit code 130 is said, not silent
-        code = app(standalone_mode=False, prog_name="seq2seq")
+        # and a Ctrl-C that typer turned into exit code 130 is said, not silent; SIGTERM and
+        # SIGHUP end every command as Ctrl-C does, its cleanup run
+        with ended_like_ctrl_c():
+            code = app(standalone_mode=False, prog_name="seq2seq")
     except (ConfigError, DataError, CheckpointError, TrainingError, UserError, OutputError) as e:
         _debug_traceback(e)
         fail(str(e))

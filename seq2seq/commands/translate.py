@@ -78,7 +78,6 @@ def translate(
     from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
     from seq2seq.decoding.runs import load
     from seq2seq.decoding.search import check_n_best
-    from seq2seq.runtime import ended_like_ctrl_c
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
@@ -143,9 +142,8 @@ def translate(
     )
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
-    try:
-        with ended_like_ctrl_c():  # SIGTERM, SIGHUP: kept lines and the message of a Ctrl-C
-            translate_io(translator, input, output)
+    try:  # SIGTERM, SIGHUP too (cli.main): kept lines and the message of a Ctrl-C
+        translate_io(translator, input, output)
     except TranslationInterrupted as e:  # typer would exit 130 without a word
         fail(str(e), code=130)
     if translator.report.summary():
