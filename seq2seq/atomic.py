@@ -7,6 +7,7 @@ serve every command's output option: ``-`` is standard output, a ``.gz`` path is
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import fcntl
@@ -92,14 +93,36 @@ def fsync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
+def _escape(e: UnicodeEncodeError) -> tuple[str | bytes, int]:
+    """The ``ESCAPE`` error handler: a run of lone surrogates -- the bytes of a file name (or an
+    argument) that the locale could not decode -- as the bytes, when they are UTF-8, else escaped
+    as ``\\udce9`` (JSON's own escape, which reads back as the name)."""
+    run = e.object[e.start : e.end]
+    try:
+        raw = run.encode("utf-8", "surrogateescape")
+        raw.decode("utf-8")  # are they UTF-8?
+    except UnicodeError:
+        return run.encode("ascii", "backslashreplace").decode("ascii"), e.end
+    return raw, e.end
+
+
+ESCAPE = "seq2seq.escape"  # the errors= of every text the tool writes (files, stdout, stderr, log)
+codecs.register_error(ESCAPE, _escape)
+
+
+def escaped(text: str) -> str:
+    """``text`` as ``ESCAPE`` writes it: nothing left that UTF-8 cannot encode."""
+    return text.encode("utf-8", ESCAPE).decode("utf-8")
+
+
 def gzip_writer(raw: IO[bytes], path: str | Path) -> IO[str]:
-    """A UTF-8 text stream that writes to the binary file ``raw`` (the file of ``path``),
-    gzip-compressed when ``path`` ends in ``.gz``. Closing it leaves ``raw`` open."""
+    """A UTF-8 text stream (``ESCAPE``) that writes to the binary file ``raw`` (the file of
+    ``path``), gzip-compressed when ``path`` ends in ``.gz``. Closing it leaves ``raw`` open."""
     if str(path).endswith(".gz"):  # GzipFile never closes a file it was given
         out: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
     else:
         out = _Unclosed(raw)
-    return io.TextIOWrapper(out, encoding="utf-8")  # type: ignore[arg-type]
+    return io.TextIOWrapper(out, encoding="utf-8", errors=ESCAPE)  # type: ignore[arg-type]
 
 
 class _Unclosed(io.RawIOBase):

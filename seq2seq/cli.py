@@ -13,7 +13,7 @@ import traceback
 
 import typer
 
-from seq2seq.atomic import OutputError
+from seq2seq.atomic import ESCAPE, OutputError
 from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
@@ -149,19 +149,16 @@ def _empty_value(args: list[str]) -> str | None:
 
 def utf8_streams() -> None:
     """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
-    so ``translate > FILE`` writes the bytes ``-o FILE`` does; undecodable file names go back as
-    their own bytes (``surrogateescape``), and stderr escapes what it cannot write."""
-    streams = (
-        (sys.stdin, "surrogateescape"),
-        (sys.stdout, "surrogateescape"),
-        (sys.stderr, "backslashreplace"),
-    )
-    for stream, errors in streams:
+    so ``translate > FILE`` writes the bytes ``-o FILE`` does; a file name the locale could not
+    decode is written as its UTF-8 text, or escaped (``ESCAPE``: ``\\udce9``), never an error."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
         encoding = getattr(stream, "encoding", None)
         if not hasattr(stream, "reconfigure") or encoding is None:
             continue  # closed, or replaced by something that is not a text file
-        if codecs.lookup(encoding).name != "utf-8":
-            stream.reconfigure(encoding="utf-8", errors=errors)
+        if stream is not sys.stdin:
+            stream.reconfigure(encoding="utf-8", errors=ESCAPE)
+        elif codecs.lookup(encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
 
 
 def main() -> None:

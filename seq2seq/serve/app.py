@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from seq2seq.atomic import escaped
 from seq2seq.decoding.quantize import quantize_model
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
@@ -263,8 +264,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 def _error(detail: str, status: int) -> JSONResponse:
     """``{"detail": detail}``; a lone surrogate quoted from the request (a key, a value) is written
-    as its escape, ``\\ud83d``, so the answer can always be encoded."""
-    return JSONResponse({"detail": detail.encode("utf-8", "backslashreplace").decode()}, status)
+    as its escape, ``\\ud83d`` (``atomic.escaped``), so the answer can always be encoded."""
+    return JSONResponse({"detail": escaped(detail)}, status)
 
 
 def validation_message(errors: Sequence[dict]) -> str:
