@@ -344,15 +344,15 @@ def report_leakage(
 def report_copies(split: str, copies: int, pairs: int) -> None:
     """Log how many of a split's ``pairs`` are untranslated (``copies``: the target equals the
     source), as a warning past ``COPY_SHARE``: a model learns to copy them, a score counts them."""
+    said = f"untranslated: {split}: {copies} of {pairs} pairs"
     if copies <= COPY_SHARE * pairs:
-        log.info("untranslated: %s: %d of %d pairs have the target equal to the source", split,
-                 copies, pairs)  # fmt: skip
+        log.info("%s have the target equal to the source", said)
         return
     log.warning(
-        "untranslated: %s: %d of %d pairs (%.0f%%, over %.0f%%) have the target equal to the "
-        "source: check that the target file holds the translations, and remove such pairs (a "
-        "model learns to copy them, a score counts them as translated)",
-        split, copies, pairs, 100 * copies / pairs, 100 * COPY_SHARE,
+        "%s (%.0f%%, over %.0f%%) have the target equal to the source: check that the target "
+        "file holds the translations, and remove such pairs (a model learns to copy them, a "
+        "score counts them as translated)",
+        said, 100 * copies / pairs, 100 * COPY_SHARE,
     )  # fmt: skip
 
 
