@@ -27,7 +27,8 @@ class TrainState:
     ``best_k``: (score, file name) of the kept best checkpoints, best first, scores higher-is-better
     (the negated loss). ``last_k``: the kept ``step<N>.pt`` names, oldest first. ``tokens_seen``:
     target tokens of the applied updates, read from the device; ``target_tokens``: those of every
-    update, counted on the host (what ``max_tokens`` budgets). The summary's tokens/s is
+    update, counted on the host (what ``max_tokens`` budgets). ``train_seconds``: the training time,
+    the sum of each stretch's monotonic time (what ``max_time`` budgets). The summary's tokens/s is
     ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints)."""
 
     step: int = 0
