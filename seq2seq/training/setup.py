@@ -26,8 +26,10 @@ from seq2seq.training.monitor import Monitor, RunLog
 from seq2seq.training.precision import PROBE_BATCHES, probe_speeds, settle_precision
 from seq2seq.training.run_dir import (
     RunCheckpoints,
+    check_data_unchanged,
     check_run_dir,
     clear_run,
+    data_digests,
     load_resume,
     restore,
     write_run_info,
@@ -67,6 +69,10 @@ class RunSetup:
         t = cfg.train
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
+        # what the run reads of each split: checked by a resume, recorded in run_info.json
+        digests = data_digests(cfg) if resume or self.info.is_main else {}
+        if ckpt:
+            check_data_unchanged(run_dir, cfg, digests)
         # a warm start is read before --overwrite clears the run directory (it may be the source)
         warm = None
         if cfg.train.init_from and resume:
@@ -115,7 +121,7 @@ class RunSetup:
             }
             if choice is not None and choice.probe is not None:
                 runtime["precision_probe_tokens_per_s"] = choice.probe
-            write_run_info(run_dir, cfg, self.data, self.model, runtime)
+            write_run_info(run_dir, cfg, self.data, self.model, digests, runtime)
             self.monitor = Monitor(run_dir, self.state.step, t.log_every)
 
     def _settle_precision(self, ckpt: dict | None):
