@@ -34,7 +34,7 @@ from seq2seq.training.run_dir import (
     restore,
     write_run_info,
 )
-from seq2seq.training.state import TrainState
+from seq2seq.training.state import TrainState, reshard
 from seq2seq.training.step import TeacherForcing, build_optimizer
 
 log = logging.getLogger("seq2seq")
@@ -103,10 +103,16 @@ class RunSetup:
             self.state = restore(ckpt, self.model, self.optimizer, self.scaler, run_dir / "last.pt")
             _keep_fused(self.optimizer)
             st = self.state
+            if st.world != self.info.world:  # the position, carried to this number of processes
+                mine = len(epoch_batches(self.data.train, t, st.epoch, self.info))
+                exact, said = reshard(st, self.info.world, mine)
+                if self.info.is_main:
+                    (log.info if exact else log.warning)(said)
             log.info(
                 f"resuming {run_dir / 'last.pt'} at step {st.step} (epoch {st.epoch + 1}, "
                 f"{st.train_seconds / 60:.1f} min trained so far)"
             )
+        self.state.world = self.info.world
         self.wrapper: nn.Module | None = dist.wrap(
             TeacherForcing(self.model), self.info, self.device
         )
