@@ -8,6 +8,7 @@ set, are refused (``launch_env``); the ranks wait ``SEQ2SEQ_RENDEZVOUS_TIMEOUT``
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,13 +82,10 @@ def rendezvous_seconds() -> float:
     """How long the ranks wait for each other to join: ``SEQ2SEQ_RENDEZVOUS_TIMEOUT`` seconds,
     default ``RENDEZVOUS_SECONDS``. Raises TrainingError for a value that is not a number > 0."""
     value = os.environ.get(RENDEZVOUS_ENV, str(RENDEZVOUS_SECONDS))
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise TrainingError(f"{RENDEZVOUS_ENV}={value}: give a number of seconds above 0, e.g. 300")
-    return seconds
+    with contextlib.suppress(ValueError):
+        if (seconds := float(value)) > 0:
+            return seconds
+    raise TrainingError(f"{RENDEZVOUS_ENV}={value}: give a number of seconds above 0, e.g. 300")
 
 
 def init_distributed(device_type: str) -> DistInfo:
@@ -103,14 +101,11 @@ def init_distributed(device_type: str) -> DistInfo:
         return DistInfo()
     if not dist.is_initialized():
         seconds = rendezvous_seconds()
+        # binding the GPU lets NCCL connect eagerly
+        gpu = {"device_id": torch.device("cuda", info.local_rank)} if device_type == "cuda" else {}
         try:
-            if device_type == "cuda":  # binding the GPU lets NCCL connect eagerly
-                device = torch.device("cuda", info.local_rank)
-                dist.init_process_group(
-                    "nccl", device_id=device, timeout=timedelta(seconds=seconds)
-                )
-            else:
-                dist.init_process_group("gloo", timeout=timedelta(seconds=seconds))
+            wait = timedelta(seconds=seconds)
+            dist.init_process_group("nccl" if gpu else "gloo", timeout=wait, **gpu)
         except (RuntimeError, ValueError) as e:  # torch's DistStoreError is a RuntimeError
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
