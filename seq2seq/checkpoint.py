@@ -124,7 +124,8 @@ def _unreadable(p: Path, e: Exception) -> CheckpointError:
         return CheckpointError(
             f"{p}: holds a Python object that safe loading (torch.load weights_only=True) refuses, "
             f"{found.group(1)}; the file is not corrupt: re-save it with tensors only (the "
-            "one-liner in docs/training.md, Checkpoints with other objects) and pass it again"
+            "one-liner in docs/training.md, Checkpoints with other objects), then run the "
+            "command again"
         )
     fix = "pass a checkpoint that was written whole, or train again"
     for other in (p.with_name(n) for n in ("best.pt", "last.pt") if n != p.name):

@@ -169,7 +169,7 @@ def test_a_checkpoint_holding_a_numpy_value_is_not_called_corrupt_and_the_docs_l
         + r" refuses, numpy\.(_core|core)\.multiarray\.scalar; "
         + re.escape(
             "the file is not corrupt: re-save it with tensors only (the one-liner in "
-            "docs/training.md, Checkpoints with other objects) and pass it again"
+            "docs/training.md, Checkpoints with other objects), then run the command again"
         )
     )
     with pytest.raises(CheckpointError, match=rf"^{said}$"):
