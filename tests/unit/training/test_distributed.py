@@ -10,7 +10,6 @@ import time
 import pytest
 
 from seq2seq.config import to_yaml
-from tests.e2e.helpers import one_line_exit_2
 from tests.toys import copy_run_config
 
 
@@ -18,6 +17,12 @@ def _config(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(to_yaml(copy_run_config(tmp_path)))
     return path
+
+
+def one_line_exit_2(r, needle: str) -> None:
+    """``r`` failed as a user error: exit 2, one line holding ``needle``, no traceback."""
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
 
 
 def _free_port() -> str:
