@@ -41,7 +41,9 @@ def train(
     max_steps: int | None = typer.Option(None, help="Stop after this many updates."),
     max_epochs: int | None = typer.Option(None, help="Stop after this many epochs."),
     max_time: float | None = typer.Option(
-        None, help="Stop after this many minutes of wall time, counted over resumed runs too."
+        None,
+        help="Stop after this many minutes of training (a monotonic clock, not the wall clock), "
+        "counted over resumed runs too.",
     ),
     device: str | None = typer.Option(
         None, metavar="DEVICE", help="auto | cpu | cuda [default: the config's, auto]."
