@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import platform
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -263,13 +264,28 @@ class RunCheckpoints:
             (self.run_dir / old).unlink(missing_ok=True)
 
 
-def _git_commit() -> str | None:
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def git_commit(package: Path = PACKAGE) -> str | None:
+    """The commit of the seq2seq source ``package`` (the ``seq2seq`` folder) runs from, when that
+    source is a seq2seq checkout: the folder sits at the top of a git work tree whose
+    pyproject.toml names the project seq2seq. None otherwise -- an installed package, even one in
+    a ``.venv`` inside another repository, whose commit says nothing of this code (run_info.json
+    has the package version beside it)."""
+
+    def git(*args: str) -> str:
+        cmd = ["git", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=package).stdout
+
     try:
-        cmd, here = ["git", "rev-parse", "HEAD"], Path(__file__).parent
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=here)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
+        top = Path(git("rev-parse", "--show-toplevel").strip() or "/nowhere")
+        ours = re.search(r'(?m)^name = "seq2seq"$', (top / "pyproject.toml").read_text("utf-8"))
+        if ours and top.resolve() / "seq2seq" == package.resolve():
+            return git("rev-parse", "HEAD").strip() or None
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        pass
+    return None
 
 
 def versions() -> dict[str, str]:
@@ -349,7 +365,7 @@ def write_run_info(
     bleu = corpus_score("bleu", ["x"], [["x"]], cfg.data.tgt_lang) if cfg.train.valid_bleu else None
     info = {
         "versions": versions(),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "data_sha256": data_sha256,
         "hf_dataset": cfg.data.hf.model_dump() if cfg.data.hf else None,
         "train_pairs": len(data.train),

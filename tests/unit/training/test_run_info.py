@@ -97,3 +97,34 @@ def test_a_resume_compares_the_pairs_read_so_crlf_or_gzip_copies_pass_and_a_chan
     said = rf"{cfg.data.train}\.de\.gz and {target} \(sha256 of its cleaned pairs "
     with pytest.raises(DataError, match=said):
         train(_steps(cfg, 5), run, resume=True)
+
+
+def _repo(folder: Path, pyproject: str) -> str:
+    """A git repository at ``folder`` holding a ``seq2seq`` package and ``pyproject``; its
+    commit."""
+    import subprocess
+
+    (folder / "seq2seq").mkdir(parents=True)
+    (folder / "seq2seq" / "__init__.py").write_text("")
+    (folder / "pyproject.toml").write_text(pyproject)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(folder)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run([*git, *args], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip()
+
+
+def test_git_commit_is_the_seq2seq_checkouts_only(tmp_path):
+    """A user's own project with seq2seq in its .venv: its commit was recorded as seq2seq's."""
+    from seq2seq.training.run_dir import git_commit
+
+    ours = _repo(tmp_path / "clone", '[project]\nname = "seq2seq"\n')
+    assert git_commit(tmp_path / "clone" / "seq2seq") == ours
+    _repo(tmp_path / "project", '[project]\nname = "my-app"\n')
+    installed = tmp_path / "project" / ".venv" / "lib" / "site-packages" / "seq2seq"
+    installed.mkdir(parents=True)
+    assert git_commit(installed) is None  # inside another repository
+    _repo(tmp_path / "other", '[project]\nname = "my-app"\n')
+    assert git_commit(tmp_path / "other" / "seq2seq") is None  # its own seq2seq folder
+    (tmp_path / "wheel" / "seq2seq").mkdir(parents=True)
+    assert git_commit(tmp_path / "wheel" / "seq2seq") is None  # no repository
