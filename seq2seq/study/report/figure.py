@@ -55,7 +55,14 @@ def seed_bands(results: dict, set_name: str, key: str) -> dict[str, dict]:
 
 def plot_by_k(results: dict, out: str | Path) -> Path | None:
     """Draw ``out/verdict_by_k.png`` (one row per scored test set) and return it; None when no
-    set has per-model statistics."""
+    set has per-model statistics. Names are drawn literally (a ``$`` is no math)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _plot_by_k(results, out)
+
+
+def _plot_by_k(results: dict, out: str | Path) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -209,56 +209,45 @@ def render(r: dict, old: dict | None = None) -> str:
 
 def plot(r: dict, path: Path) -> None:
     """rho against k per design (seeds as bands) on each set, and each design's rho minus the
-    ablation's with the +/-DELTA band a fixed-vector design must stay inside."""
+    ablation's with the +/-DELTA band a fixed-vector design must stay inside; text literal."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     sets = list(r["tables"])
-    fig, axes = plt.subplots(len(sets), 2, figsize=(11, 3.6 * len(sets)), squeeze=False)
-    colours = dict(
-        zip(v3.FAMILIES, ("tab:blue", "tab:red", "tab:orange", "tab:brown"), strict=True)
-    )
-    for row, name in zip(axes, sets, strict=True):
-        designs = r["tables"][name]
-        ref = designs.get(v3.HEADLINE[1], {}).get("by_k", {})
-        for design, t in designs.items():
-            ks = sorted(int(k) for k in t["by_k"])
-            s = [t["by_k"].get(k) or t["by_k"][str(k)] for k in ks]
-            mean = [100 * x["mean"] for x in s]
-            row[0].plot(ks, mean, marker="o", color=colours[design], label=design)
-            row[0].fill_between(
-                ks,
-                [100 * x["low"] for x in s],
-                [100 * x["high"] for x in s],
-                color=colours[design],
-                alpha=0.2,
+    colours = ("tab:blue", "tab:red", "tab:orange", "tab:brown")
+    colours = dict(zip(v3.FAMILIES, colours, strict=True))
+    with matplotlib.rc_context({"text.parse_math": False}):
+        fig = Figure(figsize=(11.0, 3.8 * len(sets)), dpi=90, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(len(sets), 2, squeeze=False)
+        for row, name in zip(axes, sets, strict=True):
+            designs = r["tables"][name]
+            ref = designs.get(v3.HEADLINE[1], {}).get("by_k", {})
+            for design, t in designs.items():
+                ks = sorted(int(k) for k in t["by_k"])
+                s = [t["by_k"].get(k) or t["by_k"][str(k)] for k in ks]
+                mean = [100 * x["mean"] for x in s]
+                low, high = [100 * x["low"] for x in s], [100 * x["high"] for x in s]
+                row[0].plot(ks, mean, marker="o", color=colours[design], label=design)
+                row[0].fill_between(ks, low, high, color=colours[design], alpha=0.2)
+                if ref:
+                    base = [100 * (ref.get(k) or ref[str(k)])["mean"] for k in ks]
+                    diff = [m - b for m, b in zip(mean, base, strict=True)]
+                    row[1].plot(ks, diff, marker="o", color=colours[design], label=design)
+            band = 100 * r["delta"]
+            row[1].axhspan(-band, band, color="grey", alpha=0.2, label=f"+/-DELTA ({band:g})")
+            row[0].set(title=f"rho by k, {name}", xlabel="captions joined (k)", ylabel="rho (%)")
+            row[1].set(
+                title=f"rho minus {v3.HEADLINE[1]}'s, {name}",
+                xlabel="captions joined (k)",
+                ylabel="points",
             )
-            if ref:
-                base = [100 * (ref.get(k) or ref[str(k)])["mean"] for k in ks]
-                diff = [m - b for m, b in zip(mean, base, strict=True)]
-                row[1].plot(ks, diff, marker="o", color=colours[design], label=design)
-        row[1].axhspan(
-            -100 * r["delta"],
-            100 * r["delta"],
-            color="grey",
-            alpha=0.2,
-            label=f"+/-DELTA ({100 * r['delta']:g})",
-        )
-        row[0].set(title=f"rho by k, {name}", xlabel="captions joined (k)", ylabel="rho (%)")
-        row[1].set(
-            title=f"rho minus {v3.HEADLINE[1]}'s, {name}",
-            xlabel="captions joined (k)",
-            ylabel="points",
-        )
-        for ax in row:
-            ax.legend(fontsize=8)
-            ax.grid(alpha=0.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
+            for ax in row:
+                ax.legend(fontsize=8)
+                ax.grid(alpha=0.3)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
     atomic_write_bytes(path, buf.getvalue())
 
 
