@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train and score the named runs of the Multi30k study that $STUDY_RESULTS does not hold yet,
 # then copy each finished run's per-line files there (lines/<set>/<run>.json.gz) with its
-# training record (runs/<run>.json): a sitting that stops early loses no finished run, and the
+# training record (training/<run>.json): a sitting that stops early loses no finished run, and the
 # next one trains only what is missing (an interrupted run continues from its last.pt while
 # $STUDY_DIR is kept). make study-meanpool and make study-confirm call it.
 #   usage: scripts/study_runs.sh SEEDS NEGATIVE_SEEDS TEST[,TEST...] RUN...

@@ -18,7 +18,6 @@ import itertools
 import json
 import math
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,7 +28,8 @@ from seq2seq.data.text import load_split, resolve_corpus_file
 from seq2seq.study import verdict_v3 as v3
 from seq2seq.study.cells import cap_hypotheses, length_caps, retention_difference_ci
 from seq2seq.study.evalsets import EvalSet, build_eval_set, lines_of, train_length_ratio
-from seq2seq.study.lines import LineData, lines_path, read_lines
+from seq2seq.study.folder import collect, run_table
+from seq2seq.study.lines import LineData, read_lines
 from seq2seq.study.rho import rho_difference_ci
 from seq2seq.study.stats import BleuStats
 
@@ -65,6 +65,11 @@ class Study:
             if d.record["set"]["digest"] != evalset.digest():
                 raise ValueError(f"{path}: scored on other lines than {evalset.origin} holds")
             self.lines[(d.set_name, *run)] = d
+        if not self.lines:
+            raise ValueError(
+                f"{folder}: no per-line files (lines/<set>/study-<design>[-seed<s>].json.gz); "
+                "give a study folder such as docs/results/study/multi30k"
+            )
         self._capped: dict = {}
 
     def _evalset(self, name: str) -> EvalSet:
@@ -278,6 +283,7 @@ def build(folder: str | Path, cfg: Config) -> dict:
         judged = judge_set(study, v3.JUDGED_SET, v3.JUDGED_SEEDS, delta, margin)
     every = sorted({k[2] for k in study.lines})
     return {
+        "runs": run_table(folder, sorted({k[1:] for k in study.lines})),
         "rule": v3.RULE,
         "frozen": {
             "commit": v3.FROZEN_COMMIT,
@@ -304,35 +310,23 @@ def build(folder: str | Path, cfg: Config) -> dict:
     }
 
 
-def collect(out: str | Path, results: str | Path, runs) -> list[str]:
-    """Copy the per-line files of ``runs`` that the study folder ``out`` holds (readable ones)
-    into ``results``, with each run's training record, ``runs/<run>.json``: per stage its steps,
-    target tokens, seconds of training and validation curve. Returns the files copied."""
+def write(folder: str | Path, config: str | Path) -> dict:
+    """Rule v3 on ``folder`` (``build``), written there: verdict.json, verdict.md (with the
+    folder's results.json of rules v1 and v2) and the figure (``report.v3``); returns it."""
     from seq2seq.atomic import atomic_write_text
-    from seq2seq.study.multi30k import valid_curve
+    from seq2seq.config import load_config
+    from seq2seq.study.report import v3 as report
+    from seq2seq.study.report.common import finite
 
-    out, results, copied = Path(out), Path(results), []
-    for run in runs:
-        for src in sorted(out.glob(f"lines/*/{run}.json.gz")):
-            read_lines(src)  # a damaged file stays behind (ValueError names it)
-            dest = lines_path(results, src.parent.name, run)
-            if not dest.is_file() or dest.read_bytes() != src.read_bytes():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dest.with_suffix(".part"))
-                dest.with_suffix(".part").replace(dest)
-                copied.append(str(dest))
-        stages = {}
-        for stage, name in (("single", f"{run}-single"), ("joined", run)):
-            marker = out / "runs" / name / "compare.json"
-            if marker.is_file():
-                s = json.loads(marker.read_text(encoding="utf-8"))["summary"]
-                keep = ("steps", "target_tokens", "train_seconds", "target_tokens_per_s")
-                stages[stage] = {k: s.get(k) for k in keep}
-                stages[stage]["valid_curve"] = valid_curve(out / "runs" / name)
-        if len(stages) == 2:
-            record = json.dumps({"name": run, "stages": stages}, indent=2)
-            atomic_write_text(results / "runs" / f"{run}.json", record)
-    return copied
+    folder = Path(folder)
+    r = finite(build(folder, load_config(config)))
+    r["words"] = report.verdict_line(r)
+    old = folder / "results.json"
+    old = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else None
+    atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
+    atomic_write_text(folder / "verdict.md", report.render(r, old))
+    report.plot(r, folder / report.FIGURE)
+    return r
 
 
 def main(argv=None) -> int:
@@ -361,8 +355,6 @@ def main(argv=None) -> int:
             for path in collect(a.out, a.results, a.runs):
                 print(f"kept {path}")
             return 0
-        from seq2seq.study.report.v3 import write
-
         print(write(a.folder, a.config)["words"])
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

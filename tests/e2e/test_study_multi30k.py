@@ -174,7 +174,7 @@ def test_only_trains_the_runs_it_names_and_collect_keeps_them(staged_study, tmp_
         compare(paths, out, Budget(), opts, dataclasses.replace(plan, only=("rnn-seed6",)))
     copied = collect(out, tmp_path, ["rnn-seed5"])
     assert sorted(p.split("/")[-2] for p in copied) == ["test_2016_flickr", "test_2017_flickr"]
-    record = json.loads((tmp_path / "runs" / "rnn-seed5.json").read_text())
+    record = json.loads((tmp_path / "training" / "rnn-seed5.json").read_text())
     assert record["stages"]["single"]["steps"] == SINGLE
     assert record["stages"]["joined"]["valid_curve"][-1][0] == JOINED
     assert collect(out, tmp_path, ["rnn-seed5"]) == []  # the same bytes: nothing copied again

@@ -1,4 +1,4 @@
-"""Rule v3's report (``study.verdict_v3``, computed by ``study.judge``): ``verdict.md``,
+"""Rule v3's report (``study.verdict_v3``; ``study.judge`` computes and writes it): ``verdict.md``,
 ``verdict.json`` and ``verdict_v3_by_k.png`` beside the per-line files of a study folder.
 
     python -m seq2seq.study.judge verdict docs/results/study/multi30k   (make study-verdict)
@@ -11,12 +11,11 @@ the dry run on the data seen, rho by k and by caption position, the setup, and r
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
-from seq2seq.atomic import atomic_write_bytes, atomic_write_text
+from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study import verdict_v3 as v3
-from seq2seq.study.report.common import finite, num, pct, points, table
+from seq2seq.study.report.common import num, pct, points, table
 
 FIGURE = "verdict_v3_by_k.png"
 LIMIT = (
@@ -171,6 +170,27 @@ def _spread(s: dict | None) -> str:
     return f"{num(100 * s['mean'])} [{num(100 * s['low'])}, {num(100 * s['high'])}]"
 
 
+def runs_section(r: dict) -> list[str]:
+    body = [
+        [
+            x["design"],
+            str(x["seed"]),
+            num(x["minutes"].get("single")),
+            num(x["minutes"].get("joined")),
+            num(x["plateau_gain"], 2),
+        ]
+        for x in r["runs"]
+    ]
+    head = ["design", "seed", "single stage, min", "joined stage, min", "plateau gain, BLEU"]
+    return [
+        "**Runs.** Minutes of training per stage (one torch thread, two runs at a time, on the "
+        "machine of their sitting), and the single stage's plateau gain: validation BLEU at its "
+        "last point minus that at 75% of it (reported, not a gate).",
+        "",
+        *table(head, body),
+    ]
+
+
 def setup_section(r: dict, old: dict | None) -> list[str]:
     lines = ["## Setup", ""]
     for name, s in r["sets"].items():
@@ -182,7 +202,7 @@ def setup_section(r: dict, old: dict | None) -> list[str]:
     if old:
         lines += ["", f"Recipe: {old['recipe']['words']}. Tokenizer: shared, sha256 "]
         lines[-1] += f"{old['tokenizer']['sha256'][:12]}."
-    lines += ["", f"Limit: {LIMIT}"]
+    lines += ["", f"Limit: {LIMIT}", "", *runs_section(r)]
     return lines
 
 
@@ -249,19 +269,3 @@ def plot(r: dict, path: Path) -> None:
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
     atomic_write_bytes(path, buf.getvalue())
-
-
-def write(folder: str | Path, config: str | Path) -> dict:
-    """Compute rule v3 on ``folder`` (``judge.build``) and write its three files there."""
-    from seq2seq.config import load_config
-    from seq2seq.study.judge import build
-
-    folder = Path(folder)
-    r = finite(build(folder, load_config(config)))
-    old_path = folder / "results.json"
-    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else None
-    r["words"] = verdict_line(r)
-    atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
-    atomic_write_text(folder / "verdict.md", render(r, old))
-    plot(r, folder / FIGURE)
-    return r
