@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
-from seq2seq.config import Config
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.alignment_output import attention_shape
 from seq2seq.decoding.runs import Translator, load
@@ -107,6 +107,17 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     return named
 
 
+SERVE_BEAM = 5
+
+
+def served_beam(decode: DecodeConfig) -> int:
+    """The beam a request without one searches with: the run's ``decode.beam_size`` when its
+    settings search with a beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``
+    (every zoo config until tune-decode has tuned it): the page still shows a beam translation
+    beside greedy's. ``/models`` gives it as each model's ``beam``."""
+    return decode.beam_size if decode.method == "beam" else SERVE_BEAM
+
+
 def served_model(run: Translator, name: str) -> ServedModel:
     """A loaded run, its attention probed and described; says where its decode settings came
     from (``Translator.decode_settings``). Raises ConfigError for decode settings that leave no
@@ -158,6 +169,7 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "heads": heads,
         "languages": [cfg.data.src_lang, cfg.data.tgt_lang],
         "decode": cfg.decode.model_dump(mode="json"),
+        "beam": served_beam(cfg.decode),
         # tune-decode's decode.yaml beside the checkpoint set the search; else the page hints at it
         "decode_tuned": (ckpt_path.parent / DECODE_FILE).is_file(),
         "run_dir": str(ckpt_path.parent),

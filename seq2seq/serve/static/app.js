@@ -86,14 +86,14 @@ function infoCard(m) {
   return el("div", { class: "info", "data-model": m.name }, el("b", {}, swatch(m.name), m.name), dl);
 }
 
-// The request's settings for model m: an empty beam box is each run's (tuned) beam size.
+// The request's settings for model m: an empty beam box is the beam the server searches m with.
 function settings(m) {
   const given = $("#beam").value.trim();
   const beam = given === "" ? null : Number(given) || 1;
   const lp = $("#lp").value.trim();
   return {
     beam,
-    n_best: $("#nbest").checked ? beam ?? m.decode.beam_size : 1,
+    n_best: $("#nbest").checked ? beam ?? m.beam : 1,
     length_penalty: lp === "" ? null : Number(lp),
   };
 }

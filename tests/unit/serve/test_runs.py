@@ -46,10 +46,11 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     assert tuned.info["decode_tuned"] is True and untuned.info["decode_tuned"] is False
     assert untuned.info["run_dir"] == str(tiny_runs["bahdanau"])
     # a request without a beam: the tuned run's beam, and 5 for a run that searches greedily
-    from seq2seq.serve.engine import SERVE_BEAM, TranslateRequest, beam_size
+    from seq2seq.serve.engine import TranslateRequest, beam_size
 
     req = TranslateRequest(text="x")
-    assert untuned.cfg.decode.method == "greedy" and SERVE_BEAM == 5
+    assert untuned.cfg.decode.method == "greedy" and untuned.info["beam"] == 5
+    assert tuned.info["beam"] == 3
     assert beam_size(tuned.cfg.decode, req) == 3 and beam_size(untuned.cfg.decode, req) == 5
     assert beam_size(untuned.cfg.decode, TranslateRequest(text="x", beam=2)) == 2
 
