@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,7 +256,8 @@ def _load_one(path: Path, device: str | None, quantize: str | None) -> Translato
         ckpt_path,
         state,
         quantize,
-        f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on validation",
+        f"`seq2seq tune-decode -c {shlex.quote(str(path))}` chooses beam size and alpha on "
+        "validation",
     )
 
 
@@ -265,6 +267,11 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
     import_ctranslate2()
     dev = ctranslate2_device(device)
     meta, tok, cfg = read_export(folder)
+    source = (meta.get("exported_from") or {}).get("checkpoint")
+    if source and Path(source).is_file():
+        tune = f"`seq2seq tune-decode -c {shlex.quote(source)}` on the checkpoint it came from"
+    else:  # moved, or exported elsewhere: the path recorded at export, when there is one
+        tune = f"`seq2seq tune-decode` on the checkpoint it came from ({source or 'unrecorded'})"
     return Translator(
         CTranslate2Model(folder, dev, quantize, meta.get("max_positions")),
         tok,
@@ -273,7 +280,7 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
         folder / "model.bin",
         {"step": (meta.get("exported_from") or {}).get("step")},
         quantize,
-        "`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and alpha on "
-        "validation; export again to bring its decode.yaml along",
+        f"{tune} chooses beam size and alpha on validation; export again to bring its "
+        "decode.yaml along",
         CTranslate2LineTranslator,
     )

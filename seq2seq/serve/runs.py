@@ -83,7 +83,7 @@ def split_name(arg: str | Path) -> tuple[str | None, Path]:
 
 
 def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
-    """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
+    """Each run's name and path as given: the name given as ``NAME=PATH``, else the
     checkpoint's folder's name (or the file's stem), with ``-2``, ``-3`` ... added where another
     run has it (a given name is kept; a folder's name steps aside). Raises as ``load_runs``: a
     NAME refused or given twice before any path is looked at."""
@@ -95,7 +95,7 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     taken: set[str] = set(given)
     named = []
     for name, path in specs:
-        ckpt_path = resolve_checkpoint(path)
+        ckpt_path = resolve_checkpoint(path)  # every path is checked before any model loads
         if name is None:
             base = ckpt_path.parent.name or ckpt_path.stem
             name, k = base, 1
@@ -103,7 +103,7 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
                 k += 1
                 name = f"{base}-{k}"
             taken.add(name)
-        named.append((name, ckpt_path))
+        named.append((name, path))
     return named
 
 
@@ -126,14 +126,15 @@ def served_model(run: Translator, name: str) -> ServedModel:
     source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
     attention = attention_shape(run.model, run.device)
     served = ServedModel(name, run.model, run.tok, run.cfg, run.device, attention)
-    served.info = model_info(served, run.checkpoint, run.train_state)
+    served.info = model_info(served, run)
     return served
 
 
-def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[str, Any]:
-    """Name, family, size, device, decode defaults and the training summary (from
-    ``train_state``, and the corpus sizes from ``run_info.json`` when present), as JSON values."""
-    cfg, st = served.cfg, train_state
+def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
+    """Name, family, size, device, decode defaults, how to tune them, and the training summary
+    (from the run's ``train_state``, and the corpus sizes from ``run_info.json`` when present), as
+    JSON values."""
+    cfg, st, ckpt_path = served.cfg, run.train_state, run.checkpoint
     best = st.get("best_score")
     if best is not None and cfg.train.best_metric == "loss":
         best = -best  # stored as "higher is better"
@@ -172,7 +173,7 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "beam": served_beam(cfg.decode),
         # tune-decode's decode.yaml beside the checkpoint set the search; else the page hints at it
         "decode_tuned": (ckpt_path.parent / DECODE_FILE).is_file(),
-        "run_dir": str(ckpt_path.parent),
+        "tune_hint": run.tune_hint,
         "training": training,
     }
 

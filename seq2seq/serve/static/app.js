@@ -78,7 +78,7 @@ function infoCard(m) {
     ["checkpoint", `${m.checkpoint} on ${m.device}`],
     ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}` +
       (m.decode_tuned ? " (tuned: decode.yaml)"
-        : ` (not tuned: seq2seq tune-decode -c ${m.run_dir} chooses beam and α on validation)`)],
+        : ` (not tuned: ${m.tune_hint})`)],
   ];
   if (t.train_pairs) rows.splice(4, 0, ["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
   const dl = el("dl");

@@ -42,9 +42,9 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     (tuned, untuned) = load_runs([run, tiny_runs["bahdanau"]])
     assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
     assert tuned.info["decode"]["length_penalty"] == 0.7
-    # the page says which runs tune-decode has tuned, and names the folder to tune
+    # the page says which runs tune-decode has tuned, and how to tune the run as it was given
     assert tuned.info["decode_tuned"] is True and untuned.info["decode_tuned"] is False
-    assert untuned.info["run_dir"] == str(tiny_runs["bahdanau"])
+    assert f"tune-decode -c {tiny_runs['bahdanau']}`" in untuned.info["tune_hint"]
     # a request without a beam: the tuned run's beam, and 5 for a run that searches greedily
     from seq2seq.serve.engine import TranslateRequest, beam_size
 
