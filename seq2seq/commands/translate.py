@@ -74,7 +74,7 @@ def translate(
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
     from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
-    from seq2seq.decoding.runs import load
+    from seq2seq.decoding.runs import chosen_method, load
     from seq2seq.decoding.search import check_n_best
     from seq2seq.runtime import ended_like_ctrl_c
 
@@ -104,7 +104,7 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
-    settled = search["method"] or ("beam" if beam is not None else None)  # --beam K: beam search
+    settled = search["method"] or chosen_method(beam)
     if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
         with user_errors():  # --n-best before loading; the run's own settings are checked after
             given = {"beam_size": beam} if settled == "beam" else {}

@@ -83,15 +83,15 @@ class Translator:
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
         """The run's decode settings with ``options`` (DecodeConfig fields, None = not given) and
-        ``method`` (else beam when ``beam_size`` is given, else the run's), and where each came
-        from (``FROM_*``), said in one log line (``settings_line``).
+        ``method`` (else ``chosen_method``'s, else the run's), and where each came from
+        (``FROM_*``), said in one log line (``settings_line``).
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
             ValueError: a length penalty given for a method that ranks nothing (greedy, sample).
         """
         tuned = self.cfg.decode
-        chosen = method or ("beam" if options.get("beam_size") is not None else tuned.method)
+        chosen = method or chosen_method(options.get("beam_size")) or tuned.method
         alpha = options.get("length_penalty")
         if alpha is not None and chosen != "beam":
             raise ValueError(
@@ -166,6 +166,12 @@ class Translator:
         if self.quantize:
             made["quantize"] = self.quantize
         return made
+
+
+def chosen_method(beam_size: int | None) -> str | None:
+    """The search ``--beam K`` without ``--method`` chooses: beam, greedy for K = 1 (the search
+    beam 1 does); None without ``--beam`` (the run's)."""
+    return None if beam_size is None else "greedy" if beam_size == 1 else "beam"
 
 
 def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:

@@ -40,6 +40,21 @@ def test_beam_search_in_an_untuned_run_names_its_alpha_and_tune_decode(
         assert "tune-decode" not in err
 
 
+def test_beam_1_is_greedy_search_and_recorded_as_greedy(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """make demo's greedy pass (eval --beam 1) logged "decoding with beam 1, alpha 1.0 (not
+    tuned ...)" and wrote method beam, beam_size 1 into its JSON."""
+    src, ref = eval_files(synth_corpus, tmp_path)
+    args = ["eval", "-c", synth_run, "--src", src, "--ref", ref, "--beam", "1"]
+    code, _, err = run_cli(monkeypatch, capsys, *args, "--json", tmp_path / "g.json")
+    assert code == 0, err
+    assert "beam 1" not in err and "tune-decode" not in err
+    made = json.loads((tmp_path / "g.json").read_text(encoding="utf-8"))
+    assert made["decode"]["method"] == "greedy"
+    assert made["decode_source"]["method"] == "command line"
+
+
 def _tuned_on_50_lines(run, synth_corpus, tmp_path, name: str = "run") -> Path:
     """A copy of ``run`` whose data.valid is 50 lines, the fewest tune-decode takes: its sweep
     is half as long."""
