@@ -22,6 +22,7 @@ from seq2seq.decoding.runs import Translator, load
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
 from seq2seq.serve import ServeError
+from seq2seq.training.state import epoch_number
 
 # a name given as NAME=PATH: what requests, the page and its selectors can carry unquoted
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -140,7 +141,7 @@ def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
         best = -best  # stored as "higher is better"
     training = {
         "steps": st.get("step"),
-        "epochs": st.get("epoch"),
+        "epoch": epoch_number(st),
         "train_minutes": None if "train_seconds" not in st else round(st["train_seconds"] / 60, 1),
         "target_tokens": st.get("tokens_seen"),
         "best_metric": cfg.train.best_metric,

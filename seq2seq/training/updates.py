@@ -184,7 +184,7 @@ class Updates:
             records.append(
                 {
                     "step": step,
-                    "epoch": epoch,
+                    "epoch": epoch + 1,  # the N-th pass over the data, as train.log says
                     "loss": loss,
                     "grad_norm": gnorm,
                     "tokens": round(tokens),
@@ -200,7 +200,7 @@ class Updates:
         if not records:
             return ""
         r = records[-1]
-        stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
+        stats = f"epoch {r['epoch']} loss {r['loss']:.3f} lr {r['lr']:.2e} "
         stats += f"{r['tokens_per_s']:,.0f} tok/s"
         if self.run.monitor is not None and not console.is_terminal:
             if say or st.step % t.log_every == 0:  # a log file gets no progress bar

@@ -73,7 +73,7 @@ function infoCard(m) {
     : m.layers * m.heads === 1 ? "one map per step" : `${m.layers} layers × ${m.heads} heads`;
   const rows = [
     ["family", m.family], ["parameters", params(m.parameters)], ["attention", att],
-    ["trained", `${t.steps ?? "?"} steps, ${t.epochs ?? "?"} epochs, ${t.train_minutes ?? "?"} min`],
+    ["trained", `${t.steps ?? "?"} steps, epoch ${t.epoch ?? "?"}, ${t.train_minutes ?? "?"} min`],
     [`best ${t.best_metric}`, `${num(t.best_score)} at step ${t.best_step ?? "?"}`],
     ["checkpoint", `${m.checkpoint} on ${m.device}`],
     ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}` +
