@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from seq2seq.atomic import same_file
 from seq2seq.checkpoint import (
     DECODE_FILE,
     load_checkpoint,
@@ -211,12 +212,15 @@ def load(
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     if not paths:
         raise ValueError("give a checkpoint with -c RUN")
-    seen: list[Path] = []
+    seen: list[tuple[str | Path, Path]] = []
     for p in paths:  # an ensemble of a model with itself translates as the model alone
-        key = Path(p).resolve() if export_folder(p) else resolve_checkpoint(p).resolve()
-        if key in seen:
-            raise ValueError(f"-c {p}: that checkpoint is given twice; give each -c once")
-        seen.append(key)
+        key = Path(p) if export_folder(p) else resolve_checkpoint(p)
+        if twice := next((q for q, k in seen if same_file(k, key)), None):
+            raise ValueError(
+                f"-c {p}: the same checkpoint as -c {twice} ({key}); an ensemble of a model "
+                "with itself translates as the model alone: give each checkpoint once"
+            )
+        seen.append((p, key))
     quantize_device(quantize, "cpu")  # an unknown mode fails before anything is read
     folders = [export_folder(p) if ctranslate2 else None for p in paths]
     if any(folders):
