@@ -56,13 +56,16 @@ def translate(
         "Transformer's last decoder layer averaged over heads].",
     ),
     batch_tokens: int | None = typer.Option(
-        None, min=1, help="Batch by padded source tokens, not sentences."
+        None, min=1, metavar="N", help="Batch by padded source tokens, not sentences."
     ),
     attention_dir: Path | None = typer.Option(
         None, metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int | None = typer.Option(
-        None, min=0, help="With --attention-dir: plot the first N input lines [default: 10]."
+        None,
+        min=0,
+        metavar="N",
+        help="With --attention-dir: plot the first N input lines [default: 10].",
     ),
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
