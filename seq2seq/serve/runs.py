@@ -148,6 +148,12 @@ def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
         "best_score": best,
         "best_step": st.get("best_step"),
     }
+    summary = ckpt_path.parent / "train_summary.json"  # the run's own length, past best.pt's step
+    if summary.is_file() and training["steps"] is not None:
+        try:
+            training["run_steps"] = json.loads(summary.read_text(encoding="utf-8")).get("steps")
+        except (OSError, ValueError, AttributeError):
+            pass  # the card says the checkpoint's step alone
     run_info = ckpt_path.parent / "run_info.json"
     if run_info.is_file():
         try:

@@ -33,6 +33,18 @@ def test_serve_blames_the_runs_train_device_and_accepts_device_cpu(
     assert "the train.device of" in err and "--device cpu" in err and "--device is" not in err
 
 
+def test_the_card_knows_the_runs_length_beyond_its_checkpoints_step(synth_run, tmp_path):
+    """best.pt from step 150 of a 600-update run: the card said "trained 150 steps"."""
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    (run / "train_summary.json").write_text(json.dumps({"steps": 600}))
+    (served,) = load_runs([run], "cpu")
+    assert served.info["training"]["steps"] == 2 and served.info["training"]["run_steps"] == 600
+
+
 def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     import shutil
 
