@@ -235,6 +235,15 @@ def check_writable(
         )
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file or folder: the same path once resolved, or one
+    file by two names (a hard link, as a run's best.pt is to the last.pt of its step)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve() or os.path.samefile(a, b)
+    except OSError:  # either is missing: two different paths
+        return False
+
+
 def check_not_input(
     path: str | Path | None,
     option: str,
@@ -252,7 +261,7 @@ def check_not_input(
     out = Path(path).resolve()
 
     def same(given: str | Path | None) -> bool:
-        return given is not None and not is_stdout(given) and Path(given).resolve() == out
+        return given is not None and not is_stdout(given) and same_file(given, out)
 
     for opt, given in outputs:
         if same(given):

@@ -69,8 +69,21 @@ COMMANDS = {
     "export": (export.export, "Write a run's weights and tokenizer for deployment."),
 }
 SUMMARIES = {name: summary for name, (_, summary) in COMMANDS.items()}
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose --help shows an argument as its name alone, without typer's label of its
+    Python type (``CONFIG <list[Path]>``); the help text says what it takes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument":
+                param.display_type_rich = lambda ctx: None
+
+
 for name, (command, summary) in COMMANDS.items():
-    app.command(name, short_help=summary)(command)
+    app.command(name, short_help=summary, cls=_Command)(command)
 
 
 MOVED_PAIRED = (

@@ -58,13 +58,16 @@ def translate(
         "Transformer's last decoder layer averaged over heads].",
     ),
     batch_tokens: int | None = typer.Option(
-        None, min=1, help="Batch by padded source tokens, not sentences."
+        None, min=1, metavar="N", help="Batch by padded source tokens, not sentences."
     ),
     attention_dir: Path | None = typer.Option(
         None, metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int | None = typer.Option(
-        None, min=0, help="With --attention-dir: plot the first N input lines [default: 10]."
+        None,
+        min=0,
+        metavar="N",
+        help="With --attention-dir: plot the first N input lines [default: 10].",
     ),
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
@@ -76,7 +79,7 @@ def translate(
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
     from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
-    from seq2seq.decoding.runs import load
+    from seq2seq.decoding.runs import chosen_method, load
     from seq2seq.decoding.search import check_n_best
 
     setup_logging()
@@ -107,7 +110,7 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
-    settled = search["method"] or ("beam" if beam is not None else None)  # --beam K: beam search
+    settled = search["method"] or chosen_method(beam)
     if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
         with user_errors():  # --n-best before loading; the run's own settings are checked after
             given = {"beam_size": beam} if settled == "beam" else {}

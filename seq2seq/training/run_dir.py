@@ -74,6 +74,16 @@ def clear_run(run_dir: Path, keep: frozenset[str] = frozenset()) -> None:
         shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
 
 
+def dead_run_files(run_dir: Path) -> list[str]:
+    """What a run killed before its first checkpoint left in ``run_dir`` (log lines, TensorBoard
+    events, config.yaml, ...), which a new run would mix with its own; nothing where the folder
+    holds a checkpoint (``*.pt``)."""
+    if not run_dir.is_dir() or any(run_dir.glob("*.pt")):
+        return []
+    names = sorted(p.name for pattern in RUN_FILES for p in run_dir.glob(pattern))
+    return names + ["tensorboard/"] * (run_dir / "tensorboard").is_dir()
+
+
 def load_resume(run_dir: Path, cfg: Config) -> dict:
     """``run_dir/last.pt``, checked for everything a resume needs.
 

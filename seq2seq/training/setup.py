@@ -30,6 +30,7 @@ from seq2seq.training.run_dir import (
     check_run_dir,
     clear_run,
     data_digests,
+    dead_run_files,
     load_resume,
     restore,
     write_run_info,
@@ -191,10 +192,19 @@ def check_before_writing(cfg: Config) -> None:
 def _settle_run_dir(
     run_dir: Path, resume: bool, overwrite: bool, run_log: RunLog | None, info: dist.DistInfo
 ) -> None:
-    """Rank 0 clears an earlier run (``--overwrite``), makes the folder and opens ``train.log``;
-    the other ranks drop their held log lines and wait for it."""
+    """Rank 0 clears an earlier run (``--overwrite``, or one that saved no checkpoint, saying so),
+    makes the folder and opens ``train.log``; the other ranks drop their held log lines and wait
+    for it."""
     if info.is_main:
         if overwrite and not resume:
+            clear_run(run_dir)
+        elif not resume and (dead := dead_run_files(run_dir)):
+            log.warning(
+                "%s holds files of a run that saved no checkpoint (%s): starting clean, as "
+                "--overwrite would",
+                run_dir,
+                ", ".join(dead),
+            )
             clear_run(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         if run_log is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from seq2seq.config import TeacherForcingConfig, TrainConfig
 
@@ -201,6 +202,15 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
     if t.schedule == "plateau":
         return t.lr * warm * max(plateau_scale, t.min_lr / t.lr)
     return t.lr * warm
+
+
+def epoch_number(state: dict[str, Any]) -> int | None:
+    """The epoch of a saved ``TrainState``'s last update, counted from 1 as every log does: a
+    state at an epoch's boundary (``batch_in_epoch`` 0) finished the epoch before it; None before
+    the first update."""
+    if not state.get("step"):
+        return None
+    return state.get("epoch", 0) + (1 if state.get("batch_in_epoch") else 0)
 
 
 def run_length(t: TrainConfig, updates_per_epoch: int) -> int | None:

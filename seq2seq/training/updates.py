@@ -23,6 +23,7 @@ from seq2seq.data.batch import Batch
 from seq2seq.data.prepare import make_batch
 from seq2seq.training import distributed as dist
 from seq2seq.training.setup import RunSetup
+from seq2seq.training.speed import SpeedWatch
 from seq2seq.training.state import NonFiniteStop, lr_at, teacher_forcing_at
 from seq2seq.training.step import train_step
 
@@ -88,6 +89,7 @@ class Updates:
         self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
         self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
         self.said_at = time.monotonic()  # when a step line was last logged (heartbeat)
+        self.speed = SpeedWatch(run.device)
 
     def start_clock(self) -> None:
         """Start this stretch's training clock (setup before it is not training time)."""
@@ -186,7 +188,7 @@ class Updates:
             records.append(
                 {
                     "step": step,
-                    "epoch": epoch,
+                    "epoch": epoch + 1,  # the N-th pass over the data, as train.log says
                     "loss": loss,
                     "grad_norm": gnorm,
                     "tokens": round(tokens),
@@ -202,7 +204,9 @@ class Updates:
         if not records:
             return ""
         r = records[-1]
-        stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
+        if self.run.monitor is not None:
+            self.speed.window(st.step, st.tokens_seen - self.tokens0, self.busy)
+        stats = f"epoch {r['epoch']} loss {r['loss']:.3f} lr {r['lr']:.2e} "
         stats += f"{r['tokens_per_s']:,.0f} tok/s"
         if self.run.monitor is not None and not console.is_terminal:
             if say or st.step % t.log_every == 0:  # a log file gets no progress bar
