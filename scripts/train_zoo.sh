@@ -39,7 +39,7 @@ for cfg in "$@"; do
   fi
   for beam in 1 5; do
     tag=$([ "$beam" = 1 ] && echo greedy || echo "beam$beam")
-    echo "== $name: test_2016_flickr, beam $beam"
+    echo "== $name: test_2016_flickr, $tag"  # --beam 1 is greedy search, recorded as greedy
     $seq2seq eval -c "$dir" --src "$test_src" --ref "$test_ref" --beam "$beam" \
       --bleu --chrf --by-length --output "$dir/test_$tag.hyp.en" --json "$dir/test_$tag.json"
   done

@@ -1,14 +1,20 @@
 """Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder, so a
 crash leaves the old file or the new one, never half of one. ``open_output`` and ``write_output``
 serve every command's output option: ``-`` is standard output, a ``.gz`` path is gzip-compressed;
-``check_writable`` and ``check_not_input`` refuse an output path before the work starts.
+``check_writable`` and ``check_not_input`` refuse an output path before the work starts;
+``sole_writer`` keeps a second process from writing an output a live one writes.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import errno
+import fcntl
 import gzip
 import io
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -87,14 +93,36 @@ def fsync_folder(folder: str | Path) -> None:
         os.close(fd)
 
 
+def _escape(e: UnicodeEncodeError) -> tuple[str | bytes, int]:
+    """The ``ESCAPE`` error handler: a run of lone surrogates -- the bytes of a file name (or an
+    argument) that the locale could not decode -- as the bytes, when they are UTF-8, else escaped
+    as ``\\udce9`` (JSON's own escape, which reads back as the name)."""
+    run = e.object[e.start : e.end]
+    try:
+        raw = run.encode("utf-8", "surrogateescape")
+        raw.decode("utf-8")  # are they UTF-8?
+    except UnicodeError:
+        return run.encode("ascii", "backslashreplace").decode("ascii"), e.end
+    return raw, e.end
+
+
+ESCAPE = "seq2seq.escape"  # the errors= of every text the tool writes (files, stdout, stderr, log)
+codecs.register_error(ESCAPE, _escape)
+
+
+def escaped(text: str) -> str:
+    """``text`` as ``ESCAPE`` writes it: nothing left that UTF-8 cannot encode."""
+    return text.encode("utf-8", ESCAPE).decode("utf-8")
+
+
 def gzip_writer(raw: IO[bytes], path: str | Path) -> IO[str]:
-    """A UTF-8 text stream that writes to the binary file ``raw`` (the file of ``path``),
-    gzip-compressed when ``path`` ends in ``.gz``. Closing it leaves ``raw`` open."""
+    """A UTF-8 text stream (``ESCAPE``) that writes to the binary file ``raw`` (the file of
+    ``path``), gzip-compressed when ``path`` ends in ``.gz``. Closing it leaves ``raw`` open."""
     if str(path).endswith(".gz"):  # GzipFile never closes a file it was given
         out: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
     else:
         out = _Unclosed(raw)
-    return io.TextIOWrapper(out, encoding="utf-8")  # type: ignore[arg-type]
+    return io.TextIOWrapper(out, encoding="utf-8", errors=ESCAPE)  # type: ignore[arg-type]
 
 
 class _Unclosed(io.RawIOBase):
@@ -207,6 +235,15 @@ def check_writable(
         )
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file or folder: the same path once resolved, or one
+    file by two names (a hard link, as a run's best.pt is to the last.pt of its step)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve() or os.path.samefile(a, b)
+    except OSError:  # either is missing: two different paths
+        return False
+
+
 def check_not_input(
     path: str | Path | None,
     option: str,
@@ -224,7 +261,7 @@ def check_not_input(
     out = Path(path).resolve()
 
     def same(given: str | Path | None) -> bool:
-        return given is not None and not is_stdout(given) and Path(given).resolve() == out
+        return given is not None and not is_stdout(given) and same_file(given, out)
 
     for opt, given in outputs:
         if same(given):
@@ -245,6 +282,56 @@ def check_not_input(
                 f"{option} {path}: would overwrite the run's own {out.name}; write to a file "
                 f"that is not one of the run's checkpoints, tokenizers or {', '.join(RUN_FILES)}"
             )
+
+
+@contextmanager
+def sole_writer(path: str | Path, option: str) -> Iterator[None]:
+    """Within the block this process alone writes ``path``: it holds an exclusive ``flock`` on
+    ``PATH.lock``, which records its PID and host (the kernel drops the lock however the holder
+    ends, so a lock file left by a killed process is taken over). Nothing is held for standard
+    output, a device or a FIFO, nor where the file system has no locks. On exit the lock file,
+    and the folders made for it if left empty, are removed.
+
+    Raises:
+        OutputError: a live process holds the lock (names its PID and host).
+    """
+    target = None if is_stdout(path) else replaced_path(path)
+    if target is None:
+        yield
+        return
+    made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock, held = Path(f"{target}.lock"), None
+    try:
+        while held is None:  # again if the holder removed the file between our open and lock
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                pid, _, host = os.pread(fd, 256, 0).decode(errors="replace").strip().partition(" ")
+                os.close(fd)
+                if e.errno in (errno.EAGAIN, errno.EACCES):
+                    raise OutputError(
+                        f"{option} {path}: another process is writing it (PID {pid or '?'} on host "
+                        f"{host or '?'}; lock {lock}); wait for it to finish or stop it, or give "
+                        f"another {option}"
+                    ) from None
+                lock.unlink(missing_ok=True)  # no locks on this file system: none is held
+                break
+            if os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                held = fd
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            else:
+                os.close(fd)
+        yield
+    finally:
+        if held is not None:  # removed before the lock goes: a waiter that opened it sees it gone
+            lock.unlink(missing_ok=True)
+            os.close(held)
+        for folder in made:
+            with contextlib.suppress(OSError):  # not empty: something was written there
+                folder.rmdir()
 
 
 def _can_write(folder: Path) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -91,23 +92,21 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load and check a checkpoint; raises CheckpointError for one missing, truncated or corrupt,
-    not ours, or from a newer format version."""
+    """Load and check a checkpoint (``torch.load(weights_only=True)``: tensors and plain Python
+    values only, no code run).
+
+    Raises:
+        CheckpointError: missing, truncated or corrupt, not ours, from a newer format version, or
+            holding an object the safe loader refuses (its type named, with how to re-save the
+            file with tensors only).
+    """
     p = resolve_checkpoint(path)
     try:
         with warnings.catch_warnings():  # a damaged file makes torch warn before it raises
             warnings.simplefilter("ignore")
             ckpt = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises many types, with long messages, for a damaged file
-        fix = "pass a checkpoint that was written whole, or train again"
-        for other in (p.with_name(n) for n in ("best.pt", "last.pt") if n != p.name):
-            if other.is_file():
-                fix = f"pass {other} instead (another checkpoint of the run), or retrain"
-                break
-        raise CheckpointError(
-            f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
-            f"corrupt or truncated; {fix}"
-        ) from None
+        raise _unreadable(p, e) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a seq2seq checkpoint")
     if ckpt.get("version", 0) > VERSION:
@@ -116,6 +115,27 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"({VERSION}); upgrade seq2seq"
         )
     return ckpt
+
+
+def _unreadable(p: Path, e: Exception) -> CheckpointError:
+    """Why ``torch.load`` refused ``p``: an object the safe loader refuses (the file is not
+    damaged: re-save it), else damage (naming the run's other checkpoint when there is one)."""
+    if found := re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e)):
+        return CheckpointError(
+            f"{p}: holds a Python object that safe loading (torch.load weights_only=True) refuses, "
+            f"{found.group(1)}; the file is not corrupt: re-save it with tensors only (the "
+            "one-liner in docs/training.md, Checkpoints with other objects), then run the "
+            "command again"
+        )
+    fix = "pass a checkpoint that was written whole, or train again"
+    for other in (p.with_name(n) for n in ("best.pt", "last.pt") if n != p.name):
+        if other.is_file():
+            fix = f"pass {other} instead (another checkpoint of the run), or retrain"
+            break
+    return CheckpointError(
+        f"{p}: cannot read this checkpoint ({type(e).__name__}): not a PyTorch file, or "
+        f"corrupt or truncated; {fix}"
+    )
 
 
 def config_of(ckpt: dict[str, Any], source: str = "checkpoint") -> Config:

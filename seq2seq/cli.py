@@ -13,7 +13,7 @@ import traceback
 
 import typer
 
-from seq2seq.atomic import OutputError
+from seq2seq.atomic import ESCAPE, OutputError
 from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
 from seq2seq.commands.common import UserError, fail
 
@@ -69,8 +69,21 @@ COMMANDS = {
     "export": (export.export, "Write a run's weights and tokenizer for deployment."),
 }
 SUMMARIES = {name: summary for name, (_, summary) in COMMANDS.items()}
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose --help shows an argument as its name alone, without typer's label of its
+    Python type (``CONFIG <list[Path]>``); the help text says what it takes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument":
+                param.display_type_rich = lambda ctx: None
+
+
 for name, (command, summary) in COMMANDS.items():
-    app.command(name, short_help=summary)(command)
+    app.command(name, short_help=summary, cls=_Command)(command)
 
 
 MOVED_PAIRED = (
@@ -149,19 +162,16 @@ def _empty_value(args: list[str]) -> str | None:
 
 def utf8_streams() -> None:
     """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
-    so ``translate > FILE`` writes the bytes ``-o FILE`` does; undecodable file names go back as
-    their own bytes (``surrogateescape``), and stderr escapes what it cannot write."""
-    streams = (
-        (sys.stdin, "surrogateescape"),
-        (sys.stdout, "surrogateescape"),
-        (sys.stderr, "backslashreplace"),
-    )
-    for stream, errors in streams:
+    so ``translate > FILE`` writes the bytes ``-o FILE`` does; a file name the locale could not
+    decode is written as its UTF-8 text, or escaped (``ESCAPE``: ``\\udce9``), never an error."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
         encoding = getattr(stream, "encoding", None)
         if not hasattr(stream, "reconfigure") or encoding is None:
             continue  # closed, or replaced by something that is not a text file
-        if codecs.lookup(encoding).name != "utf-8":
-            stream.reconfigure(encoding="utf-8", errors=errors)
+        if stream is not sys.stdin:
+            stream.reconfigure(encoding="utf-8", errors=ESCAPE)
+        elif codecs.lookup(encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
 
 
 def main() -> None:
@@ -171,6 +181,7 @@ def main() -> None:
         from seq2seq.checkpoint import CheckpointError
         from seq2seq.config import ConfigError
         from seq2seq.data.text import DataError
+        from seq2seq.runtime import ended_like_ctrl_c
         from seq2seq.training.state import TrainingError
     except KeyboardInterrupt:
         fail("interrupted", code=130)
@@ -179,8 +190,10 @@ def main() -> None:
         fail(empty)
     try:
         # standalone_mode=False: click's usage errors come here (one line, not its usage block),
-        # and a Ctrl-C that typer turned into exit code 130 is said, not silent
-        code = app(standalone_mode=False, prog_name="seq2seq")
+        # and a Ctrl-C that typer turned into exit code 130 is said, not silent; SIGTERM and
+        # SIGHUP end every command as Ctrl-C does, its cleanup run
+        with ended_like_ctrl_c():
+            code = app(standalone_mode=False, prog_name="seq2seq")
     except (ConfigError, DataError, CheckpointError, TrainingError, UserError, OutputError) as e:
         _debug_traceback(e)
         fail(str(e))

@@ -8,6 +8,8 @@ import sys
 from rich.console import Console
 from rich.logging import RichHandler
 
+from seq2seq.atomic import escaped
+
 console = Console(stderr=True)
 
 
@@ -30,6 +32,17 @@ def setup_logging(verbose: bool = False) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False
+    if _escaped not in logger.filters:
+        logger.addFilter(_escaped)
+
+
+def _escaped(record: logging.LogRecord) -> bool:
+    """A message quoting a file name the locale could not decode, escaped as every output is
+    (``atomic.escaped``), so that each handler can write it (a run's UTF-8 train.log too)."""
+    message = record.getMessage()
+    if (text := escaped(message)) != message:
+        record.msg, record.args = text, None
+    return True
 
 
 def counted(n: int, word: str, plural: str | None = None) -> str:

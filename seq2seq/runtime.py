@@ -44,8 +44,9 @@ def handling_signals(handler: Callable, signals: tuple[signal.Signals, ...]) -> 
 @contextlib.contextmanager
 def ended_like_ctrl_c() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, so the
-    block's cleanup runs (training's ``interruptible`` inside it handles them its own way;
-    ``translate`` keeps its finished lines)."""
+    block's cleanup runs (``cli.main`` runs every command within it: ``export`` removes its
+    temporary folder, ``translate`` keeps its finished lines; training's ``interruptible`` inside
+    it handles them its own way)."""
 
     def handler(signum, frame):
         raise KeyboardInterrupt

@@ -39,11 +39,14 @@ Quantize = option(
 # The search options by parameter name, in --help's order: DecodeConfig fields (--beam is
 # beam_size), their type and help; None = the run's setting.
 _SEARCH_HELP = {
-    "beam": (int, "Beam size K, 1 to 1000; implies --method beam [default: the run's]."),
+    "beam": (
+        int,
+        "Beam size K, 1 to 1000; implies --method beam (greedy for K = 1) [default: the run's].",
+    ),
     "method": (
         str,
-        f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam, else the "
-        "run's decode.method].",
+        f"Search: {' | '.join(get_args(SearchMethod))} [default: beam with --beam K > 1, greedy "
+        "with --beam 1, else the run's decode.method].",
     ),
     "temperature": (float, "sample: softmax(logits / T), T > 0 [default: the run's, 1]."),
     "top_k": (int, "sample: only the K most probable tokens [default: the run's, all]."),

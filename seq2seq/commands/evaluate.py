@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.atomic import check_not_input, check_writable, is_stdout, write_output
+from seq2seq.atomic import check_not_input, check_writable, is_stdout, same_file, write_output
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, flag_of, no_stdin, user_errors, warn
 from seq2seq.console import setup_logging
@@ -214,6 +214,9 @@ def check_scoring(hyps, checkpoints, src, ref, options, tgt_lang, device, quanti
             f"--tgt-lang {tgt_lang!r}: give a language code such as en, de, zh or pt-BR (it picks "
             "sacrebleu's tokenizer)"
         )
+    for i, r in enumerate(ref):  # sacrebleu would count it as a second reference (nrefs:2)
+        if twice := next((r0 for r0 in ref[:i] if same_file(r0, r)), None):
+            raise UserError(f"--ref {r}: the same file as --ref {twice}; give each reference once")
     inputs = [("--src", src), *(("--ref", r) for r in ref), *(("--hyp", h) for h in hyps)]
     for option, path in inputs:
         no_stdin(path, option)  # read whole, and once per system

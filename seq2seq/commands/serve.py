@@ -18,9 +18,13 @@ def serve(
         help="Run folders or checkpoint files, each named after its folder or NAME=RUN.",
     ),
     host: str = typer.Option(
-        "127.0.0.1", help="Address to listen on; any but 127.0.0.1 opens the models to the network."
+        "127.0.0.1",
+        metavar="HOST",
+        help="Address to listen on; any but 127.0.0.1 opens the models to the network.",
     ),
-    port: int = typer.Option(8000, min=0, max=65535, help="Port; 0 picks a free one."),
+    port: int = typer.Option(
+        8000, min=0, max=65535, metavar="PORT", help="Port; 0 picks a free one."
+    ),
     study: Path | None = typer.Option(
         None,
         metavar="DIR",
@@ -33,13 +37,16 @@ def serve(
     ),
     quantize: opt.Quantize = None,
     workers: int = typer.Option(
-        4, min=1, help="Translations decoding at once, each in its own thread."
+        4, min=1, metavar="N", help="Translations decoding at once, each in its own thread."
     ),
     max_queued: int = typer.Option(
-        32, min=0, help="Translations waiting for a worker; one more gets 503."
+        32, min=0, metavar="N", help="Translations waiting for a worker; one more gets 503."
     ),
     timeout: float = typer.Option(
-        60.0, min=0.001, help="Seconds a translation may take, waiting included; then 503."
+        60.0,
+        min=0.001,
+        metavar="SECONDS",
+        help="Seconds a translation may take, waiting included; then 503.",
     ),
 ):
     """Serve a local page and JSON API (POST /translate) showing every run's translations side

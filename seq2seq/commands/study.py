@@ -20,61 +20,88 @@ def compare(
         ..., metavar="DIR", help="Output folder: runs, report.md, results.json, plots."
     ),
     single_steps: int | None = typer.Option(
-        None, min=1, help="Real text: updates of the single-pair stage, for every model."
+        None,
+        min=1,
+        metavar="N",
+        help="Real text: updates of the single-pair stage, for every model.",
     ),
     joined_steps: int | None = typer.Option(
-        None, min=1, help="Real text: updates of the stage on single plus joined pairs."
+        None,
+        min=1,
+        metavar="N",
+        help="Real text: updates of the stage on single plus joined pairs.",
     ),
     budget_minutes: float | None = typer.Option(
-        None, min=0.01, help="Synthetic tasks: minutes to train each model [default: its own]."
+        None,
+        min=0.01,
+        metavar="MIN",
+        help="Synthetic tasks: minutes to train each model [default: its own].",
     ),
     budget_steps: int | None = typer.Option(
-        None, min=1, help="Synthetic tasks: updates to train each model [default: its own]."
+        None,
+        min=1,
+        metavar="N",
+        help="Synthetic tasks: updates to train each model [default: its own].",
     ),
     budget_tokens: int | None = typer.Option(
         None,
         min=1,
+        metavar="N",
         help="Synthetic tasks: target tokens to train each model on [default: its own].",
     ),
     beams: str = typer.Option(
-        "1,5", help="Synthetic tasks: beam sizes to decode with; 1 = greedy."
+        "1,5", metavar="K,K,...", help="Synthetic tasks: beam sizes to decode with; 1 = greedy."
     ),
     concat_k: int = typer.Option(
-        4, min=1, help="Long inputs: test lines joined k = 1..K at a time."
+        4, min=1, metavar="K", help="Long inputs: test lines joined k = 1..K at a time."
     ),
     concat_n: int | None = typer.Option(
-        None, min=1, help="Join only the first N test lines for k >= 2 [default: all]."
+        None, min=1, metavar="N", help="Join only the first N test lines for k >= 2 [default: all]."
     ),
     buckets: str = typer.Option(
-        "10,20,30,40,50,60", help="Source-length bucket upper bounds, in words."
+        "10,20,30,40,50,60", metavar="N,N,...", help="Source-length bucket upper bounds, in words."
     ),
     attention_n: int = typer.Option(
-        3, min=0, help="Synthetic tasks: lines whose attention maps are drawn."
+        3, min=0, metavar="N", help="Synthetic tasks: lines whose attention maps are drawn."
     ),
     exact_match: bool = typer.Option(
         False, "--exact-match", help="Also report exact-match accuracy against length (synthetic)."
     ),
     alignment: str | None = typer.Option(
         None,
+        metavar="TASK",
         help="reverse | copy: add that task's alignment and plateau checks (and --exact-match).",
     ),
     alphas: str = typer.Option(
-        "0.6,0.8,1.0,1.2,1.4", help="Real text: beam 5's length penalties to try."
+        "0.6,0.8,1.0,1.2,1.4",
+        metavar="A,A,...",
+        help="Real text: beam 5's length penalties to try.",
     ),
     n_bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=2, help="Real text: bootstrap resamples of every interval."
+        1000,
+        "--bootstrap",
+        min=2,
+        metavar="N",
+        help="Real text: bootstrap resamples of every interval.",
     ),
     reference: str | None = typer.Option(
-        None, help="Real text: the ablation the others are rated against [default: rnnencdec]."
+        None,
+        metavar="NAME",
+        help="Real text: the ablation the others are rated against [default: rnnencdec].",
     ),
     headline: str | None = typer.Option(
-        None, help="Real text: the attention config paired with the ablation [default: bahdanau]."
+        None,
+        metavar="NAME",
+        help="Real text: the attention config paired with the ablation [default: bahdanau].",
     ),
     seeds: str | None = typer.Option(
-        None, help="Real text: train the headline pair again with these seeds, e.g. 1,2,3."
+        None,
+        metavar="S,S,...",
+        help="Real text: train the headline pair again with these seeds, e.g. 1,2,3.",
     ),
     negative_seeds: str | None = typer.Option(
         None,
+        metavar="S,S,...",
         help="Real text: train the negative controls (the fixed-vector rnn and mean-pool) with "
         "these seeds, e.g. 4,5,6.",
     ),
@@ -103,10 +130,15 @@ def compare(
         None, metavar="DIR", help="Real text: make zoo's runs folder, for the maturity table."
     ),
     jobs: int = typer.Option(
-        1, min=1, help="Configs trained at a time, each in a process of one torch thread."
+        1,
+        min=1,
+        metavar="N",
+        help="Configs trained at a time, each in a process of one torch thread.",
     ),
     device: str = typer.Option(
-        "auto", help="auto | cpu | cuda, for training and decoding (overrides train.device)."
+        "auto",
+        metavar="DEVICE",
+        help="auto | cpu | cuda, for training and decoding (overrides train.device).",
     ),
 ):
     """The bottleneck-versus-attention study: real text (--single-steps, --joined-steps) or a
@@ -160,13 +192,13 @@ def compare(
 
 
 def synth(
-    task: str = typer.Option(..., help="copy | reverse | sort."),
+    task: str = typer.Option(..., metavar="TASK", help="copy | reverse | sort."),
     n: int = typer.Option(20000, help="Training pairs (val and test get n/10 each, at least 100)."),
     min_len: int = typer.Option(1, help="Shortest sequence, in symbols."),
     max_len: int = typer.Option(60, help="Longest sequence, in symbols."),
     vocab: int = typer.Option(20, help="Number of distinct symbols."),
     out: Path = typer.Option(..., metavar="DIR", help="Output folder: {train,val,test}.{src,tgt}."),
-    seed: int = typer.Option(1, min=0, max=2**32 - 1, help="Random seed."),
+    seed: int = typer.Option(1, min=0, max=2**32 - 1, metavar="S", help="Random seed."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace the corpus files already in --out."
     ),

@@ -29,8 +29,8 @@ def train(
     resume: Path | None = typer.Option(
         None,
         metavar="RUN",
-        help="Continue the run in this folder exactly where its last.pt stopped; train settings "
-        "may change.",
+        help="Continue the run in folder RUN (the folder, not its last.pt) exactly where its "
+        "last.pt stopped; train settings may change.",
     ),
     overwrite: bool = typer.Option(
         False,
@@ -41,7 +41,9 @@ def train(
     max_steps: int | None = typer.Option(None, help="Stop after this many updates."),
     max_epochs: int | None = typer.Option(None, help="Stop after this many epochs."),
     max_time: float | None = typer.Option(
-        None, help="Stop after this many minutes of wall time, counted over resumed runs too."
+        None,
+        help="Stop after this many minutes of training (a monotonic clock, not the wall clock), "
+        "counted over resumed runs too.",
     ),
     device: str | None = typer.Option(
         None, metavar="DEVICE", help="auto | cpu | cuda [default: the config's, auto]."
@@ -87,7 +89,16 @@ def train(
 
 def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
     """The run folder training will write (as ``training.loop.train`` picks it) must be writable
-    before the tokenizer and the first update; named by where it came from."""
+    before the tokenizer and the first update; named by where it came from. ``--resume`` takes
+    an existing folder."""
+    if resume is not None and resume.is_file():
+        raise UserError(
+            f"--resume {resume}: a file; --resume takes the run's folder: --resume {resume.parent}"
+        )
+    if resume is not None and not resume.exists():
+        raise UserError(
+            f"--resume {resume}: no such folder; give the folder of the run to continue"
+        )
     if resume is not None or run_dir is not None:
         check_writable(resume or run_dir, "--resume" if resume else "--run-dir", folder=True)
     else:

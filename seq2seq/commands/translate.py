@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seq2seq.atomic import check_not_input, check_writable
+from seq2seq.atomic import check_not_input, check_writable, sole_writer
 from seq2seq.commands import decode_options as opt
 from seq2seq.commands.common import UserError, fail, no_stdout, user_errors
 from seq2seq.config import DecodeConfig
@@ -16,6 +16,7 @@ from seq2seq.console import setup_logging
 
 @opt.with_search_options
 def translate(
+    ctx: typer.Context,
     checkpoint: opt.checkpoints(
         "Checkpoint, run directory or export folder. " + opt.ENSEMBLE_HELP
     ) = ...,
@@ -32,7 +33,8 @@ def translate(
         "-o",
         metavar="FILE",
         help="Output file, or - for stdout; missing folders on its path are created. Written to "
-        "FILE.partial, renamed to FILE when every line is done.",
+        "FILE.partial (FILE.lock keeps a second writer out), renamed to FILE when every line is "
+        "done.",
     ),
     n_best: int = typer.Option(
         1,
@@ -56,13 +58,16 @@ def translate(
         "Transformer's last decoder layer averaged over heads].",
     ),
     batch_tokens: int | None = typer.Option(
-        None, min=1, help="Batch by padded source tokens, not sentences."
+        None, min=1, metavar="N", help="Batch by padded source tokens, not sentences."
     ),
     attention_dir: Path | None = typer.Option(
         None, metavar="DIR", help="Write a cross-attention heatmap PNG per line."
     ),
     attention_n: int | None = typer.Option(
-        None, min=0, help="With --attention-dir: plot the first N input lines [default: 10]."
+        None,
+        min=0,
+        metavar="N",
+        help="With --attention-dir: plot the first N input lines [default: 10].",
     ),
     device: opt.Device = "auto",
     quantize: opt.Quantize = None,
@@ -74,9 +79,8 @@ def translate(
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
     from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
-    from seq2seq.decoding.runs import load
+    from seq2seq.decoding.runs import chosen_method, load
     from seq2seq.decoding.search import check_n_best
-    from seq2seq.runtime import ended_like_ctrl_c
 
     setup_logging()
     no_stdout(attention_dir, "--attention-dir", "a folder of plots")
@@ -93,6 +97,8 @@ def translate(
     outputs = [("--attention-dir", attention_dir)]
     check_not_input(output, "--output", [("--input", input)], checkpoint, outputs=outputs)
     check_writable(output, "--output")  # before any decoding: no finished work thrown away
+    # one writer an output: held until the command ends (a live one is named, never deleted)
+    ctx.with_resource(sole_writer(output, "--output"))
     if (kept := partial_of(output)) is not None and kept.is_file():
         raise UserError(
             f"--output {output}: {kept} holds the lines a stopped translate kept; move it away "
@@ -104,7 +110,7 @@ def translate(
             "--attention-dir: a CTranslate2 export returns no attention maps; plot them with "
             "the run it came from"
         )
-    settled = search["method"] or ("beam" if beam is not None else None)  # --beam K: beam search
+    settled = search["method"] or chosen_method(beam)
     if n_best > 1 and (settled == "greedy" or (settled == "beam" and beam is not None)):
         with user_errors():  # --n-best before loading; the run's own settings are checked after
             given = {"beam_size": beam} if settled == "beam" else {}
@@ -139,9 +145,8 @@ def translate(
     )
     if input == "-" and sys.stdin.isatty():
         typer.echo("ready: type a sentence, Ctrl-D ends", err=True)
-    try:
-        with ended_like_ctrl_c():  # SIGTERM, SIGHUP: kept lines and the message of a Ctrl-C
-            translate_io(translator, input, output)
+    try:  # SIGTERM, SIGHUP too (cli.main): kept lines and the message of a Ctrl-C
+        translate_io(translator, input, output)
     except TranslationInterrupted as e:  # typer would exit 130 without a word
         fail(str(e), code=130)
     if translator.report.summary():

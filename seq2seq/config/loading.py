@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import operator
 import os
+import re
 from functools import reduce
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
@@ -199,8 +200,8 @@ def valid_range(title: str, loc: tuple[Any, ...]) -> str | None:
 
 def _one_line(err: ValidationError, source: str, origin=None) -> str:
     """Turn pydantic's multi-line report into one line per problem, joined by '; '. ``origin``
-    (dotted key -> where it was said) names another file or --set for a problem when that is
-    not ``source``. A number out of range is shown with the value given and the valid range."""
+    (dotted key, message -> notes) names another file or --set for a problem when that is not
+    ``source``. A number out of range is shown with the value given and the valid range."""
     parts = []
     for e in err.errors():
         keys = [
@@ -219,8 +220,7 @@ def _one_line(err: ValidationError, source: str, origin=None) -> str:
             msg = e["msg"].removeprefix("Value error, ")
         if e["type"] in RANGE_ERRORS and (valid := valid_range(err.title, e["loc"])):
             msg, notes = f"{msg}, not {e['input']}", [f"valid: {valid}"]
-        said = origin(loc) if origin is not None and loc else source
-        notes += [] if said == source else [f"given in {said}"]
+        notes += origin(loc, msg) if origin is not None and loc else []
         where = f" ({'; '.join(notes)})" if notes else ""
         parts.append(f"{key_path(keys)}: {msg}{where}" if keys else msg)
     return f"{source}: " + "; ".join(parts)
@@ -247,13 +247,25 @@ def load_config(
         return Config.model_validate(raw)
     except ValidationError as e:
 
-        def origin(loc: str) -> str:
+        def said_in(loc: str) -> str:
             """Where a key was said: its option (--set, or the one ``labels`` names), else the
             most derived file that holds it."""
             for k in set_keys:
                 if k == loc or k.startswith(loc + ".") or loc.startswith(k + "."):
                     return (labels or {}).get(k, "--set")
             return next((name for name, layer in layers if has_key(layer, loc)), source)
+
+        def origin(loc: str, msg: str) -> list[str]:
+            """Where the keys of a problem at ``loc`` were said, where not in ``source``: each
+            key of section ``loc`` that its message names (a check across keys, ``best_metric
+            'bleu' needs valid_bleu: true``), else ``loc``."""
+            named = [
+                w for w in dict.fromkeys(re.findall(r"\w+", msg)) if has_key(raw, f"{loc}.{w}")
+            ]
+            if named:
+                said = {w: said_in(f"{loc}.{w}") for w in named}
+                return [f"{w} given in {s}" for w, s in said.items() if s != source]
+            return [] if said_in(loc) == source else [f"given in {said_in(loc)}"]
 
         raise ConfigError(_one_line(e, source, origin)) from None
 

@@ -149,7 +149,11 @@ class TrainConfig(_Section):
     batch_tokens: int = Field(4096, ge=1, description="padded tokens per batch (max of src, tgt)")
     max_steps: int | None = Field(None, ge=1)
     max_epochs: int | None = Field(None, ge=1)
-    max_time: float | None = Field(None, gt=0, description="wall-clock budget in minutes")
+    max_time: float | None = Field(
+        None,
+        gt=0,
+        description="training-time budget in minutes (monotonic clock, summed over resumes)",
+    )
     max_tokens: int | None = Field(
         None, ge=1, description="stop after N target tokens (EOS in, padding not; over resumes)"
     )

@@ -4,7 +4,8 @@ tokenizer trained (or reused), the training split opened as a ``Corpus`` of ``da
 validation pairs encoded in memory; then each epoch's batches and this rank's share. Rank 0 does
 the slow steps while the others wait at ``barrier`` (training's). Leakage: evaluation pairs also in
 the training split (they inflate a score) and pairs repeated within it (they weigh more unchosen),
-compared with whitespace runs collapsed; ``data.dedup`` removes both.
+compared with whitespace runs collapsed; ``data.dedup`` removes both. Untranslated copies: the
+pairs of each split whose target equals the source, warned about past ``COPY_SHARE``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ log = logging.getLogger("seq2seq")
 
 DROP_DUPLICATE = "duplicate of an earlier training pair"
 DROP_IN_EVAL = "also in a validation or test split"
+COPY_SHARE = 0.05  # a split with more of its pairs untranslated (target = source) is warned about
 
 
 class Ranks(Protocol):
@@ -290,9 +292,10 @@ def pair_key(src: str, tgt: str) -> tuple[str, str]:
 def report_leakage(
     train: Iterable[tuple[str, str]], evals: dict[str, ParallelText], duplicates: bool = True
 ) -> None:
-    """Log one line per evaluation split (its pairs, and its sources, also in training) and, with
-    ``duplicates``, one for the pairs repeated in the training split (counted by 64-bit hash, 8
-    bytes a pair); ``train`` is read once.
+    """Log one line per evaluation split (its pairs, and its sources, also in training), one per
+    split for its untranslated pairs (``report_copies``) and, with ``duplicates``, one for the
+    pairs repeated in the training split (counted by 64-bit hash, 8 bytes a pair); ``train`` is
+    read once.
     """
     keys = {
         name: [pair_key(s, t) for s, t in zip(e.src, e.tgt, strict=True)]
@@ -302,8 +305,10 @@ def report_leakage(
     wanted_src = {k[0] for k in wanted}
     found, found_src = set(), set()
     hashes = array("q")  # 8 bytes a pair: a large corpus is counted without holding its text
+    n_train = copies = 0
     for s, t in train:
         k = pair_key(s, t)
+        n_train, copies = n_train + 1, copies + (k[0] == k[1])
         if k in wanted:
             found.add(k)
         if k[0] in wanted_src:
@@ -322,6 +327,8 @@ def report_leakage(
             len(ks),
             evals[name].origin,
         )
+        report_copies(name, sum(k[0] == k[1] for k in ks), len(ks))
+    report_copies("train", copies, n_train)
     if not duplicates:
         return
     counts = np.unique(np.asarray(hashes, dtype=np.int64), return_counts=True)[1]
@@ -332,6 +339,21 @@ def report_leakage(
         repeated,
         "; data.dedup: true removes them" if extra else "",
     )
+
+
+def report_copies(split: str, copies: int, pairs: int) -> None:
+    """Log how many of a split's ``pairs`` are untranslated (``copies``: the target equals the
+    source), as a warning past ``COPY_SHARE``: a model learns to copy them, a score counts them."""
+    said = f"untranslated: {split}: {copies} of {pairs} pairs"
+    if copies <= COPY_SHARE * pairs:
+        log.info("%s have the target equal to the source", said)
+        return
+    log.warning(
+        "%s (%.0f%%, over %.0f%%) have the target equal to the source: check that the target "
+        "file holds the translations, and remove such pairs (a model learns to copy them, a "
+        "score counts them as translated)",
+        said, 100 * copies / pairs, 100 * COPY_SHARE,
+    )  # fmt: skip
 
 
 def dedup(text: ParallelText, evals: dict[str, ParallelText]) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import torch
 
+from seq2seq.atomic import same_file
 from seq2seq.checkpoint import (
     DECODE_FILE,
     load_checkpoint,
@@ -82,15 +84,15 @@ class Translator:
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
         """The run's decode settings with ``options`` (DecodeConfig fields, None = not given) and
-        ``method`` (else beam when ``beam_size`` is given, else the run's), and where each came
-        from (``FROM_*``), said in one log line (``settings_line``).
+        ``method`` (else ``chosen_method``'s, else the run's), and where each came from
+        (``FROM_*``), said in one log line (``settings_line``).
 
         Raises:
             pydantic.ValidationError: an option out of bounds, or a setting of another method.
             ValueError: a length penalty given for a method that ranks nothing (greedy, sample).
         """
         tuned = self.cfg.decode
-        chosen = method or ("beam" if options.get("beam_size") is not None else tuned.method)
+        chosen = method or chosen_method(options.get("beam_size")) or tuned.method
         alpha = options.get("length_penalty")
         if alpha is not None and chosen != "beam":
             raise ValueError(
@@ -167,6 +169,12 @@ class Translator:
         return made
 
 
+def chosen_method(beam_size: int | None) -> str | None:
+    """The search ``--beam K`` without ``--method`` chooses: beam, greedy for K = 1 (the search
+    beam 1 does); None without ``--beam`` (the run's)."""
+    return None if beam_size is None else "greedy" if beam_size == 1 else "beam"
+
+
 def describe_decode(cfg: DecodeConfig, names: Sequence[str]) -> str:
     """Some settings in words: ``beam 5, alpha 1.0``, ``greedy``, ``max_len_b 20``."""
     parts = []
@@ -204,12 +212,15 @@ def load(
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     if not paths:
         raise ValueError("give a checkpoint with -c RUN")
-    seen: list[Path] = []
+    seen: list[tuple[str | Path, Path]] = []
     for p in paths:  # an ensemble of a model with itself translates as the model alone
-        key = Path(p).resolve() if export_folder(p) else resolve_checkpoint(p).resolve()
-        if key in seen:
-            raise ValueError(f"-c {p}: that checkpoint is given twice; give each -c once")
-        seen.append(key)
+        key = Path(p) if export_folder(p) else resolve_checkpoint(p)
+        if twice := next((q for q, k in seen if same_file(k, key)), None):
+            raise ValueError(
+                f"-c {p}: the same checkpoint as -c {twice} ({key}); an ensemble of a model "
+                "with itself translates as the model alone: give each checkpoint once"
+            )
+        seen.append((p, key))
     quantize_device(quantize, "cpu")  # an unknown mode fails before anything is read
     folders = [export_folder(p) if ctranslate2 else None for p in paths]
     if any(folders):
@@ -255,7 +266,8 @@ def _load_one(path: Path, device: str | None, quantize: str | None) -> Translato
         ckpt_path,
         state,
         quantize,
-        f"`seq2seq tune-decode -c {ckpt_path.parent}` chooses beam size and alpha on validation",
+        f"`seq2seq tune-decode -c {shlex.quote(str(path))}` chooses beam size and alpha on "
+        "validation",
     )
 
 
@@ -265,6 +277,11 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
     import_ctranslate2()
     dev = ctranslate2_device(device)
     meta, tok, cfg = read_export(folder)
+    source = (meta.get("exported_from") or {}).get("checkpoint")
+    if source and Path(source).is_file():
+        tune = f"`seq2seq tune-decode -c {shlex.quote(source)}` on the checkpoint it came from"
+    else:  # moved, or exported elsewhere: the path recorded at export, when there is one
+        tune = f"`seq2seq tune-decode` on the checkpoint it came from ({source or 'unrecorded'})"
     return Translator(
         CTranslate2Model(folder, dev, quantize, meta.get("max_positions")),
         tok,
@@ -273,7 +290,7 @@ def _load_ctranslate2(folder: Path, device: str, quantize: str | None) -> Transl
         folder / "model.bin",
         {"step": (meta.get("exported_from") or {}).get("step")},
         quantize,
-        "`seq2seq tune-decode -c RUN` on the run it came from chooses beam size and alpha on "
-        "validation; export again to bring its decode.yaml along",
+        f"{tune} chooses beam size and alpha on validation; export again to bring its "
+        "decode.yaml along",
         CTranslate2LineTranslator,
     )

@@ -1,4 +1,5 @@
 """Attention heatmaps, drawn with matplotlib's Agg canvas (no display, no global pyplot state).
+Every text is drawn literally (``literal``): a ``$`` in a sentence, piece or name is no math.
 
 Shape notation: T output tokens (rows), S source tokens (columns).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -15,11 +17,16 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.text import clean_line
 
+# each text made within a function it decorates takes $...$ as it is, not as mathtext (which
+# drew $x$ in italics and raised for $x_$): data text is never parsed
+literal = matplotlib.rc_context({"text.parse_math": False})
+
 NO_ATTENTION = (
     "--attention-dir: this model has no attention to plot (the rnn bottleneck model has none)"
 )
 
 
+@literal
 def translation_figure(result, tok, title: str | None = None) -> Figure:
     """The heatmap of a translation's best hypothesis's (T, S) cross-attention (weights in
     [0, 1]): source pieces across (x), output pieces down (y). Raises ValueError for a model that
@@ -88,6 +95,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
     return path
 
 
+@literal
 def save_by_length_png(
     path: str | Path,
     buckets: Sequence[str],
@@ -120,6 +128,7 @@ def save_by_length_png(
     return _save(fig, path)
 
 
+@literal
 def save_attention_panels_png(
     path: str | Path,
     panels: Sequence[tuple[str, torch.Tensor | np.ndarray, Sequence[str], Sequence[str]]],

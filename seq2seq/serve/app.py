@@ -10,12 +10,13 @@ routes, on the event loop, answer at once however many translations wait.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -27,8 +28,10 @@ import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from seq2seq.atomic import escaped
 from seq2seq.decoding.quantize import quantize_model
 from seq2seq.serve import ServeError
 from seq2seq.serve.engine import (
@@ -76,6 +79,38 @@ class BodyLimit:
             return event
 
         return await self.app(scope, counted, send)
+
+
+class UniqueKeysRequest(Request):
+    """A request whose JSON body may not give a key twice (``json.loads`` keeps the last)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), object_pairs_hook=_unique_keys)
+        return self._json
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; raises HTTPException (422, which FastAPI lets out of
+    body parsing) naming a key given twice, as the config loader refuses a YAML key twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise HTTPException(422, f"{escaped(key)} is given twice in the JSON body; keep one")
+        out[key] = value
+    return out
+
+
+class UniqueKeysRoute(APIRoute):
+    """A route that reads its JSON body with ``UniqueKeysRequest``."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(UniqueKeysRequest(request.scope, request.receive))
+
+        return route
 
 
 class Busy(RequestError):
@@ -197,6 +232,7 @@ def create_app(
 
     # no /docs: its page loads from a CDN; /openapi.json stays
     app = FastAPI(title="seq2seq serve", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.router.route_class = UniqueKeysRoute  # a JSON key given twice: 422
     app.state.translations = queue
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     for route, (name, media) in STATIC.items():
@@ -263,8 +299,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 def _error(detail: str, status: int) -> JSONResponse:
     """``{"detail": detail}``; a lone surrogate quoted from the request (a key, a value) is written
-    as its escape, ``\\ud83d``, so the answer can always be encoded."""
-    return JSONResponse({"detail": detail.encode("utf-8", "backslashreplace").decode()}, status)
+    as its escape, ``\\ud83d`` (``atomic.escaped``), so the answer can always be encoded."""
+    return JSONResponse({"detail": escaped(detail)}, status)
 
 
 def validation_message(errors: Sequence[dict]) -> str:

@@ -22,7 +22,7 @@ from seq2seq.data.text import clean_line
 from seq2seq.data.tokenizer import BOS
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.decoding.translate import Translation, source_limit, translate_sentences
-from seq2seq.serve.runs import ServedModel
+from seq2seq.serve.runs import ServedModel, served_beam
 
 MAX_BEAM = 16
 
@@ -182,16 +182,9 @@ def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> 
             )
 
 
-SERVE_BEAM = 5
-
-
 def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
-    """The request's beam, else the run's ``decode.beam_size`` when its settings search with a
-    beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM`` (every zoo config until
-    tune-decode has tuned it): the page still shows a beam translation beside greedy's."""
-    if req.beam is not None:
-        return req.beam
-    return base.beam_size if base.method == "beam" else SERVE_BEAM
+    """The request's beam, else the run's (``runs.served_beam``)."""
+    return req.beam if req.beam is not None else served_beam(base)
 
 
 def translate_with(

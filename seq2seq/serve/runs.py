@@ -15,13 +15,14 @@ from typing import Any
 import torch
 
 from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
-from seq2seq.config import Config
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.alignment_output import attention_shape
 from seq2seq.decoding.runs import Translator, load
 from seq2seq.decoding.translate import source_limit
 from seq2seq.models import Seq2SeqModel
 from seq2seq.serve import ServeError
+from seq2seq.training.state import epoch_number
 
 # a name given as NAME=PATH: what requests, the page and its selectors can carry unquoted
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -83,7 +84,7 @@ def split_name(arg: str | Path) -> tuple[str | None, Path]:
 
 
 def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
-    """Each run's name and checkpoint file: the name given as ``NAME=PATH``, else the
+    """Each run's name and path as given: the name given as ``NAME=PATH``, else the
     checkpoint's folder's name (or the file's stem), with ``-2``, ``-3`` ... added where another
     run has it (a given name is kept; a folder's name steps aside). Raises as ``load_runs``: a
     NAME refused or given twice before any path is looked at."""
@@ -95,7 +96,7 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     taken: set[str] = set(given)
     named = []
     for name, path in specs:
-        ckpt_path = resolve_checkpoint(path)
+        ckpt_path = resolve_checkpoint(path)  # every path is checked before any model loads
         if name is None:
             base = ckpt_path.parent.name or ckpt_path.stem
             name, k = base, 1
@@ -103,8 +104,19 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
                 k += 1
                 name = f"{base}-{k}"
             taken.add(name)
-        named.append((name, ckpt_path))
+        named.append((name, path))
     return named
+
+
+SERVE_BEAM = 5
+
+
+def served_beam(decode: DecodeConfig) -> int:
+    """The beam a request without one searches with: the run's ``decode.beam_size`` when its
+    settings search with a beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``
+    (every zoo config until tune-decode has tuned it): the page still shows a beam translation
+    beside greedy's. ``/models`` gives it as each model's ``beam``."""
+    return decode.beam_size if decode.method == "beam" else SERVE_BEAM
 
 
 def served_model(run: Translator, name: str) -> ServedModel:
@@ -115,26 +127,33 @@ def served_model(run: Translator, name: str) -> ServedModel:
     source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
     attention = attention_shape(run.model, run.device)
     served = ServedModel(name, run.model, run.tok, run.cfg, run.device, attention)
-    served.info = model_info(served, run.checkpoint, run.train_state)
+    served.info = model_info(served, run)
     return served
 
 
-def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[str, Any]:
-    """Name, family, size, device, decode defaults and the training summary (from
-    ``train_state``, and the corpus sizes from ``run_info.json`` when present), as JSON values."""
-    cfg, st = served.cfg, train_state
+def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
+    """Name, family, size, device, decode defaults, how to tune them, and the training summary
+    (from the run's ``train_state``, and the corpus sizes from ``run_info.json`` when present), as
+    JSON values."""
+    cfg, st, ckpt_path = served.cfg, run.train_state, run.checkpoint
     best = st.get("best_score")
     if best is not None and cfg.train.best_metric == "loss":
         best = -best  # stored as "higher is better"
     training = {
         "steps": st.get("step"),
-        "epochs": st.get("epoch"),
+        "epoch": epoch_number(st),
         "train_minutes": None if "train_seconds" not in st else round(st["train_seconds"] / 60, 1),
         "target_tokens": st.get("tokens_seen"),
         "best_metric": cfg.train.best_metric,
         "best_score": best,
         "best_step": st.get("best_step"),
     }
+    summary = ckpt_path.parent / "train_summary.json"  # the run's own length, past best.pt's step
+    if summary.is_file() and training["steps"] is not None:
+        try:
+            training["run_steps"] = json.loads(summary.read_text(encoding="utf-8")).get("steps")
+        except (OSError, ValueError, AttributeError):
+            pass  # the card says the checkpoint's step alone
     run_info = ckpt_path.parent / "run_info.json"
     if run_info.is_file():
         try:
@@ -158,9 +177,10 @@ def model_info(served: ServedModel, ckpt_path: Path, train_state: dict) -> dict[
         "heads": heads,
         "languages": [cfg.data.src_lang, cfg.data.tgt_lang],
         "decode": cfg.decode.model_dump(mode="json"),
+        "beam": served_beam(cfg.decode),
         # tune-decode's decode.yaml beside the checkpoint set the search; else the page hints at it
         "decode_tuned": (ckpt_path.parent / DECODE_FILE).is_file(),
-        "run_dir": str(ckpt_path.parent),
+        "tune_hint": run.tune_hint,
         "training": training,
     }
 

@@ -1,18 +1,29 @@
 """``torch.distributed`` plumbing for ``torchrun``; nothing here reaches model code.
-``torchrun --nproc_per_node N -m seq2seq train CONFIG`` sets RANK / WORLD_SIZE / LOCAL_RANK; each
-rank then trains on its own shard of every epoch's batches inside DistributedDataParallel (NCCL on
-GPUs, gloo on CPU), and only rank 0 logs, validates and writes files."""
+``torchrun --nproc_per_node N -m seq2seq train CONFIG`` sets RANK / WORLD_SIZE / LOCAL_RANK /
+MASTER_ADDR / MASTER_PORT (and TORCHELASTIC_RUN_ID); each rank then trains on its own shard of
+every epoch's batches inside DistributedDataParallel (NCCL on GPUs, gloo on CPU), and only rank 0
+logs, validates and writes files. Those variables without torchrun (left in a shell), or half
+set, are refused (``launch_env``); the ranks wait ``SEQ2SEQ_RENDEZVOUS_TIMEOUT`` seconds (default
+300) for each other to join, not torch's 30 minutes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from seq2seq.training.state import TrainingError
+
+TORCHRUN_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+RENDEZVOUS_ENV, RENDEZVOUS_SECONDS = "SEQ2SEQ_RENDEZVOUS_TIMEOUT", 300.0
+COLLECTIVE_TIMEOUT = timedelta(minutes=30)  # once joined: rank 0 validates while the others wait
 
 
 @dataclass(frozen=True)
@@ -30,24 +41,81 @@ class DistInfo:
         return self.world > 1
 
 
+def launch_env() -> DistInfo:
+    """This process's place among the run's, from torchrun's environment (known before the
+    process group is joined): alone when none of ``TORCHRUN_VARS`` is set.
+
+    Raises:
+        TrainingError: one of them is set without a torchrun parent (no TORCHELASTIC_RUN_ID: left
+            in the shell), or under torchrun one is missing or they do not fit together (one
+            line naming the variables and their values).
+    """
+    env = os.environ
+    given = [v for v in TORCHRUN_VARS if v in env]
+    if not given:
+        return DistInfo()
+    said = ", ".join(f"{v}={env[v]}" for v in given)
+    fix = f"unset {' '.join(given)} in this shell, or launch with torchrun --nproc_per_node N -m "
+    fix += "seq2seq train CONFIG"
+    if "TORCHELASTIC_RUN_ID" not in env:
+        raise TrainingError(f"{said} set, but this process was not started by torchrun: {fix}")
+    try:
+        rank, world, local, _ = (
+            int(env[v]) for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")
+        )
+        fits = 0 <= rank < world and 0 <= local <= rank and bool(env["MASTER_ADDR"])
+    except (KeyError, ValueError):
+        fits = False
+    if not fits:
+        raise TrainingError(
+            f"torchrun's variables are half set or do not fit together ({said}): {fix}"
+        )
+    return DistInfo(rank, world, local)
+
+
 def launched_as_main() -> bool:
-    """Whether this process is rank 0 (or alone), from torchrun's environment: known before
-    the process group is joined."""
-    return os.environ.get("RANK", "0") == "0"
+    """Whether this process is rank 0 (or alone). Raises TrainingError as ``launch_env``."""
+    return launch_env().is_main
+
+
+def rendezvous_seconds() -> float:
+    """How long the ranks wait for each other to join: ``SEQ2SEQ_RENDEZVOUS_TIMEOUT`` seconds,
+    default ``RENDEZVOUS_SECONDS``. Raises TrainingError for a value that is not a number > 0."""
+    value = os.environ.get(RENDEZVOUS_ENV, str(RENDEZVOUS_SECONDS))
+    with contextlib.suppress(ValueError):
+        if (seconds := float(value)) > 0:
+            return seconds
+    raise TrainingError(f"{RENDEZVOUS_ENV}={value}: give a number of seconds above 0, e.g. 300")
 
 
 def init_distributed(device_type: str) -> DistInfo:
-    """Join the process group when launched by torchrun with more than one process."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
+    """Join the process group when launched by torchrun with more than one process, waiting
+    ``rendezvous_seconds`` for every rank; once joined, collectives wait ``COLLECTIVE_TIMEOUT``.
+
+    Raises:
+        TrainingError: as ``launch_env``; or the ranks did not all join in time (names the
+            endpoint, the wait and what to do).
+    """
+    info = launch_env()
+    if not info.enabled:
         return DistInfo()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
-        if device_type == "cuda":  # binding the GPU lets NCCL connect eagerly
-            dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
-        else:
-            dist.init_process_group("gloo")
-    return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
+        seconds = rendezvous_seconds()
+        # binding the GPU lets NCCL connect eagerly
+        gpu = {"device_id": torch.device("cuda", info.local_rank)} if device_type == "cuda" else {}
+        try:
+            wait = timedelta(seconds=seconds)
+            dist.init_process_group("nccl" if gpu else "gloo", timeout=wait, **gpu)
+        except (RuntimeError, ValueError) as e:  # torch's DistStoreError is a RuntimeError
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+            raise TrainingError(
+                f"torchrun: rank {info.rank} of {info.world} could not join the others at {where} "
+                f"within {seconds:g} s ({first}); start every node's torchrun with the same "
+                f"--nnodes and rendezvous endpoint, or wait longer with {RENDEZVOUS_ENV}=SECONDS"
+            ) from None
+        dist.distributed_c10d._set_pg_timeout(COLLECTIVE_TIMEOUT)  # torch >= 2.4
+    return DistInfo(dist.get_rank(), dist.get_world_size(), info.local_rank)
 
 
 def wrap(module: nn.Module, info: DistInfo, device: torch.device) -> nn.Module:

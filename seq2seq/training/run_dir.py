@@ -1,14 +1,16 @@
 """A run directory: refusing to mix runs, ``--overwrite``, loading ``last.pt`` to resume, writing
 ``last.pt`` with its rotations (``step<N>.pt``, ``best.pt``, ``best-step<N>.pt``: hard links to the
 ``last.pt`` of their step, so a validation writes one file; rank 0 only), ``config.yaml``
-(resolved) and ``run_info.json`` (versions, git commit, data hashes a resume checks)."""
+(resolved) and ``run_info.json`` (versions, git commit, the digests of the data a resume
+checks)."""
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import json
 import logging
 import platform
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -24,7 +26,8 @@ from seq2seq.checkpoint import (
     save_checkpoint,
 )
 from seq2seq.config import Config, ConfigError, TrainConfig, to_yaml
-from seq2seq.data.text import DataError, resolve_corpus_file, sha256_file
+from seq2seq.data.arrow import clean_rows
+from seq2seq.data.text import DataError, split_files, split_origin
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.runtime import set_rng_states
 from seq2seq.training.state import TrainingError, TrainState, book_last, lr_at
@@ -71,6 +74,16 @@ def clear_run(run_dir: Path, keep: frozenset[str] = frozenset()) -> None:
         shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
 
 
+def dead_run_files(run_dir: Path) -> list[str]:
+    """What a run killed before its first checkpoint left in ``run_dir`` (log lines, TensorBoard
+    events, config.yaml, ...), which a new run would mix with its own; nothing where the folder
+    holds a checkpoint (``*.pt``)."""
+    if not run_dir.is_dir() or any(run_dir.glob("*.pt")):
+        return []
+    names = sorted(p.name for pattern in RUN_FILES for p in run_dir.glob(pattern))
+    return names + ["tensorboard/"] * (run_dir / "tensorboard").is_dir()
+
+
 def load_resume(run_dir: Path, cfg: Config) -> dict:
     """``run_dir/last.pt``, checked for everything a resume needs.
 
@@ -80,7 +93,6 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
             or the folder's best.pt is of another run.
         ConfigError: the data, tokenizer or model section differs from the checkpoint's, or a
             train change cannot be honoured (``check_train_changes``).
-        DataError: a data file changed since the run started (``check_data_unchanged``).
     """
     path = run_dir / "last.pt"
     if not path.is_file():
@@ -111,7 +123,6 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
             )
     _check_best_of_this_run(run_dir / "best.pt", old, path)
     check_train_changes(old.train, cfg.train, ckpt["train_state"], run_dir)
-    check_data_unchanged(run_dir, cfg)
     return ckpt
 
 
@@ -263,13 +274,28 @@ class RunCheckpoints:
             (self.run_dir / old).unlink(missing_ok=True)
 
 
-def _git_commit() -> str | None:
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def git_commit(package: Path = PACKAGE) -> str | None:
+    """The commit of the seq2seq source ``package`` (the ``seq2seq`` folder) runs from, when that
+    source is a seq2seq checkout: the folder sits at the top of a git work tree whose
+    pyproject.toml names the project seq2seq. None otherwise -- an installed package, even one in
+    a ``.venv`` inside another repository, whose commit says nothing of this code (run_info.json
+    has the package version beside it)."""
+
+    def git(*args: str) -> str:
+        cmd = ["git", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=package).stdout
+
     try:
-        cmd, here = ["git", "rev-parse", "HEAD"], Path(__file__).parent
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=here)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
+        top = Path(git("rev-parse", "--show-toplevel").strip() or "/nowhere")
+        ours = re.search(r'(?m)^name = "seq2seq"$', (top / "pyproject.toml").read_text("utf-8"))
+        if ours and top.resolve() / "seq2seq" == package.resolve():
+            return git("rev-parse", "HEAD").strip() or None
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        pass
+    return None
 
 
 def versions() -> dict[str, str]:
@@ -282,66 +308,75 @@ def versions() -> dict[str, str]:
     return out
 
 
-def data_file_hashes(cfg: Config) -> dict[str, str]:
-    """sha256 of every data file the run reads, by path: the splits' corpus files, or the Arrow
-    files of a local (``save_to_disk``) Hugging Face dataset (a hub dataset is not hashed)."""
-    paths: list[Path] = []
-    hf = cfg.data.hf
-    if hf is None:
-        for split in ("train", "valid", "test"):
-            prefix = getattr(cfg.data, split)
-            for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
-                with contextlib.suppress(ValueError):  # a missing file (a test split, say)
-                    paths += [resolve_corpus_file(prefix, lang)] if prefix else []
-    elif (Path(hf.path) / "dataset_dict.json").is_file():
-        for split in ("train", "valid", "test"):
-            paths += sorted((Path(hf.path) / getattr(hf, f"{split}_split")).glob("*.arrow"))
-    return {str(p): sha256_file(p) for p in paths}
-
-
-def check_data_unchanged(run_dir: Path, cfg: Config) -> None:
-    """``--resume``: every data file ``run_info.json`` recorded at the run's start must hash the
-    same now (a moved file is matched by its name), so a run never goes on with other data.
+def data_digests(cfg: Config) -> dict[str, str]:
+    """Split (train, valid, and test when it can be read) -> sha256 of what the run reads of it:
+    its decoded, cleaned pairs in order (``arrow.clean_rows``, within ``max_<split>_pairs``),
+    whatever the files' names, compression or line ends. A hub dataset, read by name, is not read
+    here: {}.
 
     Raises:
-        DataError: a recorded file changed (names each, with the old and new sha256 prefix).
+        DataError: the training or validation split cannot be read.
+    """
+    hf = cfg.data.hf
+    if hf is not None and not (Path(hf.path) / "dataset_dict.json").is_file():
+        return {}
+    out = {}
+    for split in ("train", "valid", "test"):
+        h = hashlib.sha256()
+        try:
+            for row in clean_rows(cfg.data.model_dump_json(), split):
+                if row["src"]:  # cleaning leaves no NUL: a safe separator
+                    h.update(f"{row['src']}\0{row['tgt']}\0".encode())
+        except DataError:
+            if split != "test":  # a run needs no test split
+                raise
+            continue
+        out[split] = h.hexdigest()
+    return out
+
+
+def check_data_unchanged(run_dir: Path, cfg: Config, now: dict[str, str]) -> None:
+    """``--resume``: each split's digest ``now`` (``data_digests``) must be the one
+    ``run_info.json`` recorded at the run's start, so a run never goes on with other data.
+
+    Raises:
+        DataError: a split's pairs changed (names its files, with the old and new sha256 prefix).
     """
     path = run_dir / "run_info.json"
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))["data_files_sha256"]
+        recorded = json.loads(path.read_text(encoding="utf-8"))["data_sha256"]
         recorded = {str(k): str(v) for k, v in recorded.items()}
     except FileNotFoundError:
         log.warning("%s not found: the data cannot be checked against the run's start", path)
         return
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        log.warning("%s unreadable (%s): the data cannot be checked", path, type(e).__name__)
+        log.warning("%s: no data digest (%s): the data cannot be checked", path, type(e).__name__)
         return
-    now = data_file_hashes(cfg)
-    by_name: dict[str, list[str]] = {}
-    for p in now:
-        by_name.setdefault(Path(p).name, []).append(p)
-    changed = []
-    for old_path, old in recorded.items():
-        same_name = by_name.get(Path(old_path).name, [])
-        new_path = old_path if old_path in now else same_name[0] if len(same_name) == 1 else None
-        if new_path is not None and now[new_path] != old:
-            changed.append(f"{new_path} (sha256 {old[:12]} -> {now[new_path][:12]})")
+    d = cfg.data
+    changed = [
+        f"{split_origin(d, k) if d.hf else ' and '.join(map(str, split_files(d, k)))} (sha256 "
+        f"of its cleaned pairs {old[:12]} -> {now[k][:12]})"
+        for k, old in recorded.items()
+        if k in now and now[k] != old
+    ]
     if changed:
         raise DataError(
             f"--resume {run_dir}: data changed since the run started, as run_info.json recorded "
-            f"it: {', '.join(changed)}; restore the file, or train afresh with --overwrite"
+            f"it: {', '.join(changed)}; restore the data, or train afresh with --overwrite"
         )
 
 
-def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None = None) -> None:
-    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, data files, sizes, and
-    ``runtime``: what ``auto`` settings resolved to on this machine)."""
+def write_run_info(
+    run_dir: Path, cfg: Config, data, model, data_sha256: dict[str, str], runtime: dict
+) -> None:
+    """``config.yaml`` (resolved) and ``run_info.json`` (versions, commit, ``data_sha256`` (from
+    ``data_digests``), sizes, and ``runtime``: what ``auto`` settings resolved to here)."""
     # the signature validation BLEU is reported under (one reference)
     bleu = corpus_score("bleu", ["x"], [["x"]], cfg.data.tgt_lang) if cfg.train.valid_bleu else None
     info = {
         "versions": versions(),
-        "git_commit": _git_commit(),
-        "data_files_sha256": data_file_hashes(cfg),
+        "git_commit": git_commit(),
+        "data_sha256": data_sha256,
         "hf_dataset": cfg.data.hf.model_dump() if cfg.data.hf else None,
         "train_pairs": len(data.train),
         "valid_pairs": len(data.valid),
@@ -349,7 +384,7 @@ def write_run_info(run_dir: Path, cfg: Config, data, model, runtime: dict | None
         "tgt_vocab": data.tok.tgt_vocab_size,
         "parameters": model.num_parameters(),
         "bleu_signature": bleu.signature if bleu is not None else None,
-        "runtime": runtime or {},
+        "runtime": runtime,
     }
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))
     atomic_write_text(run_dir / "run_info.json", json.dumps(info, indent=2))

@@ -26,13 +26,16 @@ from seq2seq.training.monitor import Monitor, RunLog
 from seq2seq.training.precision import PROBE_BATCHES, probe_speeds, settle_precision
 from seq2seq.training.run_dir import (
     RunCheckpoints,
+    check_data_unchanged,
     check_run_dir,
     clear_run,
+    data_digests,
+    dead_run_files,
     load_resume,
     restore,
     write_run_info,
 )
-from seq2seq.training.state import TrainState
+from seq2seq.training.state import TrainState, reshard
 from seq2seq.training.step import TeacherForcing, build_optimizer
 
 log = logging.getLogger("seq2seq")
@@ -67,6 +70,10 @@ class RunSetup:
         t = cfg.train
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
+        # what the run reads of each split: checked by a resume, recorded in run_info.json
+        digests = data_digests(cfg) if resume or self.info.is_main else {}
+        if ckpt:
+            check_data_unchanged(run_dir, cfg, digests)
         # a warm start is read before --overwrite clears the run directory (it may be the source)
         warm = None
         if cfg.train.init_from and resume:
@@ -97,10 +104,16 @@ class RunSetup:
             self.state = restore(ckpt, self.model, self.optimizer, self.scaler, run_dir / "last.pt")
             _keep_fused(self.optimizer)
             st = self.state
+            if st.world != self.info.world:  # the position, carried to this number of processes
+                mine = len(epoch_batches(self.data.train, t, st.epoch, self.info))
+                exact, said = reshard(st, self.info.world, mine)
+                if self.info.is_main:
+                    (log.info if exact else log.warning)(said)
             log.info(
                 f"resuming {run_dir / 'last.pt'} at step {st.step} (epoch {st.epoch + 1}, "
                 f"{st.train_seconds / 60:.1f} min trained so far)"
             )
+        self.state.world = self.info.world
         self.wrapper: nn.Module | None = dist.wrap(
             TeacherForcing(self.model), self.info, self.device
         )
@@ -115,7 +128,7 @@ class RunSetup:
             }
             if choice is not None and choice.probe is not None:
                 runtime["precision_probe_tokens_per_s"] = choice.probe
-            write_run_info(run_dir, cfg, self.data, self.model, runtime)
+            write_run_info(run_dir, cfg, self.data, self.model, digests, runtime)
             self.monitor = Monitor(run_dir, self.state.step, t.log_every)
 
     def _settle_precision(self, ckpt: dict | None):
@@ -179,10 +192,19 @@ def check_before_writing(cfg: Config) -> None:
 def _settle_run_dir(
     run_dir: Path, resume: bool, overwrite: bool, run_log: RunLog | None, info: dist.DistInfo
 ) -> None:
-    """Rank 0 clears an earlier run (``--overwrite``), makes the folder and opens ``train.log``;
-    the other ranks drop their held log lines and wait for it."""
+    """Rank 0 clears an earlier run (``--overwrite``, or one that saved no checkpoint, saying so),
+    makes the folder and opens ``train.log``; the other ranks drop their held log lines and wait
+    for it."""
     if info.is_main:
         if overwrite and not resume:
+            clear_run(run_dir)
+        elif not resume and (dead := dead_run_files(run_dir)):
+            log.warning(
+                "%s holds files of a run that saved no checkpoint (%s): starting clean, as "
+                "--overwrite would",
+                run_dir,
+                ", ".join(dead),
+            )
             clear_run(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         if run_log is not None:

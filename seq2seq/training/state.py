@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from seq2seq.config import TeacherForcingConfig, TrainConfig
 
@@ -27,12 +28,17 @@ class TrainState:
     ``best_k``: (score, file name) of the kept best checkpoints, best first, scores higher-is-better
     (the negated loss). ``last_k``: the kept ``step<N>.pt`` names, oldest first. ``tokens_seen``:
     target tokens of the applied updates, read from the device; ``target_tokens``: those of every
-    update, counted on the host (what ``max_tokens`` budgets). The summary's tokens/s is
-    ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints)."""
+    update, counted on the host (what ``max_tokens`` budgets). ``train_seconds``: the training time,
+    the sum of each stretch's monotonic time (what ``max_time`` budgets). The summary's tokens/s is
+    ``busy_tokens`` / ``busy_seconds``, over every stretch (0 in older checkpoints).
+    ``batch_in_epoch`` counts each process's own batches; ``world``: the processes (torchrun
+    ranks) that trained them (1 in older checkpoints), so the epoch's first ``world`` x
+    ``batch_in_epoch`` batches are trained (``reshard``)."""
 
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
+    world: int = 1
     best_score: float | None = None
     best_step: int = 0
     bad_validations: int = 0
@@ -79,6 +85,33 @@ def stop_reason(
         ("early_stopping", t.patience is not None and st.bad_validations >= t.patience),
     )
     return next((reason for reason, hit in checks if hit), "")
+
+
+def reshard(st: TrainState, world: int, batches: int) -> tuple[bool, str]:
+    """Carry ``st``'s position in its epoch from the ``st.world`` processes that saved it to
+    ``world`` (``batches``: each one's batches of the epoch now). Rank r of W trains every W-th
+    batch from r on, so W x ``batch_in_epoch`` is the epoch's batches trained: W' processes go on
+    exactly from W x b / W' each when that divides (or the epoch is done); otherwise the epoch's
+    order restarts (``batch_in_epoch`` 0). Returns (exact, the log line, '' when W' = W)."""
+    old, done, e = st.world, st.batch_in_epoch * st.world, st.epoch + 1
+    st.world = world
+    if old == world:
+        return True, ""
+    said = f"last.pt was saved by {_processes(old)} (torchrun ranks), this resume has {world}: "
+    if done % world == 0 or done // world >= batches:
+        st.batch_in_epoch = min(done // world, batches)
+        return True, f"{said}epoch {e} goes on exactly after the {done} batches it has trained"
+    st.batch_in_epoch = 0
+    return False, (
+        f"{said}the {done} batches epoch {e} has trained cannot be shared evenly by {world} "
+        f"processes taking turns batch by batch, so epoch {e} restarts from its first batch and "
+        f"those {done} are seen again; resume with {_processes(old)} (or a number that divides "
+        f"{done}) to go on exactly"
+    )
+
+
+def _processes(n: int) -> str:
+    return f"{n} process" if n == 1 else f"{n} processes"
 
 
 def nothing_left(reason: str, st: TrainState, t: TrainConfig) -> str:
@@ -169,6 +202,15 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
     if t.schedule == "plateau":
         return t.lr * warm * max(plateau_scale, t.min_lr / t.lr)
     return t.lr * warm
+
+
+def epoch_number(state: dict[str, Any]) -> int | None:
+    """The epoch of a saved ``TrainState``'s last update, counted from 1 as every log does: a
+    state at an epoch's boundary (``batch_in_epoch`` 0) finished the epoch before it; None before
+    the first update."""
+    if not state.get("step"):
+        return None
+    return state.get("epoch", 0) + (1 if state.get("batch_in_epoch") else 0)
 
 
 def run_length(t: TrainConfig, updates_per_epoch: int) -> int | None:

@@ -1,8 +1,9 @@
 """This stretch's optimizer updates (from the start, or a resume, to the stop): each one run on the
 device (``step.train_step``), its results left there until ``Updates.flush`` reads them all at
 once (the only wait for the device between log points); target tokens counted on the host; the
-clock. ``built_ahead`` builds batches on a background thread on CUDA, inline on the CPU (where a
-thread would take cores from torch); building a batch draws no random number: the run stays exact.
+training clock (monotonic: a wall clock that jumps, NTP or a suspended laptop, moves no budget).
+``built_ahead`` builds batches on a background thread on CUDA, inline on the CPU (where a thread
+would take cores from torch); building a batch draws no random number: the run stays exact.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from seq2seq.data.batch import Batch
 from seq2seq.data.prepare import make_batch
 from seq2seq.training import distributed as dist
 from seq2seq.training.setup import RunSetup
+from seq2seq.training.speed import SpeedWatch
 from seq2seq.training.state import NonFiniteStop, lr_at, teacher_forcing_at
 from seq2seq.training.step import train_step
 
@@ -81,23 +83,25 @@ class Updates:
         self.tokens0, self.busy = self.state.tokens_seen, 0.0
         # the stretches before this one (from last.pt): their busy seconds and tokens
         self.busy_before = (self.state.busy_seconds, self.state.busy_tokens)
-        # this stretch's clock (start_clock): train_seconds = seconds0 + time since clock0
+        # this stretch's monotonic clock (start_clock): train_seconds = seconds0 + time since clock0
         self.clock0: float | None = None
         self.seconds0 = self.state.train_seconds
         self.unsynced_tokens = 0  # torchrun: this rank's target tokens not yet in the state
         self.pending: list[tuple[int, int, float, float, float, torch.Tensor]] = []
         self.said_at = time.monotonic()  # when a step line was last logged (heartbeat)
+        self.speed = SpeedWatch(run.device)
 
     def start_clock(self) -> None:
         """Start this stretch's training clock (setup before it is not training time)."""
-        self.clock0, self.seconds0 = time.time(), self.state.train_seconds
+        self.clock0, self.seconds0 = time.monotonic(), self.state.train_seconds
         self.said_at = time.monotonic()
 
     def elapsed(self) -> float:
-        """Training seconds over every stretch so far: the earlier ones (from last.pt) and this."""
+        """Training seconds over every stretch so far: the earlier ones (from last.pt) and this,
+        each measured on the monotonic clock (what ``max_time`` budgets)."""
         if self.clock0 is None:
             return self.seconds0
-        return self.seconds0 + time.time() - self.clock0
+        return self.seconds0 + time.monotonic() - self.clock0
 
     def note_time(self) -> None:
         """Book the training time, busy time and its tokens so far into the state (and so into
@@ -184,7 +188,7 @@ class Updates:
             records.append(
                 {
                     "step": step,
-                    "epoch": epoch,
+                    "epoch": epoch + 1,  # the N-th pass over the data, as train.log says
                     "loss": loss,
                     "grad_norm": gnorm,
                     "tokens": round(tokens),
@@ -200,7 +204,9 @@ class Updates:
         if not records:
             return ""
         r = records[-1]
-        stats = f"epoch {r['epoch'] + 1} loss {r['loss']:.3f} lr {r['lr']:.2e} "
+        if self.run.monitor is not None:
+            self.speed.window(st.step, st.tokens_seen - self.tokens0, self.busy)
+        stats = f"epoch {r['epoch']} loss {r['loss']:.3f} lr {r['lr']:.2e} "
         stats += f"{r['tokens_per_s']:,.0f} tok/s"
         if self.run.monitor is not None and not console.is_terminal:
             if say or st.step % t.log_every == 0:  # a log file gets no progress bar

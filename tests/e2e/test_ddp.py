@@ -1,5 +1,6 @@
 """``torchrun --nproc_per_node 2 -m seq2seq train`` on CPU with gloo: sharded batches, one writer,
-identical replicas, and a token budget counted over both ranks."""
+identical replicas, a token budget counted over both ranks, and a resume as one process that goes
+on at the epoch's next batch."""
 
 from __future__ import annotations
 
@@ -40,6 +41,40 @@ def test_two_ranks_sum_their_target_tokens_and_stop_together(tmp_path, synth_cor
     digests = summary["rank_weights_sha256"]
     assert len(digests) == 2 and digests[0] == digests[1]
     assert load_checkpoint(run / "last.pt")["train_state"]["target_tokens"] == sum(tokens)
+
+
+def test_a_two_rank_run_resumed_as_one_process_goes_on_at_the_epochs_next_batch(
+    tmp_path, synth_corpus, run_in_process
+):
+    """2 ranks x 2 updates train the epoch's first 4 batches; one process resumed from there
+    trains batches 4 and 5 of the epoch's order (it went on at its own batch 2: batches seen
+    twice, silently), and the log says why the position moved."""
+    path, run = tmp_path / "ddp.yaml", tmp_path / "run"
+    path.write_text(yaml.safe_dump(synth_run_raw(synth_corpus, max_steps=2, device="cpu")))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    cmd += ["-m", "seq2seq", "train", str(path), "--run-dir", str(run)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    state = load_checkpoint(run / "last.pt")["train_state"]
+    assert (state["epoch"], state["batch_in_epoch"], state["world"]) == (0, 2, 2)
+
+    r = run_in_process("train", path, "--resume", run, "--max-steps", 4)
+    assert r.returncode == 0, r.stderr
+    conf = load_config(path)
+    data = prepare_data(conf, run, Tokenizer.load(run), DistInfo())
+    order = [
+        make_batch(data.train, b, "cpu").n_tokens
+        for b in epoch_batches(data.train, conf.train, 0, DistInfo())
+    ]
+    assert order[2:4] != order[4:6]  # the check tells the two positions apart
+    assert step_tokens(run)[2:] == order[4:6]
+    state = load_checkpoint(run / "last.pt")["train_state"]
+    assert (state["epoch"], state["batch_in_epoch"], state["world"]) == (0, 6, 1)
+    assert (
+        "last.pt was saved by 2 processes (torchrun ranks), this resume has 1: epoch 1 goes on "
+        "exactly after the 4 batches it has trained"
+    ) in (run / "train.log").read_text()
 
 
 def test_torchrun_two_ranks_train_identical_replicas(tmp_path, multi30k_slice):

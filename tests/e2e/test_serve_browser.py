@@ -126,3 +126,22 @@ def _study_styles(page) -> dict[str, tuple[str, str]]:
     )
     assert [tuple(x) for x in legend] == [(c, d) for _, c, d in lines]
     return {name: (c, d) for name, c, d in lines}
+
+
+def test_the_n_best_box_lists_the_beam_the_card_shows(server):
+    """Every tiny run decodes greedily (as every zoo config does): with the beam box empty, the
+    server searches with beam 5, and the ticked box lists those 5 hypotheses."""
+    from seq2seq.serve.browser import chromium_page, translate_in_page
+
+    models = httpx.get(f"{server}models", timeout=60).json()["models"]
+    assert {m["decode"]["method"] for m in models} == {"greedy"}
+    with chromium_page() as page:
+        page.goto(server)
+        page.wait_for_selector("body[data-state=ready]")
+        page.check("#nbest")
+        translate_in_page(page, server, SENTENCE)
+        for m in models:
+            card = page.locator(f'.card[data-model="{m["name"]}"]')
+            shown = int(card.locator("tr.beam th").text_content().removeprefix("beam "))
+            assert shown == m["beam"] == 5
+            assert card.locator(".nbest li").count() == shown

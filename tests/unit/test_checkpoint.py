@@ -1,6 +1,6 @@
 """``seq2seq/checkpoint.py``: non-finite weights are never saved, a run's tuned decode.yaml is
-read or refused in one line, and a run's target vocabulary travels in its checkpoints to the
-model."""
+read or refused in one line, a run's target vocabulary travels in its checkpoints to the model,
+and a checkpoint the safe loader refuses for an object in it is named as such, not as corrupt."""
 
 from __future__ import annotations
 
@@ -141,3 +141,50 @@ def test_an_unreadable_checkpoint_names_the_runs_other_one_and_resume_says_what_
         load_checkpoint(run / "last.pt")
     with pytest.raises(CheckpointError, match=r"the run cannot resume; train it again with --over"):
         load_resume(run, Config())
+
+
+def test_a_checkpoint_holding_a_numpy_value_is_not_called_corrupt_and_the_docs_line_resaves_it(
+    tmp_path, synth_run, run_in_process
+):
+    """A whole last.pt that someone stored a numpy scalar in: the safe loader refuses it, and the
+    message names the type and the fix (never "corrupt", never retraining); the docs' one-liner
+    re-saves it with tensors only, after which it resumes."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    from seq2seq.checkpoint import load_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    last = run / "last.pt"
+    ckpt = load_checkpoint(last)
+    torch.save({**ckpt, "lr_seen": np.float64(0.5)}, last)
+    said = (
+        re.escape(f"{last}: holds a Python object that safe loading (torch.load weights_only=True)")
+        + r" refuses, numpy\.(_core|core)\.multiarray\.scalar; "
+        + re.escape(
+            "the file is not corrupt: re-save it with tensors only (the one-liner in "
+            "docs/training.md, Checkpoints with other objects), then run the command again"
+        )
+    )
+    with pytest.raises(CheckpointError, match=rf"^{said}$"):
+        load_checkpoint(last)
+    r = run_in_process("train", run / "config.yaml", "--resume", run, "--max-steps", 3)
+    assert r.returncode == 2 and re.search(said, r.stderr), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not re.search("corrupt or|retrain|train it again|train again", r.stderr)
+
+    docs = (Path(__file__).parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    (line,) = [x for x in docs.splitlines() if x.startswith('python -c "import os, sys, numpy')]
+    code = line.removeprefix("python -c ").removesuffix(" CHECKPOINT")[1:-1]
+    subprocess.run([sys.executable, "-c", code, str(last)], check=True, timeout=120)
+    fixed = load_checkpoint(last)
+    assert fixed["lr_seen"] == 0.5 and fixed["train_state"] == ckpt["train_state"]
+    assert all(torch.equal(fixed["model"][k], w) for k, w in ckpt["model"].items())
+    r = run_in_process("train", run / "config.yaml", "--resume", run, "--max-steps", 3)
+    assert r.returncode == 0, r.stderr

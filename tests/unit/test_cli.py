@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -57,7 +58,15 @@ def test_file_and_run_options_show_what_they_take(command, shown):
     r = CliRunner().invoke(app, [command, "-h"], terminal_width=200)
     for option in shown:
         assert option in r.output
-    assert "<str>" not in r.output and "<path>" not in r.output
+
+
+@pytest.mark.parametrize("command", list(SUMMARIES))
+def test_no_help_shows_typers_labels_of_python_types(command):
+    """``--port <int range>``, ``[NAME=]RUN <list[str]>``, ``--host <str>``: Python's names, not
+    what to give."""
+    r = CliRunner().invoke(app, [command, "-h"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert not re.findall(r"<(?:str|path|list\[\w+\]|\w+ range)>", r.output)
 
 
 @pytest.mark.parametrize(

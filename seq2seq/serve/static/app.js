@@ -67,33 +67,44 @@ async function init() {
   document.body.dataset.state = "ready";
 }
 
-function infoCard(m) {
+// The info card's rows, each with what is known only: an export or an averaged checkpoint keeps
+// little or no training record, and a row of "?" says nothing.
+function infoRows(m) {
   const t = m.training;
   const att = !m.attention ? "none (fixed vector)"
     : m.layers * m.heads === 1 ? "one map per step" : `${m.layers} layers × ${m.heads} heads`;
-  const rows = [
-    ["family", m.family], ["parameters", params(m.parameters)], ["attention", att],
-    ["trained", `${t.steps ?? "?"} steps, ${t.epochs ?? "?"} epochs, ${t.train_minutes ?? "?"} min`],
-    [`best ${t.best_metric}`, `${num(t.best_score)} at step ${t.best_step ?? "?"}`],
-    ["checkpoint", `${m.checkpoint} on ${m.device}`],
-    ["decode", `α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}` +
-      (m.decode_tuned ? " (tuned: decode.yaml)"
-        : ` (not tuned: seq2seq tune-decode -c ${m.run_dir} chooses beam and α on validation)`)],
-  ];
-  if (t.train_pairs) rows.splice(4, 0, ["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
+  const known = (x) => x !== null && x !== undefined;
+  const trained = [
+    known(t.steps) && `checkpoint at step ${t.steps}` + (t.run_steps > t.steps ? ` of ${t.run_steps}` : ""),
+    known(t.epoch) && `epoch ${t.epoch}`,
+    known(t.train_minutes) && `${t.train_minutes} min`,
+  ].filter(Boolean);
+  const rows = [["family", m.family], ["parameters", params(m.parameters)], ["attention", att]];
+  if (trained.length) rows.push(["trained", trained.join(", ")]);
+  if (t.train_pairs) rows.push(["corpus", `${t.train_pairs.toLocaleString()} pairs`]);
+  if (known(t.best_score)) {
+    rows.push([`best ${t.best_metric}`, num(t.best_score) + (known(t.best_step) ? ` at step ${t.best_step}` : "")]);
+  }
+  rows.push(["checkpoint", `${m.checkpoint} on ${m.device}`]);
+  rows.push(["decode", `beam ${m.beam}, α ${m.decode.length_penalty}, max ${m.decode.max_len_a}·S+${m.decode.max_len_b}` +
+    (m.decode_tuned ? " (tuned: decode.yaml)" : ` (not tuned: ${m.tune_hint})`)]);
+  return rows;
+}
+
+function infoCard(m) {
   const dl = el("dl");
-  for (const [k, v] of rows) dl.append(el("dt", { text: k }), el("dd", { text: v }));
+  for (const [k, v] of infoRows(m)) dl.append(el("dt", { text: k }), el("dd", { text: v }));
   return el("div", { class: "info", "data-model": m.name }, el("b", {}, swatch(m.name), m.name), dl);
 }
 
-// The request's settings for model m: an empty beam box is each run's (tuned) beam size.
+// The request's settings for model m: an empty beam box is the beam the server searches m with.
 function settings(m) {
   const given = $("#beam").value.trim();
   const beam = given === "" ? null : Number(given) || 1;
   const lp = $("#lp").value.trim();
   return {
     beam,
-    n_best: $("#nbest").checked ? beam ?? m.decode.beam_size : 1,
+    n_best: $("#nbest").checked ? beam ?? m.beam : 1,
     length_penalty: lp === "" ? null : Number(lp),
   };
 }
@@ -117,20 +128,19 @@ async function translate() {
         body: JSON.stringify({ text, ...settings(m), models: [m.name] }),
       });
       const data = await resp.json();
-      if (!resp.ok) throw new Error(data.detail || resp.statusText);
+      if (!resp.ok) throw Object.assign(new Error(data.detail || resp.statusText), { status: resp.status });
       if (id !== requestId) return;
       skeleton(view, data.sources);
       fill(view, m, data.models[0]);
     } catch (e) {
-      errors.push(`${m.name}: ${e.message}`);
+      errors.push({ name: m.name, status: e.status, message: e.message });
     }
   }));
   if (id !== requestId) return;  // a newer request took over the page
   const ms = performance.now() - t0;
   if (errors.length) {
     status.className = "error";
-    const first = errors[0].slice(errors[0].indexOf(": ") + 2);
-    status.textContent = errors.every((e) => e.endsWith(first)) ? first : errors.join("; ");
+    status.textContent = errorLine(errors);
   } else if (!view.lines || !view.lines.length) {
     status.textContent = "nothing to translate";
   } else {
@@ -138,6 +148,21 @@ async function translate() {
   }
   document.body.dataset.shownMs = ms.toFixed(1);
   document.body.dataset.state = errors.length ? "error" : "done";
+}
+
+// The status line for the models' errors ({name, status, message}): a message every model gave is
+// said once; so is a text or line too long (413), which each model refuses in its own words.
+function errorLine(errors) {
+  const long = errors.filter((e) => e.status === 413);
+  const rest = errors.filter((e) => e.status !== 413);
+  const said = new Set(rest.map((e) => e.message)).size === 1 && !long.length
+    ? [rest[0].message] : rest.map((e) => `${e.name}: ${e.message}`);
+  if (long.length) {
+    const others = long.length - 1;
+    const same = long.every((e) => e.message === long[0].message);
+    said.unshift(long[0].message + (others && !same ? ` (and ${others} more ${others > 1 ? "models" : "model"} likewise)` : ""));
+  }
+  return said.join("; ");
 }
 
 function skeleton(view, sources) {

@@ -48,7 +48,10 @@ def seed_bands(results: dict, set_name: str, key: str) -> dict[str, dict]:
         entry["runs"].append(vals)
     for entry in out.values():
         runs = np.array(entry.pop("runs"), dtype=float)
-        entry.update(mean=np.nanmean(runs, 0), low=np.nanmin(runs, 0), high=np.nanmax(runs, 0))
+        seen = ~np.isnan(runs).all(0)  # a k no seed defines stays NaN (numpy would warn)
+        for band, f in (("mean", np.nanmean), ("low", np.nanmin), ("high", np.nanmax)):
+            entry[band] = np.full(runs.shape[1], np.nan)
+            entry[band][seen] = f(runs[:, seen], 0)
         entry["seeds"] = len(runs)
     return out
 

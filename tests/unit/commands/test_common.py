@@ -4,6 +4,7 @@ errors, the hint to tune an untuned beam, the device a checkpoint is loaded on."
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -37,6 +38,78 @@ def test_beam_search_in_an_untuned_run_names_its_alpha_and_tune_decode(
         code, _, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", src, *extra)
         assert code == 0, err
         assert "tune-decode" not in err
+
+
+def test_beam_1_is_greedy_search_and_recorded_as_greedy(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """make demo's greedy pass (eval --beam 1) logged "decoding with beam 1, alpha 1.0 (not
+    tuned ...)" and wrote method beam, beam_size 1 into its JSON."""
+    src, ref = eval_files(synth_corpus, tmp_path)
+    args = ["eval", "-c", synth_run, "--src", src, "--ref", ref, "--beam", "1"]
+    code, _, err = run_cli(monkeypatch, capsys, *args, "--json", tmp_path / "g.json")
+    assert code == 0, err
+    assert "beam 1" not in err and "tune-decode" not in err
+    made = json.loads((tmp_path / "g.json").read_text(encoding="utf-8"))
+    assert made["decode"]["method"] == "greedy"
+    assert made["decode_source"]["method"] == "command line"
+
+
+def _tuned_on_50_lines(run, synth_corpus, tmp_path, name: str = "run") -> Path:
+    """A copy of ``run`` whose data.valid is 50 lines, the fewest tune-decode takes: its sweep
+    is half as long."""
+    for lang in ("de", "en"):
+        lines = (synth_corpus / f"val.{lang}").read_text(encoding="utf-8").splitlines(True)
+        (tmp_path / f"tune.{lang}").write_text("".join(lines[:50]), encoding="utf-8")
+    return run_with_config(run, tmp_path, "data", "valid", str(tmp_path / "tune"), name=name)
+
+
+def test_the_not_tuned_hint_names_the_c_given_and_runs_as_written(
+    synth_transformer_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    """``average ... -o "my out/avg.pt"`` leaves a checkpoint in a folder without best.pt or
+    last.pt: the hint (translate's and the serve card's) names that file, quoted, and following it
+    tunes the checkpoint."""
+    from seq2seq.serve.runs import load_runs
+
+    avg = tmp_path / "my out" / "avg.pt"
+    avg.parent.mkdir()
+    shutil.copy(_tuned_on_50_lines(synth_transformer_run, synth_corpus, tmp_path) / "best.pt", avg)
+    src, _ = eval_files(synth_corpus, tmp_path)
+    code, _, err = run_cli(monkeypatch, capsys, "translate", "-c", avg, "-i", src, "--beam", "2")
+    assert code == 0, err
+    hint = err.split("(not tuned: `", 1)[1].split("`", 1)[0]
+    assert shlex.split(hint) == ["seq2seq", "tune-decode", "-c", str(avg)]
+    (served,) = load_runs([avg], "cpu")
+    assert f"`{hint}`" in served.info["tune_hint"]
+    code, out, err = run_cli(monkeypatch, capsys, *shlex.split(hint)[1:])
+    assert code == 0, err
+    assert f"-> {avg.parent / 'decode.yaml'}" in out
+
+
+def test_a_ctranslate2_exports_hint_names_the_checkpoint_it_came_from_and_runs_as_written(
+    synth_transformer_run, synth_corpus, tmp_path, monkeypatch, capsys
+):
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed")
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    run = _tuned_on_50_lines(synth_transformer_run, synth_corpus, tmp_path, "my run")
+    export_ctranslate2(run, tmp_path / "ct2")
+    src, _ = eval_files(synth_corpus, tmp_path)
+    args = ["translate", "-c", tmp_path / "ct2", "-i", src, "--beam", "2"]
+    code, _, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 0, err
+    hint = err.split("(not tuned: `", 1)[1].split("`", 1)[0]
+    assert shlex.split(hint) == ["seq2seq", "tune-decode", "-c", str(run / "best.pt")]
+    code, out, err = run_cli(monkeypatch, capsys, *shlex.split(hint)[1:])
+    assert code == 0, err
+    assert f"-> {run / 'decode.yaml'}" in out
+    shutil.move(run, tmp_path / "moved")  # the checkpoint is gone: the hint says where it was
+    code, _, err = run_cli(monkeypatch, capsys, *args)
+    assert (
+        f"(not tuned: `seq2seq tune-decode` on the checkpoint it came from ({run / 'best.pt'})"
+        in err
+    )
 
 
 def test_a_run_configured_with_alpha_0_says_where_it_comes_from_and_eval_can_override_it(

@@ -216,6 +216,19 @@ def test_two_references_score_like_sacrebleu(monkeypatch, capsys, tmp_path):
     assert f"BLEU = {float(expected):.2f}" in out
 
 
+def test_one_reference_file_given_twice_is_refused_not_scored_as_two(monkeypatch, capsys, tmp_path):
+    """``--ref R --ref R`` scored nrefs:2; by another name (a link) it is the same file too."""
+    ref = write_lines(tmp_path / "ref.en", REF)
+    hyp = write_lines(tmp_path / "hyp.en", HYP)
+    (tmp_path / "link.en").hardlink_to(ref)
+    for again in (ref, tmp_path / "." / "ref.en", tmp_path / "link.en"):
+        args = ["eval", "--hyp", hyp, "--ref", ref, "--ref", again]
+        code, out, err = run_seq2seq(monkeypatch, capsys, *args)
+        assert code == 2 and not out, err
+        said = f"error: --ref {again}: the same file as --ref {ref}; give each reference once"
+        assert err == said + "\n"
+
+
 def test_a_sentencepiece_hypothesis_draws_a_loud_warning(monkeypatch, capsys, tmp_path):
     """pieces still in the output; scores still equal the CLI's."""
     hyp = write_lines(tmp_path / "hyp.en", ["▁the ▁cat ▁sleeps ▁on ▁the ▁mat"] + HYP[1:])

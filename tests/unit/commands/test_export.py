@@ -5,6 +5,9 @@ CTranslate2 export decodes with CTranslate2 (those tests skip without ctranslate
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -160,3 +163,29 @@ def test_an_rnn_run_is_refused_by_the_ctranslate2_format(synth_run, tmp_path, mo
     )
     assert code == 2 and "no RNN decoders" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_signal_that_ends_export_cleans_up_as_ctrl_c_does(sig, synth_run, tmp_path):
+    """SIGTERM left the temporary folder and a half-written model.pt beside -o (a tester's
+    trial). In a subprocess: unhandled, the signal would end pytest itself."""
+    script = f"""
+import os, signal, sys
+import seq2seq.export.weights as weights
+signal.signal(signal.{sig}, signal.SIG_DFL)  # as in a shell, even under nohup
+def save(path, payload):
+    path.write_bytes(b"half a model")
+    os.kill(os.getpid(), signal.{sig})
+weights.save_checkpoint = save
+sys.argv = ["seq2seq", "export", sys.argv[1], "-o", sys.argv[2]]
+from seq2seq.cli import main
+main()
+"""
+    out = tmp_path / "exports" / "x"
+    (tmp_path / "exports").mkdir()
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(synth_run), str(out)], capture_output=True, text=True
+    )
+    assert r.returncode == 130 and r.stderr.strip().endswith("interrupted"), r.stderr
+    assert not any((tmp_path / "exports").iterdir())  # no temporary folder, no half a model

@@ -72,3 +72,37 @@ def test_translating_imports_no_plotting_library(synth_run, tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_written_escaped_and_the_work_completes(
+    tmp_path, monkeypatch, capsys
+):
+    """``eval --hyp`` of a name with a Latin-1 byte died writing its JSON (a tester's trial). The
+    JSON's escape, ``\\udce9``, reads back as the name; the log and the messages escape it too."""
+    import logging
+
+    from seq2seq.console import setup_logging
+    from tests.toys import run_cli
+
+    hyp, ref = tmp_path / os.fsdecode(b"caf\xe9.en"), tmp_path / "ref.en"
+    hyp.write_text("a dog runs over the street\n", encoding="utf-8")
+    ref.write_text("a dog runs across the street\n", encoding="utf-8")
+    for json_out in (tmp_path / "report.json", "-"):
+        code, out, err = run_cli(
+            monkeypatch, capsys, "eval", "--hyp", hyp, "--ref", ref, "--json", json_out
+        )
+        assert code == 0, err
+        text = out if json_out == "-" else json_out.read_text(encoding="utf-8")
+        assert "caf\\udce9.en" in text and json.loads(text[text.index("{") :])["hyp"] == str(hyp)
+    # a run's log file is UTF-8, strictly (training's train.log): the line is there, escaped
+    setup_logging()
+    log_file = tmp_path / "train.log"
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    logging.getLogger("seq2seq").addHandler(handler)
+    try:
+        logging.getLogger("seq2seq").warning("%s: read", hyp)
+    finally:
+        handler.close()
+        logging.getLogger("seq2seq").removeHandler(handler)
+    assert log_file.read_text(encoding="utf-8") == f"{tmp_path}/caf\\udce9.en: read\n"
+    assert "Logging error" not in capsys.readouterr().err

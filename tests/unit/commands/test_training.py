@@ -94,6 +94,24 @@ def test_train_exits_2_with_one_line_for_an_hf_dict_field(tmp_path, monkeypatch,
     assert err.strip().splitlines() == [f"error: {DICT_FIELD}"]
 
 
+def test_resume_takes_the_run_folder_and_says_so_for_a_file_or_no_folder(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    """``--resume RUN/last.pt`` said 'is a file, not a folder; give a folder to write into'."""
+    cfg = synth_run / "config.yaml"
+    code, err = run_main(monkeypatch, capsys, "train", cfg, "--resume", synth_run / "last.pt")
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: --resume {synth_run / 'last.pt'}: a file; --resume takes the run's folder: "
+        f"--resume {synth_run}"
+    ]
+    code, err = run_main(monkeypatch, capsys, "train", cfg, "--resume", tmp_path / "none")
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: --resume {tmp_path / 'none'}: no such folder; give the folder of the run to "
+        "continue"
+    ]
+    assert not (tmp_path / "none").exists()
+
+
 @needs_no_cuda
 def test_train_and_resume_blame_train_device_not_a_flag(synth_run, tmp_path, monkeypatch, capsys):
     run = cuda_run(synth_run, tmp_path)

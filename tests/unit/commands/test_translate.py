@@ -45,7 +45,7 @@ def test_translate_says_ready_after_loading_only_on_a_terminal(synth_run, monkey
     ("options", "says"),
     [
         (["--method", "greedy"], "--n-best 2: method greedy returns at most 1 hypothesis"),
-        (["--beam", "1"], "--n-best 2: method beam returns at most 1 hypothesis"),
+        (["--beam", "1"], "--n-best 2: method greedy returns at most 1 hypothesis"),
         (["--method", "beam", "--beam", "1"], "--n-best 2: method beam returns at most 1"),
     ],
 )

@@ -153,3 +153,25 @@ def test_a_value_from_an_option_names_the_option_not_set(tmp_path):
     for bad in ("=5", "train.=5", ".lr=1"):
         with pytest.raises(ConfigError, match=r"the key before '=' is empty or has an empty part"):
             load_config(cfg, [bad])
+
+
+def test_a_check_across_keys_names_where_each_key_came_from(tmp_path):
+    """``best_metric 'bleu' needs valid_bleu: true`` said '(given in --max-steps)' when both keys
+    came from the file or --set: any option under train was blamed."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: x\ntrain:\n  best_metric: bleu\n  valid_bleu: false\n")
+    max_steps = (["train.max_steps=5"], {"train.max_steps": "--max-steps"})
+    with pytest.raises(ConfigError) as e:
+        load_config(cfg, *max_steps)
+    assert str(e.value) == f"{cfg}: train: best_metric 'bleu' needs valid_bleu: true"
+    cfg.write_text("name: x\ntrain:\n  valid_bleu: false\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(cfg, ["train.best_metric=bleu", *max_steps[0]], max_steps[1])
+    assert str(e.value).endswith("needs valid_bleu: true (best_metric given in --set)")
+    (tmp_path / "base.yaml").write_text("train:\n  best_metric: bleu\n")
+    cfg.write_text("base: base.yaml\nname: x\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(cfg, ["train.valid_bleu=false", *max_steps[0]], max_steps[1])
+    assert str(e.value).endswith(
+        f"(best_metric given in {tmp_path / 'base.yaml'}; valid_bleu given in --set)"
+    )

@@ -56,3 +56,36 @@ def test_dedup_drops_repeated_and_held_out_pairs(tmp_path, caplog):
     assert len(out.train) == 8  # 12 - 2 repeats - 2 in the test split
     assert "dropped 2 pairs (duplicate of an earlier training pair) at lines 2, 3" in caplog.text
     assert "dropped 2 pairs (also in a validation or test split) at lines 4, 5" in caplog.text
+
+
+@pytest.mark.parametrize("backend", ["memory", "stream"])
+def test_untranslated_pairs_are_counted_per_split_and_warned_past_a_small_share(
+    tmp_path, caplog, backend
+):
+    """A third of the training pairs with the target equal to the source trained with no word."""
+    from seq2seq.data.prepare import prepare_data
+    from seq2seq.training.distributed import DistInfo
+
+    src = SENTENCES[:12]
+    tgt = [s if i % 3 == 0 else f"{s} translated" for i, s in enumerate(src)]  # 4 copies
+    train = write_split(tmp_path, "train", src, [f" {t}  " for t in tgt])  # spaces: still copies
+    valid = write_split(tmp_path, "valid", ["a quiet night", "the rain falls"], ["x", "y"])
+    data = {"backend": backend, "cache_dir": str(tmp_path / "cache"), "test": None}
+    cfg = copy_run_config(tmp_path, train=train, valid=valid, data=data)
+    with caplog.at_level(logging.INFO, logger="seq2seq"):
+        prepare_data(cfg, tmp_path, None, DistInfo())
+    said = {
+        r.getMessage().split(": ")[1]: r
+        for r in caplog.records
+        if r.getMessage().startswith("untranslated:")
+    }
+    assert said["train"].levelno == logging.WARNING
+    assert said["train"].getMessage() == (
+        "untranslated: train: 4 of 12 pairs (33%, over 5%) have the target equal to the source: "
+        "check that the target file holds the translations, and remove such pairs (a model "
+        "learns to copy them, a score counts them as translated)"
+    )
+    assert said["valid"].levelno == logging.INFO
+    assert said["valid"].getMessage() == (
+        "untranslated: valid: 0 of 2 pairs have the target equal to the source"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import sys
 
 import pytest
@@ -85,6 +86,38 @@ def test_ctrl_c_in_translate_keeps_the_finished_lines_in_out_partial_and_out_unt
         "away (or delete it), then run again"
     )
     assert partial.read_text(encoding="utf-8").splitlines() == full[:window]
+
+
+def test_a_second_translate_into_an_output_being_written_is_refused_naming_the_writer(
+    synth_run, sources, tmp_path, monkeypatch, capsys
+):
+    """It was told the live OUT.partial held a stopped run's lines, to delete (a tester's trial);
+    two started together could both write it."""
+    import seq2seq.decoding.translate as translate
+
+    out, real, calls, second = tmp_path / "out.en", translate.search, [], []
+
+    def search(*args, **kwargs):  # the first translate, 3 lines written, starts a second one
+        calls.append(1)
+        if len(calls) == 4:
+            argv = ("translate", "-c", synth_run, "-i", sources, "-o", out)
+            second.append(run_cli(monkeypatch, capsys, *argv))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(translate, "search", search)
+    code, _, err = run_cli(
+        monkeypatch, capsys, "translate", "-c", synth_run, "-i", sources, "-o", out,
+        "--batch-size", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.en", "src.de"]  # no lock left
+    code, _, err = second[0]
+    assert code == 2 and err.strip() == (
+        f"error: --output {out}: another process is writing it (PID {os.getpid()} on host "
+        f"{socket.gethostname()}; lock {out}.lock); wait for it to finish or stop it, or give "
+        "another --output"
+    )
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")

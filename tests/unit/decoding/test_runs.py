@@ -4,6 +4,7 @@ not read, and cannot join an ensemble; a run's decode.yaml is said in one line."
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -60,8 +61,13 @@ def test_an_ensemble_keeps_its_members_and_the_first_runs_settings(
     assert load(synth_run, "cpu").members == []
     # the same checkpoint twice (as the folder and as its best.pt) was a 2-member ensemble of one
     # model (a new-user trial)
-    with pytest.raises(ValueError, match=r"best\.pt: that checkpoint is given twice; give each"):
+    twice = r"best\.pt: the same checkpoint as -c .*run \(.*best\.pt\).*give each checkpoint once"
+    with pytest.raises(ValueError, match=twice):
         load([synth_run, synth_transformer_run, synth_run / "best.pt"], "cpu")
+    # best.pt is a hard link to the last.pt of its step: the same file by another name
+    assert os.path.samefile(synth_run / "best.pt", synth_run / "last.pt")
+    with pytest.raises(ValueError, match=r"-c \S+last\.pt: the same checkpoint as -c \S+run \("):
+        load([synth_run, synth_run / "last.pt"], "cpu")
 
 
 def test_a_ctranslate2_export_joins_no_ensemble_and_is_refused_where_it_is_not_read(

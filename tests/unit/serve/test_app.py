@@ -149,3 +149,14 @@ def test_a_queued_translation_whose_client_left_is_never_computed(served, decode
     finally:
         server.should_exit = True
     assert decoder.calls == ["hold"]
+
+
+def test_a_json_key_given_twice_is_refused_naming_the_key(synth_run):
+    """``"beam": 1, "beam": 16``: the last won, silently (the config loader refuses a YAML key
+    given twice)."""
+    with TestClient(create_app(load_runs([synth_run]))) as c:
+        for key in ("beam", "\\ud83d"):  # a lone surrogate: named by its escape
+            body = f'{{"text": "ein", "{key}": 1, "{key}": 16}}'.encode()
+            r = c.post("/translate", content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 422
+            assert r.json() == {"detail": f"{key} is given twice in the JSON body; keep one"}

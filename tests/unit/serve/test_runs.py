@@ -33,6 +33,18 @@ def test_serve_blames_the_runs_train_device_and_accepts_device_cpu(
     assert "the train.device of" in err and "--device cpu" in err and "--device is" not in err
 
 
+def test_the_card_knows_the_runs_length_beyond_its_checkpoints_step(synth_run, tmp_path):
+    """best.pt from step 150 of a 600-update run: the card said "trained 150 steps"."""
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(synth_run, run)
+    (run / "train_summary.json").write_text(json.dumps({"steps": 600}))
+    (served,) = load_runs([run], "cpu")
+    assert served.info["training"]["steps"] == 2 and served.info["training"]["run_steps"] == 600
+
+
 def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     import shutil
 
@@ -42,14 +54,15 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     (tuned, untuned) = load_runs([run, tiny_runs["bahdanau"]])
     assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
     assert tuned.info["decode"]["length_penalty"] == 0.7
-    # the page says which runs tune-decode has tuned, and names the folder to tune
+    # the page says which runs tune-decode has tuned, and how to tune the run as it was given
     assert tuned.info["decode_tuned"] is True and untuned.info["decode_tuned"] is False
-    assert untuned.info["run_dir"] == str(tiny_runs["bahdanau"])
+    assert f"tune-decode -c {tiny_runs['bahdanau']}`" in untuned.info["tune_hint"]
     # a request without a beam: the tuned run's beam, and 5 for a run that searches greedily
-    from seq2seq.serve.engine import SERVE_BEAM, TranslateRequest, beam_size
+    from seq2seq.serve.engine import TranslateRequest, beam_size
 
     req = TranslateRequest(text="x")
-    assert untuned.cfg.decode.method == "greedy" and SERVE_BEAM == 5
+    assert untuned.cfg.decode.method == "greedy" and untuned.info["beam"] == 5
+    assert tuned.info["beam"] == 3
     assert beam_size(tuned.cfg.decode, req) == 3 and beam_size(untuned.cfg.decode, req) == 5
     assert beam_size(untuned.cfg.decode, TranslateRequest(text="x", beam=2)) == 2
 

@@ -3,13 +3,16 @@ after an update leaves a resumable last.pt, and update groups stop at the epoch'
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
 
 import pytest
 
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.training.loop import train
+from seq2seq.training.state import epoch_number
 from tests.corpora import SENTENCES, write_split
 from tests.toys import copy_run_config
 
@@ -101,6 +104,17 @@ def test_the_summary_counts_epochs_trained_as_the_log_counts_the_epoch_under_way
     assert summary["epochs"] == round(1 + (n // 2) / n, 2) and 1 < summary["epochs"] < 2
     steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert steps[-1].startswith(f"step {n + n // 2} epoch 2 ")
+    # train_log.jsonl and serve's card count epochs as the log does, from 1
+    logged = {
+        int(a): int(b) for a, b in re.findall(r"^step (\d+) epoch (\d+) ", "\n".join(steps), re.M)
+    }
+    rows = (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()
+    assert {r["step"]: r["epoch"] for r in map(json.loads, rows) if "epoch" in r} == logged
+    assert set(logged.values()) == {1, 2}
+    state = load_checkpoint(tmp_path / "run" / "last.pt")["train_state"]
+    assert (
+        epoch_number(state) == 2 and epoch_number(dict(state, batch_in_epoch=0)) == state["epoch"]
+    )
     # resumed with nothing left to do, it says the same
     assert train(cfg, tmp_path / "run", resume=True)["epochs"] == summary["epochs"]
 

@@ -75,10 +75,13 @@ def test_a_free_lock_written_on_another_host_is_not_taken_over(tmp_path):
 def test_ranks_other_than_0_take_no_lock(tmp_path, monkeypatch):
     with RunLock(tmp_path / "run", enabled=False):
         assert not (tmp_path / "run").exists()
-    monkeypatch.setenv("RANK", "1")
-    assert not launched_as_main()
-    monkeypatch.setenv("RANK", "0")
-    assert launched_as_main()
+    torchrun = {"TORCHELASTIC_RUN_ID": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    for key, value in (torchrun | {"MASTER_PORT": "29500"}).items():
+        monkeypatch.setenv(key, value)
+    for rank, main in (("1", False), ("0", True)):
+        monkeypatch.setenv("RANK", rank)
+        monkeypatch.setenv("LOCAL_RANK", rank)
+        assert launched_as_main() is main
 
 
 def test_a_failed_start_removes_the_run_files_and_the_folders_it_made(tmp_path):

@@ -1,10 +1,10 @@
-"""``seq2seq/training/state.py``: booking a validation score, and the stop rule as a function of the
-state."""
+"""``seq2seq/training/state.py``: booking a validation score, the stop rule as a function of the
+state, and the position in an epoch carried to another number of processes."""
 
 from __future__ import annotations
 
 from seq2seq.config import TrainConfig
-from seq2seq.training.state import TrainState, book_score, nothing_left, stop_reason
+from seq2seq.training.state import TrainState, book_score, nothing_left, reshard, stop_reason
 
 
 def test_book_score_plateau_and_patience():
@@ -53,3 +53,30 @@ def test_nothing_left_names_each_stop_and_the_option_that_goes_on():
     ]:  # fmt: skip
         assert stop_reason(st, t) == "max_steps"
         assert said in nothing_left(reason, st, t)
+
+
+def test_a_position_saved_by_other_processes_goes_on_exactly_or_the_epoch_says_it_restarts():
+    """W processes at their batch b have trained the epoch's first W x b batches (each takes every
+    W-th): W' go on from W x b / W' each when that divides, or at the end of an epoch already done;
+    otherwise the epoch restarts from its first batch, with a line that says so and why."""
+    said = "last.pt was saved by 2 processes (torchrun ranks), this resume has 1: "
+    st = TrainState(epoch=2, batch_in_epoch=3, world=2)
+    assert reshard(st, 1, 50) == (
+        True,
+        f"{said}epoch 3 goes on exactly after the 6 batches it has trained",
+    )
+    assert (st.batch_in_epoch, st.world, st.epoch) == (6, 1, 2)
+    st = TrainState(batch_in_epoch=6, world=1)
+    assert reshard(st, 3, 20)[0] and (st.batch_in_epoch, st.world) == (2, 3)
+    st = TrainState(batch_in_epoch=7, world=1)  # the 2 processes' 3 batches each are all done
+    assert reshard(st, 2, 3)[0] and st.batch_in_epoch == 3
+    st = TrainState(epoch=0, batch_in_epoch=5, world=1)
+    assert reshard(st, 2, 25) == (
+        False,
+        "last.pt was saved by 1 process (torchrun ranks), this resume has 2: the 5 batches "
+        "epoch 1 has trained cannot be shared evenly by 2 processes taking turns batch by batch, "
+        "so epoch 1 restarts from its first batch and those 5 are seen again; resume with 1 "
+        "process (or a number that divides 5) to go on exactly",
+    )
+    assert (st.batch_in_epoch, st.world) == (0, 2)
+    assert reshard(st, 2, 25) == (True, "")  # the same number: nothing to carry

@@ -160,3 +160,23 @@ def test_every_checkpoint_records_the_time_so_far_and_a_resume_counts_every_stre
     cfg = synth_run_config(synth_corpus, max_steps=100, max_time=minutes, valid_every=2)
     summary = train(cfg, run, resume=True)
     assert (summary["stopped"], summary["steps"]) == ("max_time", 6)
+
+
+def test_a_wall_clock_that_jumps_two_hours_ahead_moves_no_time_budget(
+    tmp_path, synth_corpus, synth_tokenizer, monkeypatch
+):
+    """NTP, a suspended laptop or a migrated VM moves the wall clock 2 h ahead after the first
+    update: a ``max_time`` 30 run goes on to its ``max_steps``, and only the monotonic time of
+    the stretch is recorded (it stopped at once, "max_time", with 120 min booked)."""
+    real_time, real_update, jumped = time.time, Updates.update, []
+
+    def update_then_jump(self, batches):
+        real_update(self, batches)
+        jumped.append(True)
+
+    monkeypatch.setattr(Updates, "update", update_then_jump)
+    monkeypatch.setattr(time, "time", lambda: real_time() + (7200 if jumped else 0))
+    cfg = synth_run_config(synth_corpus, max_steps=3, max_time=30)
+    summary = train(cfg, tmp_path / "run", tokenizer=synth_tokenizer)
+    assert (summary["stopped"], summary["steps"]) == ("max_steps", 3)
+    assert summary["train_seconds"] < 60 and saved_seconds(tmp_path / "run" / "last.pt") < 60

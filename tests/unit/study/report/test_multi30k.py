@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import warnings
 
 import pytest
 
@@ -458,6 +459,20 @@ def test_the_figure_draws_each_model_over_its_seeds():
     assert b["mean"][3] == (60.0 + 30.0 + 60.0) / 3
     capped = seed_bands(res, "test_2017_flickr", "capped_retention")[HEADLINE]
     assert list(capped["mean"]) == pytest.approx([100.0, 95.0, 90.0, 85.0])
+
+
+def test_a_k_no_seed_defines_stays_undefined_without_numpys_warnings():
+    """compare at its smallest settings ended with numpy's RuntimeWarnings (Mean of empty slice,
+    All-NaN slice encountered): rho is undefined at k = 4 for every seed of a model."""
+    res = study()
+    models = res["sets"]["test_2016_flickr"]["models"]
+    for name in (ABLATION, f"{ABLATION}-seed2", f"{ABLATION}-seed3"):
+        models[name]["by_k"][3] = {**models[name]["by_k"][3], "rho": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = seed_bands(res, "test_2016_flickr", "rho")[ABLATION]
+    assert list(b["mean"][:3]) == [100.0, 80.0, 70.0]
+    assert math.isnan(b["mean"][3]) and math.isnan(b["low"][3]) and math.isnan(b["high"][3])
 
 
 def reverse_results():
