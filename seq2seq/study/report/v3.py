@@ -39,6 +39,14 @@ def verdict_line(r: dict) -> str:
             f"Not judged yet: rule v3 is not frozen (DELTA {r['delta']:.2f} and MARGIN "
             f"{r['margin']:.2f} proposed from the data seen)."
         )
+    if len(j["heads"]) < len(v3.JUDGED_SEEDS):
+        held = all(c["kind"] == "holds" for d in r["dry_run"].values() for c in d["controls"])
+        return (
+            f"Not judged yet: rule v3 is frozen (DELTA {r['delta']:.2f}, MARGIN "
+            f"{r['margin']:.2f}; its dry run on seeds 1-6 held {'every' if held else 'not every'}"
+            f" control), and {len(j['heads'])} of {len(v3.JUDGED_SEEDS)} headline cells on "
+            f"{v3.JUDGED_SET} are scored (make study-confirm)."
+        )
     words = j["overall"]["words"]
     heads = [h["rho"]["difference"] for h in j["heads"]]
     fixed = [c["interval"]["difference"] for c in j["controls"] if c["role"] == "negative"]
@@ -53,7 +61,9 @@ def verdict_line(r: dict) -> str:
 
 def rule_text(r: dict) -> str:
     f, c = r["frozen"], r["chosen"]
-    when = f"frozen in commit {f['commit']}" if f["commit"] else "not frozen yet"
+    when = "not frozen yet"
+    if f["delta"] is not None:
+        when = f"frozen in commit {f['commit']}" if f["commit"] else "frozen"
     shares = ", ".join(f"{s}: {num(p, 2)}%" for s, p in r["cap"]["train_share"].items())
     return (
         f"**Rule v3** ({when}; `seq2seq/study/verdict_v3.py`, whose docstring states it whole). "
