@@ -8,6 +8,7 @@ Shape notation: L decoder layers, H heads, T output tokens (EOS included), S sou
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -198,6 +199,7 @@ def translate_with(
     ``stop()`` is true once the lock is free (another request may have held it long); a model's
     decoding is never cut short."""
     run = m.run
+    search = functools.partial(translate_sentences, run.model, run.tok, sources, device=run.device)
     base = run.cfg.decode  # with the request's beam and length penalty (null: the run's)
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
     greedy_cfg = base.with_method("greedy", length_penalty=alpha)
@@ -208,13 +210,11 @@ def translate_with(
         if stop():
             raise Stopped
         t0 = time.perf_counter()
-        greedy = translate_sentences(run.model, run.tok, sources, greedy_cfg, run.device)
+        greedy = search(greedy_cfg)
         greedy_ms = (time.perf_counter() - t0) * 1000
         if beam_cfg.beam_size > 1:
             t0 = time.perf_counter()
-            beam = translate_sentences(
-                run.model, run.tok, sources, beam_cfg, run.device, req.n_best
-            )
+            beam = search(beam_cfg, n_best=req.n_best)
             beam_ms = (time.perf_counter() - t0) * 1000
         t0 = time.perf_counter()
         lines = [
