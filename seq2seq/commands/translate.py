@@ -116,16 +116,12 @@ def translate(
             check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
         output_format_of(output_format, n_best, align_layer, None)  # before the model loads
-    _translate(
-        checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
-        attention_dir, attention_n, device, quantize, search,
-    )  # fmt: skip
+    _translate(checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
+               attention_dir, attention_n, device, quantize, search)  # fmt: skip
 
 
-def _translate(
-    checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
-    attention_dir, attention_n, device, quantize, search,
-) -> None:  # fmt: skip
+def _translate(checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
+               attention_dir, attention_n, device, quantize, search) -> None:  # fmt: skip
     """``translate`` once its options are checked: load the run, then translate ``input``."""
     from seq2seq.decoding.alignment_output import has_attention
     from seq2seq.decoding.alignment_output import output_format as output_format_of
