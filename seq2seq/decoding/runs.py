@@ -67,13 +67,11 @@ class Translator:
     config_decode: DecodeConfig = field(init=False)
 
     def __post_init__(self) -> None:
-        folder = self.checkpoint.parent
         self.config_decode = self.cfg.decode
-        self.cfg = with_tuned_decode(self.cfg, folder)  # checks decode.yaml
-        if (folder / DECODE_FILE).is_file():
-            self.decode_file = folder / DECODE_FILE
-            keys = load_yaml(self.decode_file.read_text(encoding="utf-8")) or {}
-            self.decode_file_keys = frozenset(keys)
+        self.cfg = with_tuned_decode(self.cfg, self.checkpoint.parent)  # checks decode.yaml
+        if (path := self.checkpoint.parent / DECODE_FILE).is_file():
+            self.decode_file = path
+            self.decode_file_keys = frozenset(load_yaml(path.read_text(encoding="utf-8")) or {})
 
     @property
     def step(self) -> int | None:
