@@ -8,10 +8,10 @@ Shape notation: L decoder layers, H heads, T output tokens (EOS included), S sou
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -198,9 +198,8 @@ def translate_with(
     lock; decode times are wall milliseconds for all the lines together. Raises Stopped when
     ``stop()`` is true once the lock is free (another request may have held it long); a model's
     decoding is never cut short."""
-    run = m.run
-    search = functools.partial(translate_sentences, run.model, run.tok, sources, device=run.device)
-    base = run.cfg.decode  # with the request's beam and length penalty (null: the run's)
+    search = partial(translate_sentences, m.run.model, m.run.tok, sources, device=m.run.device)
+    base = m.run.cfg.decode  # with the request's beam and length penalty (null: the run's)
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
     greedy_cfg = base.with_method("greedy", length_penalty=alpha)
     beam_cfg = base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
