@@ -132,9 +132,9 @@ class Translator:
                     "--length-penalty 1 overrides it"
                 )
             return line
-        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
-        if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
-            used = [n for n in used if n != "length_penalty"]
+        # greedy ranks nothing: its length penalty does not count
+        moot = "length_penalty" if final.method == "greedy" else None
+        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE and n != moot]
         over = [n for n in sorted(self.decode_file_keys) if sources.get(n) == FROM_COMMAND_LINE]
         sets = f"the command line sets {describe_decode(final, over)}"
         if used:
