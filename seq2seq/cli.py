@@ -5,17 +5,15 @@ or checkpoint) ends as one line on stderr and exit code 2; SEQ2SEQ_DEBUG=1 print
 
 from __future__ import annotations
 
-import codecs
 import errno
-import os
 import sys
-import traceback
 
 import typer
 
-from seq2seq.atomic import ESCAPE, OutputError
+from seq2seq.atomic import OutputError
 from seq2seq.commands import evaluate, export, serve, study, training, translate, tune
-from seq2seq.commands.common import UserError, fail
+from seq2seq.commands.common import UserError, click_error, debug_traceback, empty_value, fail
+from seq2seq.console import utf8_streams
 
 app = typer.Typer(
     add_completion=False,
@@ -86,94 +84,6 @@ for name, (command, summary) in COMMANDS.items():
     app.command(name, short_help=summary, cls=_Command)(command)
 
 
-MOVED_PAIRED = (
-    "eval --paired moved to its own command: seq2seq paired --hyp BASE --hyp B ... --ref FILE "
-    "[--paired-method bs|ar] (see seq2seq paired -h)"
-)
-
-
-def _click_error(e: Exception) -> None:
-    """Exit on click's own errors (known by class name: typer bundles click): no arguments show
-    the help, a usage error is one line naming the command's -h; returns for anything else."""
-    kinds = {c.__name__ for c in type(e).__mro__}
-    if "NoArgsIsHelpError" in kinds:
-        e.show()
-        sys.exit(e.exit_code)
-    if "ClickException" in kinds:
-        msg = " ".join(e.format_message().split())
-        ctx = getattr(e, "ctx", None)
-        # an option without its value comes without a context: the command is argv's
-        named = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in SUMMARIES else None
-        command = ctx.command.name if ctx is not None else named
-        # the moved option, however its value was given
-        if "UsageError" in kinds and command == "eval" and "--paired" in sys.argv:
-            fail(MOVED_PAIRED, code=2)
-        hint = _option_hint(e.option_name, command) if "NoSuchOption" in kinds else ""
-        if hint:  # ours, not click's spelling guess (--help for --lr)
-            msg = e.message
-        if "UsageError" in kinds:
-            where = ctx.command_path if ctx is not None else f"seq2seq {named or ''}".strip()
-            msg += f" (see {where} -h)"
-        fail(msg + hint, code=e.exit_code)
-    if "Abort" in kinds:  # end of input at a prompt
-        fail("interrupted", code=130)
-
-
-def _debug_traceback(e: BaseException) -> bool:
-    """With ``SEQ2SEQ_DEBUG`` set (and not 0): print ``e``'s traceback on stderr, with the errors
-    it was raised from or while handling (a one-line error hides them: ``raise ... from None``),
-    and return True; the caller prints the one line after it."""
-    if os.environ.get("SEQ2SEQ_DEBUG", "") in ("", "0"):
-        return False
-    cause: BaseException | None = e
-    while cause is not None:  # show what "from None" hid
-        cause.__suppress_context__ = False
-        cause = cause.__cause__ or cause.__context__
-    traceback.print_exception(e, file=sys.stderr)
-    return True
-
-
-def _option_hint(option: str, command: str | None) -> str:
-    """For an unknown ``train`` option that names a config key (``--lr``), or another toolkit's
-    name for one (``--learning-rate``, ``--warmup``): ``; did you mean --set train.lr=VALUE?``;
-    for ``-c`` given to ``export`` or ``serve``, which take their runs as arguments: how."""
-    from seq2seq.config.loading import config_key_for
-
-    if command in ("export", "serve") and option in ("-c", "--checkpoint"):
-        usage = "export RUN -o DIR" if command == "export" else "serve RUN [RUN ...]"
-        return f"; {command} takes the run as an argument, without -c: seq2seq {usage}"
-    key = config_key_for(option.lstrip("-").replace("-", "_")) if command == "train" else None
-    return f"; did you mean --set {key}=VALUE?" if key else ""
-
-
-def _empty_value(args: list[str]) -> str | None:
-    """The one-line error for an empty value (``-o ''``, ``--run-dir=``), or None: a path option
-    would take it as the current folder (``train --run-dir ''`` wrote a run into it), and no
-    option of ours means anything by it."""
-    for i, arg in enumerate(args):
-        option = args[i - 1] if arg == "" and i and args[i - 1].startswith("-") else None
-        if arg.startswith("--") and arg.endswith("="):
-            option = arg[:-1]
-        if arg == "" or option:
-            said = f"{option} ''" if option else "an empty argument ''"
-            return f"{said}: give a value (no option takes an empty one)"
-    return None
-
-
-def utf8_streams() -> None:
-    """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
-    so ``translate > FILE`` writes the bytes ``-o FILE`` does; a file name the locale could not
-    decode is written as its UTF-8 text, or escaped (``ESCAPE``: ``\\udce9``), never an error."""
-    for stream in (sys.stdin, sys.stdout, sys.stderr):
-        encoding = getattr(stream, "encoding", None)
-        if not hasattr(stream, "reconfigure") or encoding is None:
-            continue  # closed, or replaced by something that is not a text file
-        if stream is not sys.stdin:
-            stream.reconfigure(encoding="utf-8", errors=ESCAPE)
-        elif codecs.lookup(encoding).name != "utf-8":
-            stream.reconfigure(encoding="utf-8", errors="surrogateescape")
-
-
 def main() -> None:
     """Entry point: run the app, turning known errors into one line and exit code 2."""
     utf8_streams()
@@ -186,7 +96,7 @@ def main() -> None:
     except KeyboardInterrupt:
         fail("interrupted", code=130)
 
-    if empty := _empty_value(sys.argv[1:]):
+    if empty := empty_value(sys.argv[1:]):
         fail(empty)
     try:
         # standalone_mode=False: click's usage errors come here (one line, not its usage block),
@@ -195,20 +105,20 @@ def main() -> None:
         with ended_like_ctrl_c():
             code = app(standalone_mode=False, prog_name="seq2seq")
     except (ConfigError, DataError, CheckpointError, TrainingError, UserError, OutputError) as e:
-        _debug_traceback(e)
+        debug_traceback(e)
         fail(str(e))
     except KeyboardInterrupt:  # before training's own Ctrl-C handler, or a second Ctrl-C
         fail("interrupted", code=130)
     except OSError as e:  # a path that is a folder, exists already, is not writable, ...
-        _debug_traceback(e)
+        debug_traceback(e)
         if e.filename is None:
             fail(str(e))
         fix = "free some space" if e.errno in (errno.ENOSPC, errno.EDQUOT) else "check the path"
         fail(f"{e.filename}: {e.strerror}; {fix} and try again")
     except Exception as e:
-        _click_error(e)  # exits if it is one
+        click_error(e, SUMMARIES)  # exits if it is one
         said = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
-        hint = "" if _debug_traceback(e) else " (set SEQ2SEQ_DEBUG=1 for the traceback)"
+        hint = "" if debug_traceback(e) else " (set SEQ2SEQ_DEBUG=1 for the traceback)"
         fail(said + hint, code=1)
     if code == 130:  # typer's answer to a Ctrl-C it caught
         fail("interrupted", code=130)

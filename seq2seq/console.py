@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import logging
 import sys
 
 from rich.console import Console
 from rich.logging import RichHandler
 
-from seq2seq.atomic import escaped
+from seq2seq.atomic import ESCAPE, escaped
 
 console = Console(stderr=True)
 
@@ -48,3 +49,17 @@ def _escaped(record: logging.LogRecord) -> bool:
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """``3 lines``, ``1 line``: a count with its noun in the number it needs."""
     return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def utf8_streams() -> None:
+    """Make standard input, output and error UTF-8 whatever the locale says (``LC_ALL=C``, Latin-1),
+    so ``translate > FILE`` writes the bytes ``-o FILE`` does; a file name the locale could not
+    decode is written as its UTF-8 text, or escaped (``ESCAPE``: ``\\udce9``), never an error."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if not hasattr(stream, "reconfigure") or encoding is None:
+            continue  # closed, or replaced by something that is not a text file
+        if stream is not sys.stdin:
+            stream.reconfigure(encoding="utf-8", errors=ESCAPE)
+        elif codecs.lookup(encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape")

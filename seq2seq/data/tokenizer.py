@@ -295,16 +295,6 @@ class Tokenizer:
     def tgt_pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.tgt_sp.id_to_piece(int(i)) for i in ids]
 
-    def normalize(self, sentence: str) -> str:
-        """The text the source model actually sees: its rule (``src_normalization``, by default
-        ``nmt_nfkc``), whitespace runs collapsed to one space, ends stripped."""
-        return self.src_sp.normalize(sentence).replace("▁", " ").strip()
-
-    def normalize_tgt(self, sentence: str) -> str:
-        """The text the target model sees (``tgt_normalization``; by default only whitespace runs
-        collapsed and ends stripped). With ``byte_fallback`` this is ``decode(encode(x))``."""
-        return self.tgt_sp.normalize(sentence).replace("▁", " ").strip()
-
     def save(self, directory: str | Path) -> None:
         """Write ``spm.model`` (one model) or ``spm.src.model`` + ``spm.tgt.model`` atomically, and
         remove the other layout's files so ``load`` can never pick up a stale model."""

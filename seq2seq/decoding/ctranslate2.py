@@ -139,7 +139,9 @@ class CTranslate2Model:
 def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
     """``translate_batch`` keyword arguments for ``cfg``: greedy is beam size 1; ``min_len``,
     ``no_repeat_ngram`` and the sentence's limit ``max_len`` map onto its options;
-    ``target_vocab_mask`` is not applied (an export carries no target vocabulary)."""
+    ``target_vocab_mask`` is not applied (an export carries no target vocabulary). A new
+    DecodeConfig field fails tests/unit/decoding/test_ctranslate2_options.py until it is mapped
+    here (or handled around ``translate_batch``, or refused for an export) and listed there."""
     opts: dict[str, Any] = {
         "beam_size": 1,
         "num_hypotheses": n_best,

@@ -67,13 +67,11 @@ class Translator:
     config_decode: DecodeConfig = field(init=False)
 
     def __post_init__(self) -> None:
-        folder = self.checkpoint.parent
         self.config_decode = self.cfg.decode
-        self.cfg = with_tuned_decode(self.cfg, folder)  # checks decode.yaml
-        if (folder / DECODE_FILE).is_file():
-            self.decode_file = folder / DECODE_FILE
-            keys = load_yaml(self.decode_file.read_text(encoding="utf-8")) or {}
-            self.decode_file_keys = frozenset(keys)
+        self.cfg = with_tuned_decode(self.cfg, self.checkpoint.parent)  # checks decode.yaml
+        if (path := self.checkpoint.parent / DECODE_FILE).is_file():
+            self.decode_file = path
+            self.decode_file_keys = frozenset(load_yaml(path.read_text(encoding="utf-8")) or {})
 
     @property
     def step(self) -> int | None:
@@ -134,9 +132,9 @@ class Translator:
                     "--length-penalty 1 overrides it"
                 )
             return line
-        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE]
-        if final.method == "greedy":  # greedy ranks nothing: its length penalty does not count
-            used = [n for n in used if n != "length_penalty"]
+        # greedy ranks nothing: its length penalty does not count
+        moot = "length_penalty" if final.method == "greedy" else None
+        used = [n for n, s in sources.items() if s == FROM_DECODE_FILE and n != moot]
         over = [n for n in sorted(self.decode_file_keys) if sources.get(n) == FROM_COMMAND_LINE]
         sets = f"the command line sets {describe_decode(final, over)}"
         if used:

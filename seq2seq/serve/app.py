@@ -373,7 +373,7 @@ def serve(
     study_data = None if study is None else load_study(study)
     served = load_runs(runs, device)
     for m in served:
-        m.model = quantize_model(m.model, quantize)
+        m.run.model = quantize_model(m.run.model, quantize)
     app = create_app(served, study_data, limits)
     if host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(
@@ -381,6 +381,6 @@ def serve(
             "no authentication)",
             host,
         )
-    names = ", ".join(f"{m.name} ({m.info['family']}, {m.device})" for m in served)
+    names = ", ".join(f"{m.name} ({m.info['family']}, {m.run.device})" for m in served)
     log.info("serving %s at %s (Ctrl-C to stop)", names, url(host, sock.getsockname()[1]))
     make_server(app).run(sockets=[sock])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -132,11 +133,11 @@ def check_request(
     sources = [clean_line(line) for line in lines]
     for m in chosen:
         check_source_lengths(m, sources, limits)
-        if req.beam is None and req.n_best > beam_size(m.cfg.decode, req):
+        if req.beam is None and req.n_best > beam_size(m.run.cfg.decode, req):
             raise RequestError(
                 422,
                 f"n_best ({req.n_best}) cannot exceed model {m.name!r}'s beam "
-                f"({beam_size(m.cfg.decode, req)}); give beam {req.n_best} or more",
+                f"({beam_size(m.run.cfg.decode, req)}); give beam {req.n_best} or more",
             )
     return sources, chosen
 
@@ -172,8 +173,8 @@ def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[
 
 def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> None:
     """Raises RequestError (413) for the first line longer than the model takes whole."""
-    limit = min(limits.max_src_tokens, source_limit(m.model, m.cfg.decode))
-    for i, ids in enumerate(m.tok.encode_src(sources), start=1):
+    limit = min(limits.max_src_tokens, source_limit(m.run.model, m.run.cfg.decode))
+    for i, ids in enumerate(m.run.tok.encode_src(sources), start=1):
         if len(ids) > limit:
             raise RequestError(
                 413,
@@ -197,7 +198,8 @@ def translate_with(
     lock; decode times are wall milliseconds for all the lines together. Raises Stopped when
     ``stop()`` is true once the lock is free (another request may have held it long); a model's
     decoding is never cut short."""
-    base = m.cfg.decode  # with the request's beam and length penalty (null: the run's)
+    search = partial(translate_sentences, m.run.model, m.run.tok, sources, device=m.run.device)
+    base = m.run.cfg.decode  # with the request's beam and length penalty (null: the run's)
     alpha = base.length_penalty if req.length_penalty is None else req.length_penalty
     greedy_cfg = base.with_method("greedy", length_penalty=alpha)
     beam_cfg = base.with_method("beam", beam_size=beam_size(base, req), length_penalty=alpha)
@@ -207,11 +209,11 @@ def translate_with(
         if stop():
             raise Stopped
         t0 = time.perf_counter()
-        greedy = translate_sentences(m.model, m.tok, sources, greedy_cfg, m.device)
+        greedy = search(greedy_cfg)
         greedy_ms = (time.perf_counter() - t0) * 1000
         if beam_cfg.beam_size > 1:
             t0 = time.perf_counter()
-            beam = translate_sentences(m.model, m.tok, sources, beam_cfg, m.device, req.n_best)
+            beam = search(beam_cfg, n_best=req.n_best)
             beam_ms = (time.perf_counter() - t0) * 1000
         t0 = time.perf_counter()
         lines = [
@@ -236,9 +238,9 @@ def line_result(
     """One line's pieces and hypotheses; None for a line that had nothing to translate."""
     if not greedy.hypotheses:
         return None
-    src_ids = m.tok.encode_src([source])[0]
+    src_ids = m.run.tok.encode_src([source])[0]
     out: dict[str, Any] = {
-        "source_pieces": m.tok.src_pieces(source),
+        "source_pieces": m.run.tok.src_pieces(source),
         "uncovered": greedy.uncovered,
         "greedy": hypothesis(m, src_ids, greedy.hypotheses[0], greedy.texts[0], attention),
         "beam": None,
@@ -260,7 +262,7 @@ def hypothesis(
     ``attention_maps``), or null for a model without attention."""
     out = {
         "text": text,
-        "pieces": m.tok.tgt_pieces(h.tokens),
+        "pieces": m.run.tok.tgt_pieces(h.tokens),
         "log_prob": round(h.log_prob, 4),
         "score": round(h.score, 4),
         "finished": h.finished,
@@ -276,7 +278,7 @@ def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> lis
     """The model's cross-attention while it emits ``tokens`` (teacher-forced, which equals what
     search saw step by step): (L, H, T, S) nested lists, rounded to 4 decimals; row t is the
     attention paid while emitting ``tokens[t]``."""
-    src = torch.tensor([src_ids], device=m.device)
-    tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.device)
-    maps = m.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
+    src = torch.tensor([src_ids], device=m.run.device)
+    tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.run.device)
+    maps = m.run.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
     return ((maps[0].double() * 1e4).round() / 1e4).tolist()

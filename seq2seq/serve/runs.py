@@ -12,15 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from seq2seq.checkpoint import DECODE_FILE, resolve_checkpoint
-from seq2seq.config import Config, DecodeConfig
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.checkpoint import resolve_checkpoint
+from seq2seq.config import DecodeConfig
 from seq2seq.decoding.alignment_output import attention_shape
 from seq2seq.decoding.runs import Translator, load
 from seq2seq.decoding.translate import source_limit
-from seq2seq.models import Seq2SeqModel
 from seq2seq.serve import ServeError
 from seq2seq.training.state import epoch_number
 
@@ -34,6 +30,7 @@ class ServedModel:
 
     Attributes:
         name: the run's name in requests and on the page (``name_runs``).
+        run: the loaded run (``decoding.runs.load``): its model, tokenizer, config and device.
         attention: (L, H) decoder layers and heads of its cross-attention maps, or None for a
             model without attention (the fixed-vector ``rnn``).
         info: what the page shows about it (``model_info``).
@@ -41,10 +38,7 @@ class ServedModel:
     """
 
     name: str
-    model: Seq2SeqModel
-    tok: Tokenizer
-    cfg: Config
-    device: torch.device
+    run: Translator
     attention: tuple[int, int] | None
     info: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -125,17 +119,17 @@ def served_model(run: Translator, name: str) -> ServedModel:
     room for output."""
     run.decode_settings()
     source_limit(run.model, run.cfg.decode)  # fails now, not on the first request
-    attention = attention_shape(run.model, run.device)
-    served = ServedModel(name, run.model, run.tok, run.cfg, run.device, attention)
-    served.info = model_info(served, run)
+    served = ServedModel(name, run, attention_shape(run.model, run.device))
+    served.info = model_info(served)
     return served
 
 
-def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
+def model_info(served: ServedModel) -> dict[str, Any]:
     """Name, family, size, device, decode defaults, how to tune them, and the training summary
     (from the run's ``train_state``, and the corpus sizes from ``run_info.json`` when present), as
     JSON values."""
-    cfg, st, ckpt_path = served.cfg, run.train_state, run.checkpoint
+    run = served.run
+    cfg, st, ckpt_path = run.cfg, run.train_state, run.checkpoint
     best = st.get("best_score")
     if best is not None and cfg.train.best_metric == "loss":
         best = -best  # stored as "higher is better"
@@ -170,8 +164,8 @@ def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
         "model": cfg.model.name,
         "family": cfg.model.family,
         "checkpoint": ckpt_path.name,
-        "parameters": served.model.num_parameters(),
-        "device": str(served.device),
+        "parameters": run.model.num_parameters(),
+        "device": str(run.device),
         "attention": served.attention is not None,
         "layers": layers,
         "heads": heads,
@@ -179,7 +173,7 @@ def model_info(served: ServedModel, run: Translator) -> dict[str, Any]:
         "decode": cfg.decode.model_dump(mode="json"),
         "beam": served_beam(cfg.decode),
         # tune-decode's decode.yaml beside the checkpoint set the search; else the page hints at it
-        "decode_tuned": (ckpt_path.parent / DECODE_FILE).is_file(),
+        "decode_tuned": run.decode_file is not None,
         "tune_hint": run.tune_hint,
         "training": training,
     }

@@ -100,7 +100,7 @@ def test_models_endpoint_describes_each_run(client, served):
     data = client.get("/models").json()
     assert [m["name"] for m in data["models"]] == list(MODELS)
     for info, m in zip(data["models"], served, strict=True):
-        assert info["parameters"] == m.model.num_parameters()
+        assert info["parameters"] == m.run.model.num_parameters()
         assert info["training"]["steps"] == STEPS and info["training"]["train_pairs"] == 600
         assert info["checkpoint"] == "best.pt" and info["device"] == "cpu"
     assert data["models"][1]["family"] == "bahdanau (additive)"
@@ -194,7 +194,7 @@ def test_a_failing_model_call_answers_500_and_the_server_goes_on(served, monkeyp
 
     with TestClient(app, raise_server_exceptions=False) as c:
         with monkeypatch.context() as m:
-            m.setattr(bahdanau.model, "cross_attention_maps", boom)
+            m.setattr(bahdanau.run.model, "cross_attention_maps", boom)
             r = c.post("/translate", json={"text": "s1 s2"})
             assert r.status_code == 500
             assert r.json()["detail"] == "internal error: RuntimeError: boom"
@@ -281,7 +281,7 @@ def test_name_equals_path_names_a_model(tiny_runs, tmp_path):
     names = ["att", "rnn-2", "rnn", "lr=0.1", "bahdanau"]
     assert [m.name for m in served] == names
     families = ["bahdanau", "rnn", "transformer", "rnn", "bahdanau"]
-    assert [m.cfg.model.name for m in served] == families
+    assert [m.run.cfg.model.name for m in served] == families
     with TestClient(create_app(served)) as c:
         assert [m["name"] for m in c.get("/models").json()["models"]] == names
         data = c.post("/translate", json={"text": "s1 s2", "models": ["att", "rnn"]}).json()

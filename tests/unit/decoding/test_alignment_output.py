@@ -249,7 +249,7 @@ def test_a_copy_with_diagonal_attention_aligns_each_word_to_itself(synth_tokeniz
     objs = [json.loads(x) for x in copy_translator(tok).render(COPY_LINES)]
     assert [o["line"] for o in objs] == [1, 2, 3]
     for o, line in zip(objs, COPY_LINES, strict=True):
-        n = len(tok.normalize(line).split())
+        n = len(tok.src_sp.normalize(line).replace("▁", " ").split())  # the words the model sees
         assert len(o["translation"].split()) == n
         assert o["alignment"] == " ".join(f"{k}-{k}" for k in range(n))
     assert objs[1]["translation"] == "" and objs[1]["alignment"] == ""
@@ -401,7 +401,8 @@ def test_translate_jsonl_aligns_words_of_an_attention_model(toy, tmp_path):
     objs = read_jsonl(out)
     assert objs[1]["alignment"] == ""
     for o, line in ((objs[0], lines[0]), (objs[2], lines[2])):
-        n_src, n_tgt = len(toy["tok"].normalize(line).split()), len(o["translation"].split())
+        n_src = len(toy["tok"].src_sp.normalize(line).replace("▁", " ").split())
+        n_tgt = len(o["translation"].split())
         pairs = [tuple(map(int, p.split("-"))) for p in o["alignment"].split()]
         assert pairs and len(set(pairs)) == len(pairs)
         assert all(0 <= i < n_src and 0 <= j < n_tgt for i, j in pairs)

@@ -163,7 +163,7 @@ def test_serve_quantizes_its_models_on_the_cpu(synth_run, monkeypatch, capsys):
     assert seen == {"device": "cpu", "quantize": "int8"}
     served = load_runs([synth_run], "cpu")
     for m in served:
-        m.model = quantize_model(m.model, "int8")
+        m.run.model = quantize_model(m.run.model, "int8")
     req = TranslateRequest(text="Ein hund läuft.\nDie katze.", beam=2)
     res = translate_checked(*check_request(served, req, Limits()), req)
     [model] = res["models"]

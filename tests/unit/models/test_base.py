@@ -162,7 +162,7 @@ def test_bottleneck(name):
     """Overwrite the encoder states h_1..h_{S-1} with noise, keeping the final state: a model
     without attention (``rnn``) must not change its logits (the fixed vector is all it sees);
     attention models' must, and so must the mean-pool design's, whose one vector is the mean of
-    every h_i (what it does see: tests/unit/models/test_rnnencdec.py)."""
+    every h_i (what it does see: tests/unit/models/test_rnn_encdec.py)."""
     model = tiny_model(name)
     src, mask, tgt = toy_batch()
     enc = model.encode(src, mask)

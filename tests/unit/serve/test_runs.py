@@ -27,7 +27,7 @@ def test_serve_blames_the_runs_train_device_and_accepts_device_cpu(
     with pytest.raises(ConfigError) as e:
         load_runs([run], "cuda")
     assert str(e.value) == f"--device is cuda, {NO_CUDA_FIX}"
-    assert str(load_runs([run], "cpu")[0].device) == "cpu"
+    assert str(load_runs([run], "cpu")[0].run.device) == "cpu"
     code, err = run_main(monkeypatch, capsys, "serve", run, "--port", "0")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "the train.device of" in err and "--device cpu" in err and "--device is" not in err
@@ -52,7 +52,7 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     shutil.copytree(tiny_runs["bahdanau"], run)
     (run / "decode.yaml").write_text("method: beam\nbeam_size: 3\nlength_penalty: 0.7\n")
     (tuned, untuned) = load_runs([run, tiny_runs["bahdanau"]])
-    assert tuned.cfg.decode.method == "beam" and tuned.cfg.decode.beam_size == 3
+    assert tuned.run.cfg.decode.method == "beam" and tuned.run.cfg.decode.beam_size == 3
     assert tuned.info["decode"]["length_penalty"] == 0.7
     # the page says which runs tune-decode has tuned, and how to tune the run as it was given
     assert tuned.info["decode_tuned"] is True and untuned.info["decode_tuned"] is False
@@ -61,10 +61,10 @@ def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
     from seq2seq.serve.engine import TranslateRequest, beam_size
 
     req = TranslateRequest(text="x")
-    assert untuned.cfg.decode.method == "greedy" and untuned.info["beam"] == 5
+    assert untuned.run.cfg.decode.method == "greedy" and untuned.info["beam"] == 5
     assert tuned.info["beam"] == 3
-    assert beam_size(tuned.cfg.decode, req) == 3 and beam_size(untuned.cfg.decode, req) == 5
-    assert beam_size(untuned.cfg.decode, TranslateRequest(text="x", beam=2)) == 2
+    assert beam_size(tuned.run.cfg.decode, req) == 3 and beam_size(untuned.run.cfg.decode, req) == 5
+    assert beam_size(untuned.run.cfg.decode, TranslateRequest(text="x", beam=2)) == 2
 
 
 @pytest.mark.parametrize(
