@@ -83,16 +83,17 @@ def pair_v1(a: LineData, b: LineData, k: int, n_bootstrap: int = 1000) -> dict:
 def rated_cells(models: Sequence[dict], lines: Lines, sets: Mapping[str, Sequence[int]]):
     """(set, seed, role, attention entry, ablation entry) of every headline and negative cell
     and every null pair of ``sets``' seeds that has both per-line files."""
-    roles: dict[str, dict[int, dict]] = {}  # role -> seed -> entry
+    roles: dict[str, dict[int, list[dict]]] = {}  # role -> seed -> entries (two negatives)
     for m in models:
-        roles.setdefault(m["role"], {})[m["seed"]] = m
-    abl = roles.get("ablation", {})
+        roles.setdefault(m["role"], {}).setdefault(m["seed"], []).append(m)
+    abl = {s: found[0] for s, found in roles.get("ablation", {}).items()}
     for name, seeds in sets.items():
         for s in seeds:
             for role in ("headline", "negative"):
-                m, b = roles.get(role, {}).get(s), abl.get(s)
-                if m and b and (name, m["name"]) in lines and (name, b["name"]) in lines:
-                    yield name, s, role, m, b
+                b = abl.get(s)
+                for m in roles.get(role, {}).get(s, []):
+                    if b and (name, m["name"]) in lines and (name, b["name"]) in lines:
+                        yield name, s, role, m, b
         for s1, s2 in itertools.combinations(sorted(x for x in seeds if x in abl), 2):
             b1, b2 = abl[s2], abl[s1]
             if (name, b1["name"]) in lines and (name, b2["name"]) in lines:

@@ -188,6 +188,10 @@ def test_seed_copies_and_the_pairs_the_rule_rates():
     ]
     one = rated_cells(models[:4], scored, {"t16": (1,)})
     assert [(c[2], c[3]["name"]) for c in one] == [("headline", "rs"), ("negative", "plain")]
+    # two negative controls at one seed (the plain rnn and the mean-pool): both rated
+    two = [*models[:4], m("pool", "negative", 1)]
+    cells = rated_cells(two, scored | {("t16", "pool"): None}, {"t16": (1,)})
+    assert [c[3]["name"] for c in cells if c[2] == "negative"] == ["plain", "pool"]
 
 
 def test_negative_seeds_copy_the_plain_rnn_and_need_one():
