@@ -8,9 +8,17 @@
 #   env: SEQ2SEQ, PYTHON, STUDY_DIR (where runs train), STUDY_RESULTS, STUDY_JOBS, STEPS (the
 #        compare options of the recipe), SEQ2SEQ_DATA_DIR
 set -euo pipefail
+if [ "$#" -lt 4 ]; then
+  echo "usage: scripts/study_runs.sh SEEDS NEGATIVE_SEEDS TEST[,TEST...] RUN... (make study-confirm)" >&2
+  exit 2
+fi
 seeds=$1 negative=$2 tests=$3
 shift 3
 results=${STUDY_RESULTS:?} out=${STUDY_DIR:?}/multi30k
+if [ ! -d "$results" ]; then
+  echo "error: STUDY_RESULTS=$results is not a folder; give the results folder (docs/results/study/multi30k)" >&2
+  exit 2
+fi
 IFS=, read -r -a sets <<< "$tests"
 collect() {  # copy what the study folder finished into $results
   "${PYTHON:?}" -m seq2seq.study.judge collect "$out" "$results" "$@"

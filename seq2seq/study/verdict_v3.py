@@ -189,7 +189,7 @@ def overall(heads: Sequence[dict], controls: Sequence[dict], delta: float, cells
     span = _span(rated)
     kind = "no conclusion"
     if len(heads) < cells:
-        words = f"No conclusion yet: {len(heads)} of {cells} headline cells scored."
+        words = f"Not judged yet: {len(heads)} of {cells} headline cells scored."
     elif len(rated) < MIN_COMPETENT:
         words = (
             f"No conclusion: {len(rated)} of {cells} headline cells competent (at least "

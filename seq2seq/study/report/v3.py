@@ -107,7 +107,9 @@ def heads_table(rows) -> list[str]:
             ]
         )
     head = ["seed", "rho attention / ablation", "difference, points [95%]"]
-    head += ["capped retention difference [95%]", "k = 1 length ratios", "cap shortened"]
+    head += ["capped retention difference, points [95%]", "k = 1 length ratio, attention / "]
+    head[-1] += "ablation"
+    head += ["cap shortened, % of k = 1, k = 4 lines: attention / ablation"]
     return table(head + ["kind"], out)
 
 
@@ -127,13 +129,20 @@ def judged_section(r: dict) -> list[str]:
         "",
         j["overall"]["words"],
         "",
-        f"Growth with k (pre-registered, not part of the verdict): "
-        f"{'grows' if j['growth']['grows'] else 'does not grow'}; {j['growth']['words']}.",
+        growth_line(j),
         "",
         f"### Controls: {v3.JUDGED_SET}",
         "",
         *controls_table(j["controls"]),
     ]
+
+
+def growth_line(d: dict) -> str:
+    """The pre-registered side question's line, or that nothing is scored yet."""
+    g, what = d["growth"], "Growth with k (pre-registered, not part of the verdict)"
+    if not g["cells"]:
+        return f"{what}: not scored yet."
+    return f"{what}: {'grows' if g['grows'] else 'does not grow'}; {g['words']} points."
 
 
 def dry_run_section(r: dict) -> list[str]:
@@ -146,7 +155,9 @@ def dry_run_section(r: dict) -> list[str]:
     for name, d in r["dry_run"].items():
         held = sum(c["kind"] == "holds" for c in d["controls"])
         lines += ["", f"### {name}", "", *heads_table(d["heads"]), ""]
-        lines += [d["overall"]["words"], ""]
+        lines += ["Rule v3 on this set (data seen: a dry run, not the judgement): "]
+        lines[-1] += d["overall"]["words"]
+        lines += ["", growth_line(d), ""]
         lines += [f"Controls: {held} of {len(d['controls'])} hold.", ""]
         lines += controls_table(d["controls"])
     return lines

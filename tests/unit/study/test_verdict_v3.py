@@ -78,7 +78,7 @@ def test_the_study_reproduces_does_not_or_draws_no_conclusion():
     broken = [control("rnn vs meanpool, seed 8", ci(0.12, 0.1, 0.14))]
     r = v3.overall(strong, holds + broken, DELTA, 3)
     assert r["kind"] == "no conclusion" and "rnn vs meanpool, seed 8" in r["words"]
-    assert v3.overall(strong[:2], holds, DELTA, 3)["words"].startswith("No conclusion yet: 2 of 3")
+    assert v3.overall(strong[:2], holds, DELTA, 3)["words"].startswith("Not judged yet: 2 of 3")
 
 
 def test_a_not_competent_cell_is_excluded_and_named_and_two_of_three_are_needed():
