@@ -5,9 +5,9 @@ with their training records, and the table of those records (``run_table``)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
+from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study.lines import lines_path, read_lines
 
 
@@ -51,9 +51,7 @@ def collect(out: str | Path, results: str | Path, runs) -> list[str]:
             read_lines(src)  # a damaged file stays behind (ValueError names it)
             dest = lines_path(results, src.parent.name, run)
             if not dest.is_file() or dest.read_bytes() != src.read_bytes():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dest.with_suffix(".part"))
-                dest.with_suffix(".part").replace(dest)
+                atomic_write_bytes(dest, src.read_bytes())
                 copied.append(str(dest))
         stages = {}
         for stage, name in (("single", f"{run}-single"), ("joined", run)):

@@ -395,7 +395,5 @@ def check_plan(cfgs: Sequence[Config], plan: Multi30kPlan) -> list[Config]:
     out += seed_configs(cfgs, negative, plan.negative_seeds)
     names = [c.name for c in (*cfgs, *out)]
     if unknown := [n for n in plan.only if n not in names]:
-        raise ConfigError(
-            f"--only {unknown[0]!r} is not a run of this study; its runs: {', '.join(names)}"
-        )
+        raise ConfigError(f"--only {unknown[0]!r} is not a run of this study: {', '.join(names)}")
     return out
