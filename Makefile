@@ -7,7 +7,7 @@ DATA   ?= $(or $(SEQ2SEQ_DATA_DIR),../shared/data)
 RUNS   ?= runs
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo demo-rnn zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-compile bench-decode study study-quick study-seeds study-families study-meanpool study-confirm study-verdict study-rescore clean
+.PHONY: install demo demo-rnn demo-record zoo best test test-fast test-slow test-browser lint format bench-train profile-train bench-steady bench-compile bench-decode study study-quick study-seeds study-families study-meanpool study-confirm study-verdict study-rescore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ install: $(VENV)/.installed
 # Run again, it resumes an interrupted run or just re-scores a finished one.
 demo: install
 	SEQ2SEQ_DATA_DIR=$(DATA) SEQ2SEQ=$(BIN)/seq2seq RUNS=$(RUNS)/multi30k scripts/train_zoo.sh configs/multi30k/bahdanau.yaml
+
+# After `make demo` has finished, on the machine that ran it: keep its numbers as this CPU kind's
+# record (docs/results/demo/<kind>.json) and render the demo table of docs/results/README.md from
+# every record there (scripts/demo_report.py); commit both.
+demo-record: install
+	$(BIN)/python scripts/demo_report.py record $(RUNS)/multi30k/bahdanau --write docs/results/README.md
 
 # The same for the fixed-vector bottleneck, for comparison.
 demo-rnn: install

@@ -105,31 +105,35 @@ def by_length_table(results: list[dict]) -> str:
 TABLES = {"converged table": converged_table, "by-length table": by_length_table}
 
 
-def markers(name: str) -> tuple[str, str]:
-    """The two comment lines that hold the table ``name`` of ``TABLES`` in a doc."""
+BY = "results.json by scripts/best_report.py"
+
+
+def markers(name: str, by: str = BY) -> tuple[str, str]:
+    """The two comment lines that hold the table ``name`` (of ``TABLES``, or of another script
+    that renders ``by``) in a doc."""
     return (
-        f"<!-- {name}: rendered from results.json by scripts/best_report.py; do not edit -->",
+        f"<!-- {name}: rendered from {by}; do not edit -->",
         f"<!-- end of the {name} -->",
     )
 
 
-def with_table(doc: str, name: str, table: str) -> str:
+def with_table(doc: str, name: str, table: str, by: str = BY) -> str:
     """``doc`` with the text between the ``markers(name)`` lines replaced by ``table`` (a blank
     line either side, so Markdown sees a table and not part of the comments' HTML block).
 
     Raises:
         ValueError: ``doc`` lacks either marker, or has them out of order.
     """
-    first, last = markers(name)
+    first, last = markers(name, by)
     begin, end = doc.find(first), doc.find(last)
     if begin < 0 or end < begin:
         raise ValueError(f"the doc needs the lines {first!r} and then {last!r}")
     return doc[: begin + len(first)] + "\n\n" + table + "\n" + doc[end:]
 
 
-def table_in(doc: str, name: str) -> str:
-    """The text between ``doc``'s ``markers(name)`` lines ("" when it has none)."""
-    first, last = markers(name)
+def table_in(doc: str, name: str, by: str = BY) -> str:
+    """The text between ``doc``'s ``markers(name, by)`` lines ("" when it has none)."""
+    first, last = markers(name, by)
     begin, end = doc.find(first), doc.find(last)
     if begin < 0 or end < begin:
         return ""

@@ -24,12 +24,22 @@ PILOTS = [
 FIXED_VECTOR = ("rnn", "rnn_context")
 
 
+def _scripts(monkeypatch, name: str):
+    """scripts/<name>.py imported (and forgotten after the test, with best_report it imports)."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    yield importlib.import_module(name)
+    for module in (name, "best_report"):
+        sys.modules.pop(module, None)
+
+
 @pytest.fixture
 def best_report(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    module = importlib.import_module("best_report")
-    yield module
-    sys.modules.pop("best_report", None)
+    yield from _scripts(monkeypatch, "best_report")
+
+
+@pytest.fixture
+def demo_report(monkeypatch):
+    yield from _scripts(monkeypatch, "demo_report")
 
 
 def _results() -> list[dict]:
@@ -184,18 +194,46 @@ def test_readme_s_reverse_figures_are_the_committed_study_run_s():
     assert got.groups() == tuple(f"{x:.1f}" for x in want)
 
 
-def test_what_make_demo_gives_is_said_in_one_place_that_names_its_measurements():
-    """README quoted three demos' scores from three machines and code versions (issue 55); now
-    docs/results/README.md's demo table says them by CPU kind, each figure found in the measured
-    section it cites (no demo run folder is committed), and README links to it."""
+def test_what_make_demo_gives_is_the_rendering_of_committed_demo_runs(demo_report):
+    """README quoted three demos' scores from three machines and code versions, none a committed
+    run (issue 55). Now docs/results/README.md's demo table is the rendering of the committed
+    records docs/results/demo/*.json (`make demo-record`, one per CPU kind), and README links to
+    it without quoting a figure of it."""
     doc = (REPO / "docs" / "results" / "README.md").read_text(encoding="utf-8")
-    table = doc.split("<!-- demo-table -->")[1].split("<!-- /demo-table -->")[0]
-    rows = [row.strip("| ").split(" | ") for row in table.strip().splitlines()[2:]]
-    assert len(rows) == 3 and {r[1] for r in rows} == {"bf16", "fp32"}
-    measured = doc.replace(table, "")
+    table = demo_report.table_in(doc, demo_report.NAME, demo_report.BY)
+    records = demo_report.committed()
+    assert records and table == demo_report.table(records), (
+        "the demo table differs from its records; run: python scripts/demo_report.py table "
+        "--write docs/results/README.md"
+    )
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme.count("docs/results/README.md#what-make-demo-gives") >= 2
-    for _cpu, _precision, _code, updates, greedy, beam, source in rows:
-        assert greedy not in readme and beam not in readme  # one place: README links to it
-        if "issue 55" not in source:  # the issue's fp32 trial is its report alone
-            assert all(x in measured for x in (updates, greedy, beam)), (updates, greedy, beam)
+    for r in records:
+        for t in r["tests"].values():
+            assert f"{t['bleu']:.2f}" not in readme  # one place: README links to it
+
+
+def test_demo_record_keeps_a_finished_run_and_names_a_missing_file(demo_report, tmp_path):
+    """`make demo-record` reads the run's own files; one missing is named, with what to do."""
+    files = {
+        "run_info.json": {
+            "git_commit": "0123456789abcdef",
+            "versions": {"seq2seq": "0.1.0", "torch": "2.13.0+cpu"},
+            "runtime": {"precision": "bf16"},
+        },
+        "train_summary.json": {"steps": 1476, "train_seconds": 1200.4, "stopped": "max_time"},
+        "test_greedy.json": {"bleu": {"score": 33.6012, "signature": "s"}, "chrf": {"score": 55.0}},
+        "test_beam5.json": {"bleu": {"score": 35.5949, "signature": "s"}, "chrf": {"score": 56.1}},
+    }
+    for name, d in files.items():
+        (tmp_path / name).write_text(json.dumps(d))
+    stem, r = demo_report.record(tmp_path, frozenset({"avx512_bf16", "avx512f"}))
+    assert stem == "avx512-bf16" and r["code"] == "0123456" and r["precision"] == "bf16"
+    assert (r["updates"], r["train_minutes"]) == (1476, 20.0)
+    assert r["tests"]["greedy"]["bleu"] == 33.60 and r["tests"]["beam5"]["bleu"] == 35.59
+    assert "| 1,476 (20) | 33.60 / 55.00 | 35.59 / 56.10 |" in demo_report.table([r])
+    assert demo_report.cpu_kind(frozenset({"amx_bf16", "avx512_bf16"}))[0] == "amx"
+    assert demo_report.cpu_kind(frozenset({"avx2"}))[0] == "no-bf16"
+    (tmp_path / "test_beam5.json").unlink()
+    with pytest.raises(ValueError, match="test_beam5.json: not found; run `make demo` to the end"):
+        demo_report.record(tmp_path, frozenset())
