@@ -304,7 +304,7 @@ def build(folder: str | Path, cfg: Config) -> dict:
         "judged": judged,
         "tables": {n: rho_tables(study, n, every) for n in study.sets},
         "sets": {
-            n: {"origin": e.origin, "captions": e.k.count(1), "joined": e.k.count(v3.K_RULE)}
+            n: {"origin": e.origin, "lines_by_k": {str(k): e.k.count(k) for k in sorted(set(e.k))}}
             for n, e in study.sets.items()
         },
     }

@@ -216,9 +216,11 @@ def setup_section(r: dict, old: dict | None) -> list[str]:
     lines = ["## Setup", ""]
     for name, s in r["sets"].items():
         role = "judged once, after the freeze" if name == v3.JUDGED_SET else "seen before it"
+        by_k = s["lines_by_k"]
+        joined = ", ".join(f"{n} of k = {k}" for k, n in by_k.items() if k != "1")
         lines.append(
-            f"- {name}: {s['origin']}, {s['captions']} captions, {s['joined']} lines of "
-            f"{v3.K_RULE} joined captions ({role})."
+            f"- {name}: {s['origin']}, {by_k['1']} captions; lines of k captions joined: "
+            f"{joined} (the rule reads k = {v3.K_RULE}; {role})."
         )
     if old:
         lines += ["", f"Recipe: {old['recipe']['words']}. Tokenizer: shared, sha256 "]
@@ -285,6 +287,7 @@ def plot(r: dict, path: Path) -> None:
                 ylabel="points",
             )
             for ax in row:
+                ax.set_xticks(ks)  # k is a count of captions: no fractional ticks
                 ax.legend(fontsize=8)
                 ax.grid(alpha=0.3)
         buf = io.BytesIO()
