@@ -208,32 +208,123 @@ def test_what_make_demo_gives_is_the_rendering_of_committed_demo_runs(demo_repor
     )
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme.count("docs/results/README.md#what-make-demo-gives") >= 2
-    for r in records:
+    for r in records.values():
         for t in r["tests"].values():
             assert f"{t['bleu']:.2f}" not in readme  # one place: README links to it
 
 
-def test_demo_record_keeps_a_finished_run_and_names_a_missing_file(demo_report, tmp_path):
-    """`make demo-record` reads the run's own files; one missing is named, with what to do."""
+def _demo_run(folder, **changes) -> None:
+    """A finished `make demo` run's files in ``folder``; ``changes``: file name -> a function
+    that edits that file's JSON (or None to leave the file out)."""
+    step = {"step": 1476}
     files = {
         "run_info.json": {
             "git_commit": "0123456789abcdef",
             "versions": {"seq2seq": "0.1.0", "torch": "2.13.0+cpu"},
-            "runtime": {"precision": "bf16"},
+            "runtime": {"device": "cpu", "precision": "bf16"},
         },
-        "train_summary.json": {"steps": 1476, "train_seconds": 1200.4, "stopped": "max_time"},
-        "test_greedy.json": {"bleu": {"score": 33.6012, "signature": "s"}, "chrf": {"score": 55.0}},
-        "test_beam5.json": {"bleu": {"score": 35.5949, "signature": "s"}, "chrf": {"score": 56.1}},
+        "train_summary.json": {
+            "steps": 1476,
+            "train_seconds": 1200.4,
+            "stopped": "max_time",
+            "best_step": 1476,
+        },
+        "test_greedy.json": {
+            "hyp": "translations of data/multi30k/test_2016_flickr.de.gz",
+            "checkpoint": step,
+            "decode": {"method": "greedy", "beam_size": 1},
+            "bleu": {"score": 33.6012, "signature": "s"},
+            "chrf": {"score": 55.0},
+        },
+        "test_beam5.json": {
+            "hyp": "translations of data/multi30k/test_2016_flickr.de.gz",
+            "checkpoint": step,
+            "decode": {"method": "beam", "beam_size": 5, "length_penalty": 1.0},
+            "bleu": {"score": 35.5949, "signature": "s"},
+            "chrf": {"score": 56.1},
+        },
     }
+    (folder / "config.yaml").write_text("name: multi30k-bahdanau\n")
+    (folder / "train.log").write_text("WARNING step 9: ... while the load average (2.5) ...\n")
     for name, d in files.items():
-        (tmp_path / name).write_text(json.dumps(d))
+        edit = changes.get(name, lambda d: d)
+        if edit is not None:
+            (folder / name).write_text(json.dumps(edit(json.loads(json.dumps(d)))))
+
+
+def test_demo_record_keeps_a_finished_run(demo_report, tmp_path):
+    """`make demo-record` reads the run's own files into a record, rendered as one row."""
+    _demo_run(tmp_path)
     stem, r = demo_report.record(tmp_path, frozenset({"avx512_bf16", "avx512f"}))
     assert stem == "avx512-bf16" and r["code"] == "0123456" and r["precision"] == "bf16"
-    assert (r["updates"], r["train_minutes"]) == (1476, 20.0)
+    assert (r["updates"], r["train_minutes"], r["busy_warnings"]) == (1476, 20.0, 1)
     assert r["tests"]["greedy"]["bleu"] == 33.60 and r["tests"]["beam5"]["bleu"] == 35.59
-    assert "| 1,476 (20) | 33.60 / 55.00 | 35.59 / 56.10 |" in demo_report.table([r])
+    assert "| 1,476 (20) | 1 | 33.60 / 55.00 | 35.59 / 56.10 |" in demo_report.table({stem: r})
     assert demo_report.cpu_kind(frozenset({"amx_bf16", "avx512_bf16"}))[0] == "amx"
     assert demo_report.cpu_kind(frozenset({"avx2"}))[0] == "no-bf16"
-    (tmp_path / "test_beam5.json").unlink()
-    with pytest.raises(ValueError, match="test_beam5.json: not found; run `make demo` to the end"):
-        demo_report.record(tmp_path, frozenset())
+
+
+def _set(key, value, *path):
+    def edit(d):
+        for p in path:
+            d = d[p]
+        d[key] = value
+
+    return lambda d: (edit(d), d)[1]
+
+
+@pytest.mark.parametrize(
+    "changes, flags, says",
+    [
+        ({"test_beam5.json": None}, {"amx_bf16"}, "test_beam5.json: not found; run `make demo`"),
+        ({"train_summary.json": lambda d: []}, {"amx_bf16"}, "train_summary.json: not what"),
+        ({"run_info.json": lambda d: None}, {"amx_bf16"}, "run_info.json: not what"),
+        ({"train_summary.json": _set("stopped", "interrupted")}, {"amx_bf16"}, "stopped"),
+        ({"train_summary.json": _set("steps", "x")}, {"amx_bf16"}, "train_summary.json: not"),
+        ({"run_info.json": _set("device", "cuda", "runtime")}, {"amx_bf16"}, "trained on cuda"),
+        ({}, set(), "run_info.json: trained in bf16, and this CPU has no native bf16"),
+        ({"test_greedy.json": _set("step", 500, "checkpoint")}, {"amx_bf16"}, "at step 500"),
+        ({"test_beam5.json": _set("beam_size", 1, "decode")}, {"amx_bf16"}, "not beam search"),
+        ({"test_beam5.json": _set("hyp", "test_2017_flickr")}, {"amx_bf16"}, "on test_2016"),
+        ({"test_greedy.json": _set("score", None, "bleu")}, {"amx_bf16"}, "test_greedy.json: not"),
+    ],
+)
+def test_demo_record_refuses_what_is_not_a_finished_demo_of_this_cpu_in_one_line(
+    demo_report, tmp_path, changes, flags, says
+):
+    """A run stopped early, scored on another checkpoint, set or search, trained off the CPU or
+    on another CPU kind, or a file missing, of another shape or type: one line naming the file
+    (issue 55's checks of the recorder, from a new user's trial), never a traceback."""
+    _demo_run(tmp_path, **changes)
+    with pytest.raises(ValueError, match=re.escape(says)) as e:
+        demo_report.record(tmp_path, frozenset(flags))
+    assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_demo_record_writes_nothing_when_any_check_fails(
+    demo_report, tmp_path, monkeypatch, capsys
+):
+    """Every check comes before any write: a doc without the table's markers leaves the records
+    and the doc as they were; a stray or broken record is named, with what to do."""
+    records, run = tmp_path / "demo", tmp_path / "run"
+    records.mkdir(), run.mkdir()
+    _demo_run(run, **{"run_info.json": _set("precision", "fp32", "runtime")})
+    monkeypatch.setattr(demo_report, "RECORDS", records)
+    monkeypatch.setattr(demo_report, "cpu_flags", frozenset)  # a CPU without bf16
+    doc = tmp_path / "doc.md"
+    doc.write_text("no markers\n")
+    assert demo_report.main(["record", str(run), "--write", str(doc)]) == 2
+    assert "doc.md: the doc needs the lines" in capsys.readouterr().err
+    assert list(records.iterdir()) == [] and doc.read_text() == "no markers\n"
+    first, last = demo_report.markers(demo_report.NAME, demo_report.BY)
+    doc.write_text(f"{first}\n{last}\n")
+    assert demo_report.main(["record", str(run), "--write", str(doc)]) == 0
+    assert [p.name for p in records.iterdir()] == ["no-bf16.json"] and "| fp32 |" in doc.read_text()
+    (records / "no-bf16.old.json").write_text("{}")
+    assert demo_report.main(["table"]) == 2
+    assert "no-bf16.old.json: no CPU kind is named so" in capsys.readouterr().err
+    (records / "no-bf16.old.json").unlink()
+    (records / "amx.json").write_text("[1, 2]")
+    assert demo_report.main(["table"]) == 2
+    err = capsys.readouterr().err
+    assert "amx.json: not what `make demo` writes" in err and "git checkout docs/results" in err
