@@ -205,8 +205,9 @@ def runs_section(r: dict) -> list[str]:
     head = ["design", "seed", "single stage, min", "joined stage, min", "plateau gain, BLEU"]
     return [
         "**Runs.** Minutes of training per stage (one torch thread, two runs at a time, on the "
-        "machine of their sitting), and the single stage's plateau gain: validation BLEU at its "
-        "last point minus that at 75% of it (reported, not a gate).",
+        "2-core machine of the session that trained them: machines differ between sessions), "
+        "and the single stage's plateau gain: validation BLEU at its last point minus that at "
+        "75% of it (reported, not a gate).",
         "",
         *table(head, body),
     ]
@@ -240,10 +241,30 @@ def exploratory_section(old: dict | None) -> list[str]:
     return lines
 
 
+def question(r: dict) -> str:
+    """What the study asks and what its terms mean, in words, for a first reader."""
+    return (
+        "**The question.** Does an encoder-decoder with attention keep more of a long input than "
+        "one that passes the source through a single fixed vector, as Bahdanau et al. (2015, "
+        "*Neural Machine Translation by Jointly Learning to Align and Translate*, Figure 2) found "
+        "for long sentences? Here k test captions (k = 1 to 4) are joined into one input line. "
+        "**rho** at k is the share of what a caption's own source tells the model (its "
+        "teacher-forced loss with a wrong source minus that with its own) that is left when the "
+        "caption sits inside a line of k captions: 100% at k = 1, lower the more the long input "
+        "costs. A **headline cell** is attention (bahdanau) against its fixed-vector ablation "
+        "(rnnencdec) at one seed; it needs a rho difference above DELTA = "
+        f"{r['delta']:.2f} ({100 * r['delta']:g} points). **Controls**: the fixed-vector "
+        "designs against each other must differ by less than DELTA (negative controls), and two "
+        f"seeds of one design by less than MARGIN = {r['margin']:.2f} "
+        f"({100 * r['margin']:g} points; null controls). A cell is **competent** when both "
+        "models' greedy output length at k = 1 is within 10% of the references'."
+    )
+
+
 def render(r: dict, old: dict | None = None) -> str:
     """verdict.md from ``judge.build``'s results (and the folder's v2 results.json)."""
     lines = ["# Bottleneck versus attention on Multi30k: rule v3", ""]
-    lines += [f"**Verdict.** {verdict_line(r)}", "", f"![rho by k]({FIGURE})", ""]
+    lines += [f"**Verdict.** {verdict_line(r)}", "", question(r), "", f"![rho by k]({FIGURE})", ""]
     lines += ["## Rule v3", "", rule_text(r), "", "## Judged", "", *judged_section(r), ""]
     lines += [*dry_run_section(r), "", *tables_section(r), "", *setup_section(r, old), ""]
     lines += exploratory_section(old)
