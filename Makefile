@@ -163,17 +163,16 @@ study-quick: install
 # the peak along a cosine to 0 (the pilots behind them: docs/results/study/pilot.md); STUDY_JOBS at
 # a time, one torch thread each;
 # each scored in its worker as soon as it is trained: test_2016_flickr joined k = 1..4 at a time,
-# greedy and beam 5 at the length penalty best on validation; the single-pair checkpoint is the
-# zero-shot control. One verdict rule rates the pair, the negative control and (with seeds) the
-# null control: competence gate, paired-bootstrap retention interval, the same without the
-# brevity penalty. Finished runs under $(STUDY_DIR) are reused on a rerun; a run stopped by
-# Ctrl-C or kill continues from its last.pt. study-seeds adds seeds 2 and 3 of the pair (the
-# ablation's seed 2 against seed 1 is the null control); study-families rates rnn_context,
-# luong_dot/general/concat and transformer (configs/study/families/) against the same ablation
+# greedy and beam 5 at the length penalty best on validation, and rho (the share of what a
+# caption's source tells the model that survives the join). The report gives rho by k of each
+# model and every run's rho difference against the ablation of its seed, with paired-bootstrap
+# intervals; no verdict (that is rule v3's, make study-verdict, below). Finished runs under
+# $(STUDY_DIR) are reused on a rerun; a run stopped by Ctrl-C or kill continues from its last.pt.
+# study-seeds adds seeds 2 and 3 of the pair; study-families adds rnn_context,
+# luong_dot/general/concat and transformer (configs/study/families/) beside the same ablation
 # and rewrites the report with them. On a GPU the same recipe and batch sizes:
 #   make study study-seeds STUDY_DIR=runs/study-gpu STUDY_JOBS=1 STUDY_DEVICE=cuda
-# The maturity table shows make zoo's 20-minute BLEU of each family where $(RUNS)/multi30k has it.
-# Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, verdict_by_k.png, lines/.
+# Reports: $(STUDY_DIR)/{reverse,multi30k}/report.md, results.json, rho_by_k.png, lines/.
 STUDY_SINGLE_STEPS ?= 1400
 STUDY_JOINED_STEPS ?= 200
 STUDY_JOBS         ?= 2
@@ -181,9 +180,7 @@ STUDY_SEEDS        ?= 1,2,3
 STUDY_DEVICE       ?= auto
 STUDY_M30K = SEQ2SEQ_DATA_DIR=$(DATA) $(BIN)/seq2seq compare $(STUDY_CONFIGS)/multi30k/*.yaml \
 	--out $(STUDY_DIR)/multi30k --single-steps $(STUDY_SINGLE_STEPS) \
-	--joined-steps $(STUDY_JOINED_STEPS) --jobs $(STUDY_JOBS) --device $(STUDY_DEVICE) \
-	$(if $(wildcard $(STUDY_DIR)/reverse/results.json),--reverse $(STUDY_DIR)/reverse/results.json) \
-	$(if $(wildcard $(RUNS)/multi30k),--zoo $(RUNS)/multi30k)
+	--joined-steps $(STUDY_JOINED_STEPS) --jobs $(STUDY_JOBS) --device $(STUDY_DEVICE)
 study: study-quick
 	$(STUDY_M30K) $(STUDY_ARGS)
 study-seeds: install

@@ -120,15 +120,6 @@ def compare(
         help="Real text: train and score only these runs, in this order (config or seed-copy "
         "names, comma-separated, e.g. study-rnn-seed7); the report rates what they hold.",
     ),
-    reverse_results: Path | None = typer.Option(
-        None,
-        "--reverse",
-        metavar="FILE",
-        help="Real text: the synthetic half's results.json, for its reverse table.",
-    ),
-    zoo: Path | None = typer.Option(
-        None, metavar="DIR", help="Real text: make zoo's runs folder, for the maturity table."
-    ),
     jobs: int = typer.Option(
         1,
         min=1,
@@ -173,8 +164,6 @@ def compare(
             tests=tests,
             score_only=score_only,
             only=only,
-            reverse=reverse_results,
-            zoo=zoo,
             on_command_line=typed_options(ctx),
             n_bootstrap=n_bootstrap,
             reference=reference,
@@ -186,7 +175,7 @@ def compare(
     )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")
-    for key in ("verdict", "bleu", "exact", "plateau"):
+    for key in ("rho", "bleu", "exact", "plateau"):
         if key in results["findings"]:
             typer.echo(results["findings"][key])
 

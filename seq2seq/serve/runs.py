@@ -204,9 +204,10 @@ def load_study(folder: str | Path) -> dict[str, Any]:
             f"{path}: not a results.json written by seq2seq compare ({type(e).__name__}: {e})"
         ) from None
     modes = sorted({mode for m in models for mode in m["decodes"]}, key=_mode_order)
-    # the sentence under the plot: the Multi30k study's verdict, or a synthetic study's BLEU finding
-    found = raw.get("findings")
-    finding = found.get("verdict") or found.get("bleu") if isinstance(found, dict) else None
+    # the sentence under the plot: the Multi30k study's rho finding (a verdict, in a results.json
+    # of rules v1 and v2), or a synthetic study's BLEU finding
+    found = raw.get("findings") if isinstance(raw.get("findings"), dict) else {}
+    finding = found.get("rho") or found.get("verdict") or found.get("bleu")
     return {
         "budget": raw.get("budget"),
         "machine": raw.get("machine"),

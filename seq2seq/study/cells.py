@@ -1,8 +1,6 @@
-"""The study's cells: per number of sentences joined (k), the score with its interval and the
-evidence that tells a weak model from a weak search -- how short the outputs are, BLEU without its
-brevity penalty, how many were cut at the maximum length or ended early -- and the paired interval
-of a difference in retention (BLEU on joined lines over BLEU on single lines). The references'
-teacher-forced loss, which involves no search at all, is in ``study.rho``.
+"""The study's retention: the paired interval of a difference in retention (BLEU on joined lines
+over BLEU on the single lines they were joined from), and the length cap its hypotheses are cut
+at. The references' teacher-forced loss, which involves no search at all, is in ``study.rho``.
 
 Shape notation: U units of the paired bootstrap, K sentences joined into one line.
 """
@@ -14,59 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seq2seq.study.evalsets import EvalSet, lines_of, rows_by_k
-from seq2seq.study.stats import BleuStats, bleu_ci, paired_difference_ci
-
-
-def _pct(flags: Sequence[bool]) -> float:
-    return 100.0 * sum(flags) / len(flags)
-
-
-def cell_scores(
-    evalset: EvalSet,
-    hyps: Sequence[str],
-    cut: Sequence[bool],
-    tgt_lang: str | None = None,
-    n_bootstrap: int = 1000,
-) -> list[dict]:
-    """One row per k in ``evalset.k`` (ascending): BLEU of that k's lines, sacreBLEU's 95%
-    bootstrap interval of it (``stats.bleu_ci``), and what explains it. ``hyps`` and ``cut``
-    (stopped at the maximum length without EOS: ``Translation.cut``) hold one per line.
-
-    Returns:
-        ``{"k", "sentences", "bleu", "low", "high", "bp", "bleu_nobp", "ratio", "cut", "early",
-        "mean_src_words"}`` per k: BLEU and its interval in points (0-100); ``bp`` BLEU's
-        brevity penalty (0-1); ``bleu_nobp`` BLEU without it (``BleuStats.score_nobp``, the
-        geometric mean of the four n-gram precisions, points); ``ratio`` hypothesis over
-        reference length in sacreBLEU tokens; ``cut`` the percentage of lines cut at the maximum
-        length; ``early`` the percentage whose hypothesis has fewer than half its reference's
-        whitespace words; ``mean_src_words`` whitespace words per source.
-
-    Raises:
-        ValueError: ``hyps`` or ``cut`` not one per evalset line, or as ``bleu_ci``.
-    """
-    n = len(evalset.src)
-    if len(hyps) != n or len(cut) != n:
-        raise ValueError(
-            f"{len(hyps)} hypotheses and {len(cut)} cut flags for {n} lines of {evalset.name}"
-        )
-
-    def score(idx: list[int], hk: list[str], rk: list[str]) -> dict:
-        ci = bleu_ci(hk, rk, n_bootstrap, tgt_lang=tgt_lang)
-        stats = BleuStats(hk, rk, tgt_lang)
-        early = [len(h.split()) < 0.5 * len(r.split()) for h, r in zip(hk, rk, strict=True)]
-        return {
-            "bleu": ci["score"],
-            "low": ci["low"],
-            "high": ci["high"],
-            "bp": float(stats.bleu().bp),
-            "bleu_nobp": stats.score_nobp(),
-            "ratio": stats.length_ratio(),
-            "cut": _pct([bool(cut[i]) for i in idx]),
-            "early": _pct(early),
-        }
-
-    return rows_by_k(evalset, hyps, score)
+from seq2seq.study.evalsets import EvalSet, lines_of
+from seq2seq.study.stats import BleuStats, paired_difference_ci
 
 
 def retention_units(evalset: EvalSet, k_hi: int) -> np.ndarray:
@@ -141,20 +88,6 @@ def retention_difference_ci(
 
     d = paired_difference_ci(stat(stats_a), stat(stats_b), len(units), n_bootstrap, level=level)
     return {**d, "units": len(units), "level": level}
-
-
-def retention_nobp(
-    stats: np.ndarray, k_of_line: Sequence[int], units: np.ndarray, k_hi: int, tgt_lang=None
-) -> float:
-    """Retention on BLEU without the brevity penalty (``BleuStats.score_nobp``): the ``k_hi``
-    lines' over that of the k = 1 lines they were joined from (``units``, (U, K)), from (N, 10)
-    sentence statistics of every line; a fraction, nan where the denominator is 0. Outputs that
-    are merely shorter do not lower it; wrong or missing n-grams do."""
-    st = np.asarray(stats)
-    s1 = BleuStats.from_stats(st[lines_of(k_of_line, 1)], tgt_lang)
-    hi = BleuStats.from_stats(st[lines_of(k_of_line, k_hi)], tgt_lang)
-    base = s1.score_nobp(units.ravel())
-    return hi.score_nobp() / base if base else math.nan
 
 
 CAP_SLACK = 1.1  # the secondary statistic's length cap's slack (``length_caps``)

@@ -18,9 +18,9 @@ def run_name(design: str, seed: int) -> str:
 
 def run_table(folder: str | Path, runs) -> list[dict]:
     """Per (design, seed): minutes of training per stage and the single stage's plateau gain
-    (``verdict.competence``: reported, not a gate), from the run's ``training/<run>.json``
+    (``verdict.plateau_gain``: reported, not a gate), from the run's ``training/<run>.json``
     (``collect``) or the folder's results.json; None where neither has it."""
-    from seq2seq.study.verdict import competence
+    from seq2seq.study.verdict import plateau_gain
 
     folder, entries = Path(folder), {}
     old = folder / "results.json"
@@ -33,7 +33,7 @@ def run_table(folder: str | Path, runs) -> list[dict]:
         entry = json.loads(path.read_text("utf-8")) if path.is_file() else entries.get(name, {})
         stages = entry.get("stages", {})
         minutes = {k: stages[k]["train_seconds"] / 60 for k in stages if k in ("single", "joined")}
-        gain = competence(entry)["plateau_gain"] if stages else None
+        gain = plateau_gain(stages.get("single", {}).get("valid_curve"))
         rows.append({"design": design, "seed": seed, "minutes": minutes, "plateau_gain": gain})
     return rows
 

@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import itertools
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from seq2seq.study.cells import cap_hypotheses, length_caps, retention_differenc
 from seq2seq.study.evalsets import EvalSet, build_eval_set, lines_of, train_length_ratio
 from seq2seq.study.folder import collect, run_table
 from seq2seq.study.lines import LineData, read_lines
-from seq2seq.study.rho import rho_difference_ci
+from seq2seq.study.rho import rho_difference_ci, rho_spread
 from seq2seq.study.stats import BleuStats
 
 RUN = re.compile(r"^study-(?P<design>[a-z_]+?)(?:-seed(?P<seed>\d+))?$")
@@ -97,11 +96,6 @@ class Study:
         return self._capped[key]
 
 
-def k1_ratio(d: LineData) -> float:
-    """Greedy hypothesis over reference length on the k = 1 lines, in sacreBLEU tokens."""
-    return BleuStats.from_stats(d.stats("greedy")[lines_of(d.k, 1)], d.tgt_lang).length_ratio()
-
-
 def rho_pair(a: LineData, b: LineData, level: float, k: int = v3.K_RULE) -> dict:
     """rho_k(A) - rho_k(B), its paired bootstrap interval at ``level`` (fractions)."""
     return rho_difference_ci(a.captions, b.captions, k, v3.N_BOOTSTRAP, level)
@@ -120,7 +114,7 @@ def headline_row(study: Study, set_name: str, seed: int, delta: float | None) ->
         "seed": seed,
         "rho": rho_pair(a, b, 0.95),
         "capped": capped,
-        "ratios": {attn: k1_ratio(a), abl: k1_ratio(b)},
+        "ratios": {attn: a.k1_ratio(), abl: b.k1_ratio()},
         "shortened": {
             n: {"k1": 100 * float(c[single].mean()), f"k{v3.K_RULE}": 100 * float(c[joined].mean())}
             for n, c in ((attn, cut_a), (abl, cut_b))
@@ -204,40 +198,14 @@ def judge_set(study: Study, set_name: str, seeds, delta: float, margin: float) -
 
 
 def rho_tables(study: Study, set_name: str, seeds) -> dict:
-    """Per design, over its seeds on ``set_name``: rho by k (k = 1 is 1 by definition) and rho
-    by caption position in the K_RULE-join, each ``{"mean", "low", "high", "n"}`` (the seeds'
-    mean, smallest and largest; fractions)."""
+    """Per design, over its seeds on ``set_name``: ``{"seeds"}`` and ``rho.rho_spread``."""
     out = {}
     for design in v3.FAMILIES:
         found = study.seeds(set_name, design, seeds)
-        if not found:
-            continue
-        caps = [study.get(set_name, design, s).captions for s in found]
-        by_k = {1: [1.0] * len(caps)}
-        by_k |= {k: [c.rho(k) for c in caps] for k in sorted(caps[0].units)}
-        by_pos = {p + 1: [position_rho(c, v3.K_RULE, p) for c in caps] for p in range(v3.K_RULE)}
-        out[design] = {
-            "seeds": found,
-            "by_k": {k: _spread(v) for k, v in by_k.items()},
-            "by_position": {p: _spread(v) for p, v in by_pos.items()},
-        }
+        if found:
+            caps = [study.get(set_name, design, s).captions for s in found]
+            out[design] = {"seeds": found, **rho_spread(caps)}
     return out
-
-
-def position_rho(c, k: int, position: int) -> float:
-    """rho_k of the captions at ``position`` (0-based) of every k-joined line."""
-    u, ctx = c.units[k][:, position], c.ctx[k][:, position]
-    worth = float((c.free[u] - c.alone[u]).sum())
-    return float((c.free[u] - ctx).sum()) / worth if worth else math.nan
-
-
-def _spread(values) -> dict:
-    return {
-        "mean": float(np.mean(values)),
-        "low": min(values),
-        "high": max(values),
-        "n": len(values),
-    }
 
 
 def train_share_over_cap(cfg: Config, slack: float) -> float:

@@ -1,6 +1,6 @@
 """What the study measures, kept per line beside results.json: one gzipped JSON file per model
 and test set, ``lines/<set>/<model>.json.gz``, from which every statistic of the report is
-recomputed (``study.pairs`` reads only these files).
+recomputed (``study.judge`` and ``compare``'s report read only these files).
 
 A file holds, for the set's lines (the captions, k = 1, then the k-joined lines, ``evalsets``):
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study.cells import cap_hypotheses
-from seq2seq.study.evalsets import EvalSet
+from seq2seq.study.evalsets import EvalSet, lines_of
 from seq2seq.study.rho import CaptionNLL
 from seq2seq.study.stats import BleuStats
 
@@ -113,18 +113,14 @@ class LineData:
             if len(d["hyp"]) != n or len(d["stats"]) != n or len(d["capped_stats"]) != n:
                 raise ValueError(f"{source}: decoding {label} is not one row per line ({n})")
 
-    def stats(self, label: str, capped: bool = False) -> np.ndarray:
-        """(N, 10) sentence BLEU statistics of a decoding, of its capped hypotheses if
-        ``capped``."""
-        d = self._decoding(label)
-        return np.asarray(d["capped_stats" if capped else "stats"], dtype=np.int64)
+    def stats(self, label: str) -> np.ndarray:
+        """(N, 10) sentence BLEU statistics of a decoding."""
+        return np.asarray(self._decoding(label)["stats"], dtype=np.int64)
 
-    def flags(self, label: str, key: str) -> np.ndarray:
-        """(N,) bool: the lines of a decoding that were ``cut`` at the maximum length, or that
-        the length cap shortened (``capped``)."""
-        out = np.zeros(len(self.k), dtype=bool)
-        out[np.asarray(self._decoding(label)[key], dtype=np.int64)] = True
-        return out
+    def k1_ratio(self, label: str = "greedy") -> float:
+        """Hypothesis over reference length on the k = 1 lines, in sacreBLEU tokens."""
+        single = self.stats(label)[lines_of(self.k, 1)]
+        return BleuStats.from_stats(single, self.tgt_lang).length_ratio()
 
     def _decoding(self, label: str) -> dict:
         if label not in self.record["decodes"]:

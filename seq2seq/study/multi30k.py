@@ -1,36 +1,34 @@
 """The Multi30k half of the study: RNNsearch against its own fixed-context ablation (Bahdanau et
-al. 2015, Figure 2), with the controls, seeds and other families rated by the same rule.
+al. 2015, Figure 2), with the controls, seeds and other families measured alike.
 
 Every config trains with the two-stage recipe (``plan.Recipe``) and is scored in its worker as
 soon as it is trained, per test set into a per-line file (``score_set``, ``study.lines``); then
-``pairs.rate_sets`` rates every pair from those files alone.
+rho by k of every design and every pair's rho difference are read from those files alone
+(``rho_pairs``). The verdict is rule v3's (``study.judge``), never this module's.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
 from pathlib import Path
 
-import numpy as np
-
 from seq2seq.config import Config
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.runs import load
 from seq2seq.evaluation.metrics import corpus_bleu
-from seq2seq.study.cells import cell_scores, length_caps
+from seq2seq.study.cells import length_caps
 from seq2seq.study.evalsets import EvalSet, build_eval_set, score_decode, train_length_ratio
 from seq2seq.study.lines import line_record, lines_path, read_lines, write_lines
-from seq2seq.study.pairs import model_summary, rate_sets
 from seq2seq.study.plan import Multi30kPlan, StudyOptions, check_plan, roles
 from seq2seq.study.pool import machine_line, run_pool, worker_setup
-from seq2seq.study.rho import CaptionNLL, caption_gap_ci, caption_nlls, nll_lines_by_k, nll_rows
+from seq2seq.study.rho import caption_nlls, nll_lines_by_k, rho_difference_ci, rho_spread
 from seq2seq.study.runs import (
     ModelRun,
     checkpoint_stamp,
     decode_with,
-    flags,
     run_result,
     train_or_reuse,
 )
@@ -134,31 +132,18 @@ def score_set(
 
 def entry_fields(record: dict, evalset: EvalSet, edges, alpha: float, plan) -> dict:
     """The main test set's fields of a model's results entry, from its per-line record: greedy
-    and beam cells by k and buckets, NLL by k, the caption gap, the zero-shot cells."""
+    and beam BLEU and chrF, by k and by source length, and the k = 1 greedy length ratio."""
     lang, out = record["tgt_lang"], {}
-    for label in ("greedy", "beam", "zero_shot"):
-        d = record["decodes"][label]
-        cut = flags(d["cut"], len(d["hyp"]))
-        cells = cell_scores(evalset, d["hyp"], cut, lang, plan.n_bootstrap)
-        if label == "zero_shot":
-            out["zero_shot"] = {"greedy": {"by_k": cells}}
-            continue
-        base = score_decode(evalset, d["hyp"], edges, lang)
+    for label in ("greedy", "beam"):
+        base = score_decode(evalset, record["decodes"][label]["hyp"], edges, lang)
         extra = {"beam": plan.beam, "alpha": alpha} if label == "beam" else {}
         out.setdefault("decodes", {})[label] = {
             **extra,
             "bleu": base["bleu"],
             "chrf": base["chrf"],
-            "by_k": cells,
+            "by_k": base["by_k"],
             "by_length": base["by_length"],
         }
-    nll = {
-        int(k): (np.asarray(v["nats"]), np.asarray(v["tokens"], dtype=np.int64))
-        for k, v in record["nll_lines"].items()
-    }
-    gaps = CaptionNLL.from_json(record["captions"]).gaps()
-    out["nll_by_k"] = nll_rows(nll)
-    out["caption_gap"] = {str(k): caption_gap_ci(gaps, k, plan.n_bootstrap) for k in sorted(gaps)}
     return out
 
 
@@ -197,10 +182,40 @@ def _study_job(path, cfg: Config, out: Path, sets, validset, ratio, plan, opts, 
     return entry
 
 
+def pair_names(models: list[dict]) -> list[tuple[str, str, str]]:
+    """(role, run, against) of every model (results entries: ``name``, ``role``, ``seed``,
+    ``base``) against the ablation of its seed, then of every two seeds of one config (role
+    "seed", the later seed first)."""
+    ablation = {m["seed"]: m["name"] for m in models if m["role"] == "ablation"}
+    pairs = [
+        (m["role"], m["name"], ablation[m["seed"]])
+        for m in models
+        if m["role"] != "ablation" and m["seed"] in ablation
+    ]
+    for base in dict.fromkeys(m["base"] for m in models):
+        runs = sorted((m["seed"], m["name"]) for m in models if m["base"] == base)
+        pairs += [("seed", b, a) for (_, a), (_, b) in itertools.combinations(runs, 2)]
+    return pairs
+
+
+def rho_pairs(models: list[dict], lines: dict, set_name: str, n_bootstrap: int) -> list[dict]:
+    """Every pair of ``pair_names`` on ``set_name``: rho at the widest join, run minus against,
+    with the paired 95% interval (``rho.rho_difference_ci``; fractions). ``lines``: (set, run
+    name) -> that run's per-line file."""
+    rows = []
+    for role, a, b in pair_names(models):
+        ca, cb = lines[set_name, a].captions, lines[set_name, b].captions
+        k = max(ca.units)
+        ci = rho_difference_ci(ca, cb, k, n_bootstrap)
+        rows.append({"role": role, "run": a, "against": b, "k": k, **ci})
+    return rows
+
+
 def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: Multi30kPlan):
     """Train (or reuse) every config and the seed copies ``plan`` asks for through the recipe,
-    score each on every test set as it is trained (per-line files), then rate every pair from
-    those files (``pairs.rate_sets``); returns the results (``study.report`` renders them)."""
+    score each on every test set as it is trained (per-line files), then read rho by k of each
+    config over its seeds and every pair's rho difference from those files (``rho_pairs``);
+    returns the results (``study.report`` renders them)."""
     tick = time.perf_counter()
     out = Path(out)
     role_of = roles(cfgs, plan)
@@ -232,27 +247,36 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         for s in sets
         for m in models
     }
+    for m in models:
+        m["k1_ratio"] = lines[sets[0].name, m["name"]].k1_ratio()
+    bases = list(dict.fromkeys(m["base"] for m in models))
     return {
         "study": "multi30k",
         "recipe": {**plan.recipe.__dict__, "words": plan.recipe.describe()},
         "machine": machine_line(opts.jobs),
         "wall_seconds": round(time.perf_counter() - tick, 1),
         "tokenizer": {**cfgs[0].tokenizer.model_dump(mode="json"), "sha256": tok.digest()},
-        "eval_set": {
-            "origin": sets[0].origin,
-            "sentences_per_k": {str(x): sets[0].k.count(x) for x in sorted(set(sets[0].k))},
-            "valid_lines": len(validset.src),
-        },
         "length_ratio": ratio,
+        "valid_lines": len(validset.src),
         "sets": {
             s.name: {
                 "origin": s.origin,
                 "digest": s.digest(),
                 "lines": f"lines/{s.name}/",
-                "models": {
-                    m["name"]: model_summary(lines[s.name, m["name"]], plan.n_bootstrap)
-                    for m in models
-                },
+                "lines_by_k": {str(x): s.k.count(x) for x in sorted(set(s.k))},
+                "pairs": rho_pairs(models, lines, s.name, plan.n_bootstrap),
+            }
+            for s in sets
+        },
+        "tables": {
+            s.name: {
+                base: {
+                    "seeds": [m["seed"] for m in models if m["base"] == base],
+                    **rho_spread(
+                        [lines[s.name, m["name"]].captions for m in models if m["base"] == base]
+                    ),
+                }
+                for base in bases
             }
             for s in sets
         },
@@ -260,7 +284,4 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         "beam": {"size": plan.beam, "alphas": list(plan.alphas)},
         "seeds": list(plan.seeds),
         "models": models,
-        "verdict": rate_sets(models, lines, plan.n_bootstrap),
-        "reverse": plan.reverse,
-        "zoo": plan.zoo,
     }

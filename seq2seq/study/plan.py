@@ -26,7 +26,6 @@ from seq2seq.config import Config, ConfigError, load_config, validate_config
 from seq2seq.config.lists import parse_list
 from seq2seq.decoding.tune import parse_floats
 from seq2seq.models import MODELS
-from seq2seq.study.external import read_reverse, read_zoo
 from seq2seq.study.verdict import PLATEAU_FROM
 
 # Data keys every compared config must share; concat_k and max_src_words are the study's axes.
@@ -180,8 +179,6 @@ class Multi30kPlan:
     tests: tuple[str, ...] = ()  # test-set prefixes to score (); () = the configs' data.test
     score_only: bool = False  # never train: score finished runs only
     only: tuple[str, ...] = ()  # train and score only these run names (); () = every run
-    reverse: dict | None = None  # the synthetic half's results, shown in the report
-    zoo: dict | None = None  # config file stem -> make zoo's greedy test BLEU (study/external.py)
 
 
 def load_study_configs(paths: Sequence[str | Path], budget: Budget, device: str) -> list[Config]:
@@ -234,7 +231,7 @@ def _with_budget(cfg: Config, budget: Budget, device: str, source: str) -> Confi
 # The options of the real-text study alone: those with no default, refused with a synthetic task
 # when set; those with one, when given on the command line. Then a synthetic task's alone.
 REAL_ONLY = ("--seeds", "--negative-seeds", "--test", "--score-only", "--only")
-REAL_DEFAULTED = ("--alphas", "--bootstrap", "--reference", "--headline", "--reverse", "--zoo")
+REAL_DEFAULTED = ("--alphas", "--bootstrap", "--reference", "--headline")
 SYNTHETIC_ONLY = ("--beams", "--attention-n")
 
 
@@ -251,16 +248,13 @@ def multi30k_plan(
     tests: Sequence[str] | None,
     score_only: bool,
     only: str | None = None,
-    reverse: Path | None = None,
-    zoo: Path | None = None,
     on_command_line: Collection[str] = (),
     **given,
 ) -> Multi30kPlan | None:
-    """``compare``'s plan for real text from its options (``reverse``, ``zoo``: files read by
-    ``study.external``; ``given``: n_bootstrap, reference, headline; ``on_command_line``: the
-    options the user typed, such as ``--alphas``), or None for a synthetic task (``exact``).
-    ValueError: options of both kinds, real text without its two stages' steps, or a bad list or
-    file."""
+    """``compare``'s plan for real text from its options (``given``: n_bootstrap, reference,
+    headline; ``on_command_line``: the options the user typed, such as ``--alphas``), or None for
+    a synthetic task (``exact``). ValueError: options of both kinds, real text without its two
+    stages' steps, or a bad list."""
     if exact and (single_steps is not None or joined_steps is not None):
         raise ValueError(
             "--single-steps and --joined-steps train real text; a synthetic task "
@@ -295,8 +289,6 @@ def multi30k_plan(
         tests=tuple(tests or ()),
         score_only=score_only,
         only=tuple(dict.fromkeys(x.strip() for x in only.split(",") if x.strip())) if only else (),
-        reverse=read_reverse(reverse),
-        zoo=read_zoo(zoo),
         **given,
     )
 

@@ -1,5 +1,5 @@
-"""The study's primary statistic (rule v2): the share of what a caption's source tells the model
-that survives joining captions into one long input.
+"""The study's statistic (rule v3, ``verdict_v3``): the share of what a caption's source tells
+the model that survives joining captions into one long input.
 
 Per caption i of the N test captions (the k = 1 lines), three teacher-forced scores of exactly
 the same target tokens (the caption's own, EOS excluded), in nats:
@@ -20,12 +20,10 @@ source. It involves no search (so no runaway decoding), and it divides out each 
 level: a weaker model has a smaller F - A, and only the share it keeps counts. Intervals are
 paired bootstraps over the joined lines (``stats.bootstrap_ci``), each line with its captions.
 
-Beside it, the references' teacher-forced loss by k (``nll_lines_by_k``, ``nll_rows``): NLL
-per reference token of each k's lines, EOS included, whose rise from k = 1 mixes how well a
-caption is scored with how well the decoder handles the joins and the one EOS; and per caption
-the gap C_i^k - A_i (``CaptionNLL.gaps``, ``caption_gap_ci``): what the long input costs it.
-Every line counts (no length filter). Examples are batched as validation batches them
-(``validate.eval_batches``); padding never counts, so no score depends on its batch.
+Beside it, kept in each per-line file: the references' teacher-forced loss by k
+(``nll_lines_by_k``), per line of each k, EOS included. Every line counts (no length filter).
+Examples are batched as validation batches them (``validate.eval_batches``); padding never
+counts, so no score depends on its batch.
 
 Shape notation: B batch, T target length (EOS included), V target vocabulary; N captions, U
 joined lines of one k, K captions per joined line.
@@ -33,7 +31,9 @@ joined lines of one k, K captions per joined line.
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +45,7 @@ from seq2seq.decoding.translate import eval_mode
 from seq2seq.models import Seq2SeqModel
 from seq2seq.study.cells import retention_units
 from seq2seq.study.evalsets import EvalSet, lines_of
-from seq2seq.study.stats import SACREBLEU_SEED, bootstrap_ci, paired_difference_ci
+from seq2seq.study.stats import paired_difference_ci
 from seq2seq.training.loss import row_loss_sums
 from seq2seq.training.validate import eval_batches
 
@@ -81,24 +81,6 @@ def _line_losses(model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, 
             logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
             nats[idx] = row_loss_sums(logits, b.tgt_out).double().cpu().numpy()
     return nats, tokens
-
-
-def nll_rows(lines: Lines) -> list[dict]:
-    """NLL per reference token by k from ``nll_lines_by_k``'s lines.
-
-    Returns:
-        ``{"k", "nll", "tokens", "sentences"}`` per k (ascending): mean un-smoothed loss in nats
-        per reference token (EOS included, padding not), the token count, the line count.
-    """
-    return [
-        {
-            "k": k,
-            "nll": float(nats.sum() / tokens.sum()),
-            "tokens": int(tokens.sum()),
-            "sentences": len(nats),
-        }
-        for k, (nats, tokens) in sorted(lines.items())
-    ]
 
 
 def _encoded(tok: Tokenizer, evalset: EvalSet, k: int) -> TokenizedPairs:
@@ -144,33 +126,6 @@ def token_nats(
     return out
 
 
-def caption_gap_ci(
-    lines_by_k: Lines, k: int, n_bootstrap: int = 1000, seed: int | None = SACREBLEU_SEED
-) -> dict:
-    """One model's caption gap at ``k`` (``CaptionNLL.gaps``) per caption token, with a
-    bootstrap 95% interval over the joined lines (``stats.bootstrap_ci``).
-
-    Returns:
-        ``{"gap", "low", "high", "units"}``: the summed gaps over the summed caption tokens (nats
-        per token; above 0: captions are scored worse in the join), the interval, and the number
-        of joined lines.
-
-    Raises:
-        ValueError: no gaps for ``k``, gaps and token counts of different lengths, or as
-            ``bootstrap_ci``.
-    """
-    if k not in lines_by_k:
-        raise ValueError(f"no caption gaps for k = {k} (have k = {sorted(lines_by_k)})")
-    gaps, tokens = lines_by_k[k]
-    if len(gaps) != len(tokens):
-        raise ValueError(f"k = {k}: {len(gaps)} gaps but {len(tokens)} token counts")
-    gaps, tokens = np.asarray(gaps, dtype=np.float64), np.asarray(tokens, dtype=np.int64)
-    d = bootstrap_ci(
-        lambda idx: float(gaps[idx].sum() / tokens[idx].sum()), len(gaps), n_bootstrap, seed
-    )
-    return {"gap": d["value"], "low": d["low"], "high": d["high"], "units": len(gaps)}
-
-
 def derangement(n: int) -> np.ndarray:
     """(N,) int64: caption i gets the wrong source (i + n // 2) mod n, never its own; ValueError
     for n < 2 (one caption has no other source)."""
@@ -197,14 +152,6 @@ class CaptionNLL:
     free: np.ndarray
     ctx: dict[int, np.ndarray]
     units: dict[int, np.ndarray]
-
-    def gaps(self) -> Lines:
-        """k -> (per joined line the summed C - A of its captions in nats, their token count):
-        what the long input costs the captions (``caption_gap_ci`` reads it)."""
-        return {
-            k: (self.ctx[k].sum(1) - self.alone[u].sum(1), self.tokens[u].sum(1))
-            for k, u in self.units.items()
-        }
 
     def rho(self, k: int, idx: np.ndarray | None = None) -> float:
         """rho_k over the joined lines ``idx`` (repeats counted; None: all), nan where the
@@ -303,15 +250,33 @@ def caption_nlls(
     return CaptionNLL(lengths, alone, free, ctx, units)
 
 
-def rho_ci(nll: CaptionNLL, k: int, n_bootstrap: int = 1000) -> dict:
-    """One model's rho_k with its bootstrap 95% interval over the k-joined lines: ``{"rho",
-    "low", "high", "units"}`` (fractions; the number of joined lines). ValueError: no k-joined
-    lines, or as ``stats.bootstrap_ci``."""
-    if k not in nll.units:
-        raise ValueError(f"rho: no k = {k} lines (have k = {sorted(nll.units)})")
-    n = len(nll.units[k])
-    d = bootstrap_ci(lambda i: nll.rho(k, i), n, n_bootstrap)
-    return {"rho": d["value"], "low": d["low"], "high": d["high"], "units": n}
+def position_rho(c: CaptionNLL, k: int, position: int) -> float:
+    """rho_k of the captions at ``position`` (0-based) of every k-joined line."""
+    u, ctx = c.units[k][:, position], c.ctx[k][:, position]
+    worth = float((c.free[u] - c.alone[u]).sum())
+    return float((c.free[u] - ctx).sum()) / worth if worth else math.nan
+
+
+def rho_spread(caps: Sequence[CaptionNLL]) -> dict:
+    """One design over its seeds (``caps``, one per seed, scored on the same lines): rho by k
+    (k = 1 is 1 by definition) and rho by caption position in the widest join, each ``{"mean",
+    "low", "high", "n"}`` (the seeds' mean, smallest and largest; fractions)."""
+    k_max = max(caps[0].units)
+    by_k = {1: [1.0] * len(caps)} | {k: [c.rho(k) for c in caps] for k in sorted(caps[0].units)}
+    by_pos = {p + 1: [position_rho(c, k_max, p) for c in caps] for p in range(k_max)}
+    return {
+        "by_k": {k: _spread(v) for k, v in by_k.items()},
+        "by_position": {p: _spread(v) for p, v in by_pos.items()},
+    }
+
+
+def _spread(values) -> dict:
+    return {
+        "mean": float(np.mean(values)),
+        "low": min(values),
+        "high": max(values),
+        "n": len(values),
+    }
 
 
 def rho_difference_ci(

@@ -1,5 +1,5 @@
-"""How sure a score is: bootstrap confidence intervals of BLEU, of any statistic of resampled
-units, and paired intervals of a difference; BLEU with and without its brevity penalty.
+"""How sure a score is: bootstrap confidence intervals of any statistic of resampled units, and
+paired intervals of a difference; BLEU of any subset of sentences from their statistics.
 
 Bootstrap resampling of test sentences (Koehn 2004, "Statistical Significance Tests for Machine
 Translation Evaluation") as sacreBLEU does it (Post 2018; ``sacrebleu/significance.py``): the
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from seq2seq.evaluation.metrics import bleu_metric, sacrebleu_seed
+from seq2seq.evaluation.metrics import bleu_metric
 
 SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
@@ -31,35 +31,6 @@ def _check(hyps: Sequence[str], refs: Sequence[str], n_bootstrap: int | None = N
         raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
 
 
-def bleu_ci(
-    hyps: Sequence[str],
-    refs: Sequence[str],
-    n_bootstrap: int = 1000,
-    seed: int | None = SACREBLEU_SEED,
-    tgt_lang: str | None = None,
-) -> dict[str, float]:
-    """Corpus BLEU and sacreBLEU's own 95% bootstrap interval of it (``BLEU.corpus_score(hyps,
-    [refs], n_bootstrap=N)`` with ``SACREBLEU_SEED`` = ``seed``; None draws fresh entropy): what
-    ``sacrebleu --confidence`` prints as ``μ = mean ± ci``.
-
-    Returns:
-        ``{"score", "low", "high", "mean"}`` in BLEU points (0-100): the corpus score, the
-        interval ``mean - ci`` to ``mean + ci``, and the resamples' mean.
-
-    Raises:
-        ValueError: no hypothesis, as many references as hypotheses missing, ``n_bootstrap`` < 2,
-            or the language's tokenizer not installed.
-    """
-    _check(hyps, refs, n_bootstrap)
-    metric = bleu_metric(tgt_lang)
-    with sacrebleu_seed("None" if seed is None else str(seed)):
-        result = metric.corpus_score(
-            [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]], n_bootstrap=n_bootstrap
-        )
-    mean, ci = float(result._mean), float(result._ci)
-    return {"score": float(result.score), "low": mean - ci, "high": mean + ci, "mean": mean}
-
-
 class BleuStats:
     """Per-sentence sufficient statistics of corpus BLEU, so that BLEU of any subset or resample
     of the sentences is a sum and a formula (sacreBLEU's ``_extract_corpus_statistics`` and
@@ -70,7 +41,7 @@ class BleuStats:
             tokens, the matching n-grams for n = 1..4, the hypothesis n-grams for n = 1..4.
 
     Raises:
-        ValueError: as ``bleu_ci``.
+        ValueError: no hypothesis, or as many references as hypotheses missing.
     """
 
     def __init__(self, hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
@@ -104,12 +75,6 @@ class BleuStats:
     def score(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Corpus BLEU (0-100) of the sentences ``idx`` (all: equals ``corpus_score``'s)."""
         return float(self.bleu(idx).score)
-
-    def score_nobp(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
-        """BLEU without its brevity penalty (0-100): the geometric mean of the four n-gram
-        precisions, sacreBLEU's score over its ``bp`` (0 when the hypotheses hold no token)."""
-        whole = self.bleu(idx)
-        return float(whole.score / whole.bp) if whole.bp > 0 else 0.0
 
     def length_ratio(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Hypothesis over reference length in tokens, as BLEU's brevity penalty sees it (inf

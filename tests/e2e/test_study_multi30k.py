@@ -1,6 +1,6 @@
 """``seq2seq compare`` on real text: the two-stage recipe end to end on the Multi30k slice --
-every model through the same stages, scored at the budget step, the pairs rated, everything
-reused on a rerun."""
+every model through the same stages, scored at the budget step, rho by k and the pairs read from
+the per-line files alone, everything reused on a rerun."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ConfigError
 from seq2seq.study.compare import compare
 from seq2seq.study.lines import read_lines
-from seq2seq.study.pairs import model_summary, rate_sets
+from seq2seq.study.multi30k import rho_pairs
 from seq2seq.study.plan import Budget, Multi30kPlan, Recipe, StudyOptions
 from seq2seq.study.report.common import finite
+from seq2seq.study.rho import rho_spread
 from tests.toys import write_staged_config
 
 SINGLE, JOINED = 4, 3
@@ -76,7 +77,7 @@ def staged_study(tmp_path_factory, multi30k_slice):
 
 def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
     _, out, r, results, *_ = staged_study
-    for name in ("report.md", "verdict_by_k.png"):
+    for name in ("report.md", "rho_by_k.png"):
         assert (out / name).is_file(), name
     models = {m["name"]: m for m in results["models"]}
     assert set(models) == {"rnnencdec", "bahdanau", "rnn", "bahdanau-seed2", "rnnencdec-seed2"}
@@ -93,23 +94,25 @@ def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
         t = joined["config"]["train"]
         assert t["init_from"] == str(out / "runs" / f"{name}-single" / "last.pt")
         assert t["schedule"] == "cosine" and joined["config"]["data"]["concat_k"] == 3
-        assert [c["k"] for c in m["zero_shot"]["greedy"]["by_k"]] == [1, 2, 3]
-        assert set(m["caption_gap"]) == {"2", "3"}
+        assert [c["k"] for c in m["decodes"]["greedy"]["by_k"]] == [1, 2, 3]
         assert m["stages"]["single"]["valid_curve"][-1][0] == SINGLE
-    x = results["verdict"]["exploratory"]
-    rows = [(c["role"], c["attention"], c["ablation"]) for c in x["heads"] + x["controls"]]
-    assert rows == [
-        ("headline", "bahdanau", "rnnencdec"),
-        ("headline", "bahdanau-seed2", "rnnencdec-seed2"),
-        ("negative", "rnn", "rnnencdec"),
-        ("null", "rnnencdec-seed2", "rnnencdec"),
+    pairs = results["sets"]["test_2016_flickr"]["pairs"]
+    assert sorted((p["role"], p["run"], p["against"], p["k"]) for p in pairs) == [
+        ("headline", "bahdanau", "rnnencdec", 3),
+        ("headline", "bahdanau-seed2", "rnnencdec-seed2", 3),
+        ("negative", "rnn", "rnnencdec", 3),
+        ("seed", "bahdanau-seed2", "bahdanau", 3),
+        ("seed", "rnnencdec-seed2", "rnnencdec", 3),
     ]
-    v1 = [(r["role"], r["attention"], r["ablation"]) for r in x["v1"]["rows"]]
-    assert sorted(v1) == sorted(rows)
-    assert results["verdict"]["confirmation"]["heads"] == []  # step 1 scored no confirmation
-    assert results["findings"]["verdict"] in r.stdout
+    tables = results["tables"]["test_2016_flickr"]
+    assert {d: t["seeds"] for d, t in tables.items()} == {
+        "rnnencdec": [1, 2],
+        "bahdanau": [1, 2],
+        "rnn": [1],
+    }
+    assert results["findings"]["rho"] in r.stdout and "Not a verdict" in r.stdout
     report, last = (out / "report.md").read_text(), json.loads((out / "results.json").read_text())
-    assert report.splitlines()[2] == f"**Verdict.** {last['findings']['verdict']}"  # the rescore's
+    assert report.splitlines()[2] == f"**Finding.** {last['findings']['rho']}"  # the rescore's
 
 
 def test_confirmation_scores_new_seeds_and_a_new_test_set_without_retraining(staged_study):
@@ -125,14 +128,12 @@ def test_confirmation_scores_new_seeds_and_a_new_test_set_without_retraining(sta
     for set_name in confirmed["sets"]:
         for name in names:
             assert (out / "lines" / set_name / f"{name}.json.gz").is_file()
-    conf = confirmed["verdict"]["confirmation"]
-    cells = [(h["set"], h["seed"]) for h in conf["heads"]]
-    assert cells == [("test_2016_flickr", 4)] + [("test_2017_flickr", s) for s in (1, 2, 4)]
-    controls = sorted((c["set"], c["role"], str(c["seed"])) for c in conf["controls"])
-    assert ("test_2016_flickr", "negative", "4") in controls
-    assert ("test_2017_flickr", "negative", "1") in controls
-    nulls = [c for c in controls if c[0] == "test_2017_flickr" and c[1] == "null"]
-    assert len(nulls) == 3  # every pair of ablation seeds 1, 2, 4
+    for set_name, s in confirmed["sets"].items():  # every set: the same pairs, seed 4's too
+        pairs = [(p["role"], p["run"], p["against"]) for p in s["pairs"]]
+        assert ("headline", "bahdanau-seed4", "rnnencdec-seed4") in pairs, set_name
+        assert ("negative", "rnn-seed4", "rnnencdec-seed4") in pairs, set_name
+        assert sum(p[0] == "seed" and p[1].startswith("rnnencdec") for p in pairs) == 3
+        assert confirmed["tables"][set_name]["rnnencdec"]["seeds"] == [1, 2, 4]
 
 
 def test_every_interval_recomputes_from_the_per_line_files_alone(staged_study):
@@ -142,17 +143,21 @@ def test_every_interval_recomputes_from_the_per_line_files_alone(staged_study):
         (p.parent.name, p.name.removesuffix(".json.gz")): read_lines(p)
         for p in (out / "lines").glob("*/*.json.gz")
     }
-    again = finite(rate_sets(saved["models"], lines, plan.n_bootstrap))
-    assert again == saved["verdict"]
     for set_name, data in saved["sets"].items():
-        for name, summary in data["models"].items():
-            assert finite(model_summary(lines[set_name, name], plan.n_bootstrap)) == summary
+        again = rho_pairs(saved["models"], lines, set_name, plan.n_bootstrap)
+        assert finite(again) == data["pairs"]
+        for design, table in saved["tables"][set_name].items():
+            runs = [m["name"] for m in saved["models"] if m["base"] == design]
+            spread = rho_spread([lines[set_name, r].captions for r in runs])
+            assert json.loads(json.dumps(finite(spread))) == {
+                k: v for k, v in table.items() if k != "seeds"
+            }
 
 
 def test_score_only_reuses_everything_and_refuses_an_untrained_run(staged_study):
     paths, out, _, _, confirmed, rescored, plan, opts = staged_study
-    assert finite(rescored["verdict"]) == finite(confirmed["verdict"])
-    assert rescored["sets"] == confirmed["sets"]
+    assert finite(rescored["sets"]) == finite(confirmed["sets"])
+    assert finite(rescored["tables"]) == finite(confirmed["tables"])
     plan = dataclasses.replace(plan, seeds=(1, 9), negative_seeds=())
     with pytest.raises(ConfigError, match=r"--score-only: .*-seed9-single holds no finished run"):
         compare(paths, out, Budget(), opts, plan)

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
+from seq2seq.study import verdict_v3
 from seq2seq.study.report import multi30k
 from seq2seq.study.report.common import finite
-from seq2seq.study.report.figure import plot_by_k
 from seq2seq.study.report.synthetic import length_finding, plateau_finding, plot, report_markdown
+from seq2seq.study.report.v3 import plot_by_k
 
 __all__ = ["length_finding", "report_markdown", "write_report"]
 
@@ -18,13 +19,15 @@ __all__ = ["length_finding", "report_markdown", "write_report"]
 def write_report(results: dict, out: str | Path) -> None:
     """Write ``results.json``, ``report.md`` and the plots into ``out`` and store the findings in
     ``results["findings"]`` (the CLI prints them): the Multi30k study's report (``report.multi30k``,
-    ``report.figure``) when ``results["study"] == "multi30k"``, else the synthetic half's. NaN is
-    written as null, and the report rendered from those same values (rendering again: the same)."""
+    its figure ``report.v3.plot_by_k``) when ``results["study"] == "multi30k"``, else the
+    synthetic half's. NaN is written as null, and the report rendered from those same values
+    (rendering again: the same)."""
     out = Path(out)
     if results.get("study") == "multi30k":
         clean = finite(results)
         text, results["findings"] = multi30k.report_markdown(clean)
-        plot_by_k(clean, out)
+        ablation = next((m["base"] for m in clean["models"] if m["role"] == "ablation"), "")
+        plot_by_k(clean["tables"], out / multi30k.FIGURE, verdict_v3.DELTA, ablation)
         clean["findings"] = results["findings"]
     else:
         results["findings"] = {"bleu": length_finding(results, "bleu")}

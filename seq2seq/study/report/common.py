@@ -28,39 +28,9 @@ def pct(x: float | None, digits: int = 1) -> str:
     return "-" if missing(x) else f"{100 * x:.{digits}f}%"
 
 
-def pct_pair(d: dict) -> str:
-    """``72.3% / 65.0%``: a pair's ``a`` and ``b`` fractions as percentages."""
-    return f"{pct(d.get('a'))} / {pct(d.get('b'))}"
-
-
 def points(x: float | None, digits: int = 1) -> str:
     """A difference of fractions in signed percentage points (``0.05`` -> ``+5.0``), or "-"."""
     return "-" if missing(x) else f"{100 * x:+.{digits}f}"
-
-
-def ks(results: dict) -> list[int]:
-    """The Multi30k study's k (sentences joined into one test line), ascending."""
-    return sorted(int(k) for k in results["eval_set"]["sentences_per_k"])
-
-
-def cell_at(cells: Sequence[dict], k: int) -> dict | None:
-    """The cell of ``cells`` (``cells.cell_scores`` rows) at ``k``, or None."""
-    return next((c for c in cells if c["k"] == k), None)
-
-
-def interval(value, low, high, fmt=num) -> str:
-    """``value [low, high]``, each written by ``fmt``: "-" without a value, the value alone
-    without both bounds."""
-    if missing(value):
-        return "-"
-    if missing(low) or missing(high):
-        return fmt(value)
-    return f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
-
-
-def ci_text(c: dict | None) -> str:
-    """``31.2 [29.9, 32.5]``: a cell's BLEU and its 95% bootstrap interval ("-" without a cell)."""
-    return "-" if c is None else interval(c.get("bleu"), c.get("low"), c.get("high"))
 
 
 def finite(x: Any) -> Any:

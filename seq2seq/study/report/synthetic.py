@@ -2,8 +2,8 @@
 by-length plots, from the numbers only. The sentence under each by-length table says which model
 keeps the most and the least of its score from the shortest to the longest well-filled bucket,
 and whether every fixed-vector model falls faster than every attention model (Bahdanau et al.
-2015, Figure 2), or not. Under ``--alignment``, the reverse table (``reverse_section``, which the
-Multi30k report renders too): exact match by length, alignment accuracy and the plateau check.
+2015, Figure 2), or not. Under ``--alignment``, the reverse table (``reverse_section``): exact
+match by length, alignment accuracy and the plateau check.
 """
 
 from __future__ import annotations

@@ -170,11 +170,19 @@ def tables_section(r: dict) -> list[str]:
         f"100 by definition. By position: rho of the captions at each place of the k = "
         f"{v3.K_RULE} join (1 first), what a bottleneck keeps of each."
     )
-    for name, designs in r["tables"].items():
-        for key, label, cols in (
-            ("by_k", "rho by k", range(1, v3.K_RULE + 1)),
-            ("by_position", f"rho by caption position, k = {v3.K_RULE}", range(1, v3.K_RULE + 1)),
+    return lines + rho_tables(r["tables"])
+
+
+def rho_tables(tables: dict) -> list[str]:
+    """Per set, rho by k and by caption position of each design (``rho.rho_spread``), in %."""
+    lines = []
+    for name, designs in tables.items():
+        k_max = max(int(k) for t in designs.values() for k in t["by_k"])
+        for key, label in (
+            ("by_k", "rho by k"),
+            ("by_position", f"rho by caption position, k = {k_max}"),
         ):
+            cols = range(1, k_max + 1)
             body = [
                 [d, ", ".join(map(str, t["seeds"]))]
                 + [_spread(t[key].get(c) or t[key].get(str(c))) for c in cols]
@@ -274,20 +282,27 @@ def render(r: dict, old: dict | None = None) -> str:
 def plot(r: dict, path: Path) -> None:
     """rho against k per design (seeds as bands) on each set, and each design's rho minus the
     ablation's with the +/-DELTA band a fixed-vector design must stay inside; text literal."""
+    plot_by_k(r["tables"], path, r["delta"], v3.HEADLINE[1])
+
+
+def plot_by_k(tables: dict, path: Path, delta: float, reference: str) -> None:
+    """``plot``'s figure of ``tables`` (set -> design -> ``rho.rho_spread`` and seeds), the
+    differences taken against the design ``reference``."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    sets = list(r["tables"])
-    colours = ("tab:blue", "tab:red", "tab:orange", "tab:brown")
-    colours = dict(zip(v3.FAMILIES, colours, strict=True))
+    sets = list(tables)
+    designs = list(dict.fromkeys([*v3.FAMILIES, *(d for t in tables.values() for d in t)]))
+    cycle = ("tab:blue", "tab:red", "tab:orange", "tab:brown", "tab:green", "tab:purple")
+    colours = {d: cycle[i % len(cycle)] for i, d in enumerate(designs)}
     with matplotlib.rc_context({"text.parse_math": False}):
         fig = Figure(figsize=(11.0, 3.8 * len(sets)), dpi=90, layout="constrained")
         FigureCanvasAgg(fig)
         axes = fig.subplots(len(sets), 2, squeeze=False)
         for row, name in zip(axes, sets, strict=True):
-            designs = r["tables"][name]
-            ref = designs.get(v3.HEADLINE[1], {}).get("by_k", {})
+            designs = tables[name]
+            ref = designs.get(reference, {}).get("by_k", {})
             for design, t in designs.items():
                 ks = sorted(int(k) for k in t["by_k"])
                 s = [t["by_k"].get(k) or t["by_k"][str(k)] for k in ks]
@@ -299,11 +314,11 @@ def plot(r: dict, path: Path) -> None:
                     base = [100 * (ref.get(k) or ref[str(k)])["mean"] for k in ks]
                     diff = [m - b for m, b in zip(mean, base, strict=True)]
                     row[1].plot(ks, diff, marker="o", color=colours[design], label=design)
-            band = 100 * r["delta"]
+            band = 100 * delta
             row[1].axhspan(-band, band, color="grey", alpha=0.2, label=f"+/-DELTA ({band:g})")
             row[0].set(title=f"rho by k, {name}", xlabel="captions joined (k)", ylabel="rho (%)")
             row[1].set(
-                title=f"rho minus {v3.HEADLINE[1]}'s, {name}",
+                title=f"rho minus {reference}'s, {name}",
                 xlabel="captions joined (k)",
                 ylabel="points",
             )

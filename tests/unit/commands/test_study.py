@@ -63,10 +63,6 @@ def test_what_a_study_names_is_checked_before_any_training(
         ((a, b), (*stages, "--negative-seeds", "4"), "--negative-seeds: no negative control"),
         ((a, b), (*stages, "--seeds", "1,2,1"), "--seeds '1,2,1': seed 1 is given twice; give"),
         ((a, b), (*stages, "--negative-seeds", "4,4"), "--negative-seeds '4,4': seed 4 is given"),
-        ((a, b), (*stages, "--reverse", tmp_path / "no.json"), "no.json: no such file; give the"),
-        ((a, b), (*stages, "--zoo", tmp_path / "nosuch"), "nosuch: no such folder; give make zoo"),
-        ((a, b), (*stages, "--zoo", a), "a.yaml: is a file; give make zoo's runs folder"),
-        ((a, b), (*stages, "--reverse", tmp_path), f"{tmp_path}: is a folder; give the synth"),
         ((a, b), (*stages, "--test", tmp_path / "nosuch"), "--test " + str(tmp_path / "nosuch")),
         ((a, b), (*stages, "--test", "x/test.de"), "--test x/test.de: give the test set's PREFIX"),
         ((a, b), (*stages, "--score-only"), "holds no study (no tokenizer/); train it first"),
@@ -121,36 +117,6 @@ def test_compare_refuses_real_text_stages_with_a_synthetic_task(
         assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
-def test_zoo_reads_each_runs_greedy_bleu_and_refuses_a_bad_file_before_training(
-    tmp_path, synth_corpus, monkeypatch, capsys
-):
-    import json
-
-    from seq2seq.study.external import read_zoo
-
-    zoo = tmp_path / "zoo"
-    (zoo / "bahdanau").mkdir(parents=True)
-    (zoo / "rnn").mkdir()  # a run stopped before scoring: no test_greedy.json
-    scored = {"bleu": {"score": 32.32}, "chrf": {"score": 51.26}, "checkpoint": {"step": 857}}
-    (zoo / "bahdanau" / "test_greedy.json").write_text(json.dumps(scored))
-    assert read_zoo(zoo) == {
-        "bahdanau": {"bleu": 32.32, "chrf": 51.26, "step": 857}
-        | {"file": str(zoo / "bahdanau" / "test_greedy.json")}
-    }
-    assert read_zoo(None) is None
-    with pytest.raises(ValueError, match="^--zoo .*nosuch: no such folder; give make zoo's"):
-        read_zoo(tmp_path / "nosuch")
-    (zoo / "rnn" / "test_greedy.json").write_text("{not json")
-    data, tok = slice_data(synth_corpus), {"vocab_size": 300}
-    a = write_study_config(tmp_path, "a", "rnnencdec", data, tok)
-    b = write_study_config(tmp_path, "b", "bahdanau", data, tok)
-    out = tmp_path / "o"
-    args = ("--single-steps", 2, "--joined-steps", 2, "--zoo", zoo)
-    code, err = run_main_exiting(monkeypatch, capsys, "compare", a, b, "--out", out, *args)
-    assert code == 2 and f"{zoo / 'rnn' / 'test_greedy.json'}: not a test_greedy.json" in err
-    assert len(err.strip().splitlines()) == 1 and not (out / "runs").exists()
-
-
 def test_compare_refuses_options_of_the_other_kind_when_typed_even_at_their_defaults(
     tmp_path, synth_corpus, monkeypatch, capsys
 ):
@@ -164,8 +130,6 @@ def test_compare_refuses_options_of_the_other_kind_when_typed_even_at_their_defa
         ("--bootstrap", 1000),
         ("--reference", "a"),
         ("--headline", "a"),
-        ("--reverse", path),
-        ("--zoo", tmp_path),
     ):
         code, err = run_main(monkeypatch, capsys, "compare", *synthetic, *extra)
         assert code == 2 and len(err.strip().splitlines()) == 1, err

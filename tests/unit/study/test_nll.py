@@ -13,7 +13,7 @@ import torch
 from seq2seq.data.batch import Batch
 from seq2seq.data.tokenizer import UNK
 from seq2seq.models import Seq2SeqModel, build_model
-from seq2seq.study.rho import caption_gap_ci, caption_nlls, nll_lines_by_k, nll_rows
+from seq2seq.study.rho import CaptionNLL, caption_nlls, nll_lines_by_k
 from seq2seq.training.loss import token_loss_sum
 from tests.corpora import joined_evalset, lines
 from tests.toys import TINY_MODELS, tiny_model
@@ -67,10 +67,19 @@ def direct_gap(model, tok, srcs: list[str], refs: list[str]) -> float:
     return joined - sum(nats(s, t) for s, t in zip(src, tgt, strict=True))
 
 
-def scripted_gaps(n: int, per_token: float, noise: float = 0.0, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    tokens = rng.integers(20, 60, n).astype(np.int64)
-    return (tokens * (per_token + noise * rng.normal(size=n)), tokens)
+def gaps(c: CaptionNLL) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """k -> per joined line the summed C - A of its captions (nats) and their token count."""
+    return {
+        k: (c.ctx[k].sum(1) - c.alone[u].sum(1), c.tokens[u].sum(1)) for k, u in c.units.items()
+    }
+
+
+def nll_rows(nll: dict) -> list[dict]:
+    """Per k: the loss per reference token, the tokens and the lines."""
+    return [
+        {"k": k, "nll": float(n.sum() / t.sum()), "tokens": int(t.sum()), "sentences": len(n)}
+        for k, (n, t) in sorted(nll.items())
+    ]
 
 
 @pytest.mark.parametrize("name", ["rnn", "transformer"])
@@ -138,9 +147,9 @@ def test_caption_gaps_of_a_scripted_oracle_by_hand(synth_tokenizer):
     assert all(UNK not in t for t in tgt)
     v = tok.tgt_vocab_size
     model = LengthOracle(v)
-    gaps = caption_nlls(model, tok, ev, CPU, batch_tokens=60).gaps()
-    assert sorted(gaps) == [2, 3, 4]
-    for k, (nats, tokens) in gaps.items():
+    by_k = gaps(caption_nlls(model, tok, ev, CPU, batch_tokens=60))
+    assert sorted(by_k) == [2, 3, 4]
+    for k, (nats, tokens) in by_k.items():
         assert nats.dtype == np.float64 and tokens.dtype == np.int64
         assert len(nats) == len(tokens) == len(lines(ev, k)) == 13 // k
         for j in range(13 // k):
@@ -160,9 +169,9 @@ def test_caption_gaps_are_direct_forward_passes_whatever_the_batches(name, synth
     tok = synth_tokenizer
     ev = joined_evalset(12, 3, seed=8)
     model = tiny_model(name, tok.src_vocab_size, tok.tgt_vocab_size).train()
-    small = caption_nlls(model, tok, ev, CPU, batch_tokens=40).gaps()
+    small = gaps(caption_nlls(model, tok, ev, CPU, batch_tokens=40))
     assert model.training  # put back as it was
-    large = caption_nlls(model.eval(), tok, ev, CPU, batch_tokens=5000).gaps()
+    large = gaps(caption_nlls(model.eval(), tok, ev, CPU, batch_tokens=5000))
     assert not model.training
     assert sorted(small) == sorted(large) == [2, 3]
     for k in (2, 3):
@@ -180,31 +189,12 @@ def test_caption_gaps_refuse_what_they_cannot_score(synth_tokenizer):
     ev = joined_evalset(6, 2, seed=8)
     ev.ref[1] = ""
     with pytest.raises(ValueError, match="1 of 6 captions .k = 1 lines. encode to no token"):
-        caption_nlls(model, tok, ev, CPU).gaps()
+        caption_nlls(model, tok, ev, CPU)
     ev = joined_evalset(12, 3, seed=8)
     ev.src[lines(ev, 2)[1]] += " und"  # not its captions joined by a space
     with pytest.raises(ValueError, match="k = 2 line 1 is not k = 1 lines 2...3"):
-        caption_nlls(model, tok, ev, CPU).gaps()
+        caption_nlls(model, tok, ev, CPU)
     cfg = TINY_MODELS["transformer"].model_copy(update={"max_positions": 30})
     short = build_model(cfg, tok.src_vocab_size, tok.tgt_vocab_size, joint_vocab=False)
     with pytest.raises(ValueError, match=r"^\d+ of \d+ examples are longer than the model's"):
-        caption_nlls(short, tok, joined_evalset(12, 3, seed=8), CPU).gaps()
-
-
-def test_caption_gap_ci_is_a_ratio_of_sums_with_its_bootstrap():
-    flat = {2: scripted_gaps(30, 0.5)}
-    d = caption_gap_ci(flat, 2, n_bootstrap=100)
-    assert d["units"] == 30
-    for key in ("gap", "low", "high"):  # every resample gives the same gap per token
-        assert d[key] == pytest.approx(0.5)
-    gaps, tokens = scripted_gaps(40, 0.3, noise=1.0, seed=1)
-    d = caption_gap_ci({4: (gaps, tokens)}, 4, n_bootstrap=200, seed=7)
-    assert d["gap"] == pytest.approx(gaps.sum() / tokens.sum())
-    idxs = np.random.default_rng(7).choice(40, size=(200, 40))
-    ratios = np.sort([gaps[i].sum() / tokens[i].sum() for i in idxs])
-    assert (d["low"], d["high"]) == pytest.approx((ratios[5], ratios[194]))  # 200 // 40 = 5
-    assert d["low"] < d["gap"] < d["high"]
-    with pytest.raises(ValueError, match=r"no caption gaps for k = 3 \(have k = \[4\]\)"):
-        caption_gap_ci({4: (gaps, tokens)}, 3)
-    with pytest.raises(ValueError, match="k = 4: 39 gaps but 40 token counts"):
-        caption_gap_ci({4: (gaps[:-1], tokens)}, 4)
+        caption_nlls(short, tok, joined_evalset(12, 3, seed=8), CPU)

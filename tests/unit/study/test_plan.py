@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 from seq2seq.config import ConfigError, validate_config
-from seq2seq.study import verdict, verdict_v1
-from seq2seq.study.pairs import rated_cells
+from seq2seq.study.multi30k import pair_names
 from seq2seq.study.plan import (
     Budget,
     Multi30kPlan,
@@ -141,7 +140,7 @@ def test_roles_find_the_ablation_headline_and_negative_control():
         roles(cfgs[1:], Multi30kPlan())
 
 
-def test_seed_copies_and_the_pairs_the_rule_rates():
+def test_seed_copies_and_the_pairs_the_report_compares():
     cfgs = [study_cfg("abl", "rnnencdec"), study_cfg("rs", "bahdanau")]
     copies = seed_configs(cfgs, ["rs", "abl"], (1, 2, 3))
     assert [(c.name, c.train.seed) for c in copies] == [
@@ -153,45 +152,36 @@ def test_seed_copies_and_the_pairs_the_rule_rates():
     with pytest.raises(ConfigError, match="would share its name"):
         seed_configs([*cfgs, study_cfg("rs-seed2", "rnn")], ["rs"], (2,))
 
-    def m(name, role, seed, copy=False):
-        return {"name": name, "role": role, "seed": seed, "copy": copy}
+    def m(name, role, seed):
+        return {"name": name, "role": role, "seed": seed, "base": name.split("-seed")[0]}
 
     models = [
         m("abl", "ablation", 1),
         m("rs", "headline", 1),
         m("plain", "negative", 1),
         m("luong", "family", 1),
-        m("rs-seed2", "headline", 2, True),
-        m("abl-seed2", "ablation", 2, True),
-        m("rs-seed3", "headline", 3, True),
-        m("abl-seed3", "ablation", 3, True),
-        m("plain-seed3", "negative", 3, True),
+        m("rs-seed2", "headline", 2),
+        m("abl-seed2", "ablation", 2),
+        m("rs-seed3", "headline", 3),
+        m("abl-seed3", "ablation", 3),
+        m("plain-seed3", "negative", 3),
+        m("pool-seed4", "negative", 4),  # no ablation at seed 4: no pair
     ]
-    scored = {("t16", x["name"]): None for x in models} | {
-        ("t17", "rs"): None,
-        ("t17", "abl"): None,
-    }
-    cells = [
-        (s, seed, role, a["name"], b["name"])
-        for s, seed, role, a, b in rated_cells(models, scored, {"t16": (1, 2, 3), "t17": (1, 2)})
+    assert pair_names(models) == [
+        ("headline", "rs", "abl"),
+        ("negative", "plain", "abl"),
+        ("family", "luong", "abl"),
+        ("headline", "rs-seed2", "abl-seed2"),
+        ("headline", "rs-seed3", "abl-seed3"),
+        ("negative", "plain-seed3", "abl-seed3"),
+        ("seed", "abl-seed2", "abl"),  # every two seeds of one config, the later first
+        ("seed", "abl-seed3", "abl"),
+        ("seed", "abl-seed3", "abl-seed2"),
+        ("seed", "rs-seed2", "rs"),
+        ("seed", "rs-seed3", "rs"),
+        ("seed", "rs-seed3", "rs-seed2"),
+        ("seed", "plain-seed3", "plain"),
     ]
-    assert cells == [
-        ("t16", 1, "headline", "rs", "abl"),
-        ("t16", 1, "negative", "plain", "abl"),
-        ("t16", 2, "headline", "rs-seed2", "abl-seed2"),
-        ("t16", 3, "headline", "rs-seed3", "abl-seed3"),
-        ("t16", 3, "negative", "plain-seed3", "abl-seed3"),
-        ("t16", (1, 2), "null", "abl-seed2", "abl"),  # every pair of ablation seeds
-        ("t16", (1, 3), "null", "abl-seed3", "abl"),
-        ("t16", (2, 3), "null", "abl-seed3", "abl-seed2"),
-        ("t17", 1, "headline", "rs", "abl"),  # only what was scored on t17
-    ]
-    one = rated_cells(models[:4], scored, {"t16": (1,)})
-    assert [(c[2], c[3]["name"]) for c in one] == [("headline", "rs"), ("negative", "plain")]
-    # two negative controls at one seed (the plain rnn and the mean-pool): both rated
-    two = [*models[:4], m("pool", "negative", 1)]
-    cells = rated_cells(two, scored | {("t16", "pool"): None}, {"t16": (1,)})
-    assert [c[3]["name"] for c in cells if c[2] == "negative"] == ["plain", "pool"]
 
 
 def test_negative_seeds_copy_the_plain_rnn_and_need_one():
@@ -203,13 +193,10 @@ def test_negative_seeds_copy_the_plain_rnn_and_need_one():
 
 
 def test_a_study_of_one_config_is_checked_before_training_and_still_reports():
-    """compare with the ablation alone trains and reports (no pair to rate: "No claim yet");
+    """compare with the ablation alone trains and reports (no pair to compare);
     one config that is not the ablation is refused before anything is trained."""
     assert check_plan([study_cfg("abl", "rnnencdec")], Multi30kPlan()) == []
-    abl = [{"name": "abl", "role": "ablation", "seed": 1, "copy": False}]
-    assert list(rated_cells(abl, {("t", "abl"): None}, {"t": (1,)})) == []
-    words = verdict_v1.overall([], verdict.seed_interval([]))["words"]
-    assert words.startswith("No claim yet")
+    assert pair_names([{"name": "abl", "role": "ablation", "seed": 1, "base": "abl"}]) == []
     with pytest.raises(ConfigError, match="no rnnencdec config to rate the others against"):
         check_plan([study_cfg("rs", "bahdanau")], Multi30kPlan())
 
@@ -222,26 +209,22 @@ def test_the_reference_must_be_a_fixed_context_model_other_than_the_headline():
         roles(cfgs, Multi30kPlan(headline="abl"))
 
 
-def test_multi30k_plan_takes_one_kind_of_options_and_reads_files_only_for_real_text(tmp_path):
+def test_multi30k_plan_takes_one_kind_of_options():
     """compare's options: a synthetic task (exact) gets no plan and refuses real-text options;
-    real text needs both stages, parses its lists, and only then reads --reverse."""
+    real text needs both stages and parses its lists."""
     real = dict(single_steps=10, joined_steps=2, concat_k=3, alphas="0.6,1", seeds="1,2")
-    real |= dict(negative_seeds=None, tests=None, score_only=False, zoo=None)
-    bad_json = tmp_path / "bad.json"  # not JSON: reading it is a ValueError
-    bad_json.write_text("{", encoding="utf-8")
+    real |= dict(negative_seeds=None, tests=None, score_only=False)
     none = Budget(None, None, None)
     synthetic = real | dict(single_steps=None, joined_steps=None, seeds=None)
-    assert multi30k_plan(none, True, **synthetic, reverse=bad_json) is None  # not read
+    assert multi30k_plan(none, True, **synthetic) is None
     with pytest.raises(ValueError, match="trains under --budget-"):
-        multi30k_plan(none, True, **real, reverse=None)
+        multi30k_plan(none, True, **real)
     with pytest.raises(ValueError, match="^--seeds is for the real-text study"):
-        multi30k_plan(none, True, **(synthetic | dict(seeds="1")), reverse=None)
+        multi30k_plan(none, True, **(synthetic | dict(seeds="1")))
     with pytest.raises(ValueError, match="is for a synthetic task"):
-        multi30k_plan(Budget(None, 5, None), False, **synthetic, reverse=None)
+        multi30k_plan(Budget(None, 5, None), False, **synthetic)
     with pytest.raises(ValueError, match="--alphas"):
-        multi30k_plan(none, False, **(real | dict(alphas="1,0.5")), reverse=None)
-    plan = multi30k_plan(none, False, **real, reverse=None, n_bootstrap=50, headline="luong")
+        multi30k_plan(none, False, **(real | dict(alphas="1,0.5")))
+    plan = multi30k_plan(none, False, **real, n_bootstrap=50, headline="luong")
     assert (plan.recipe, plan.alphas, plan.seeds) == (Recipe(10, 2, 3), (0.6, 1.0), (1, 2))
-    assert (plan.n_bootstrap, plan.headline, plan.tests, plan.reverse) == (50, "luong", (), None)
-    with pytest.raises(ValueError, match="bad.json: not a results.json"):
-        multi30k_plan(none, False, **real, reverse=bad_json)
+    assert (plan.n_bootstrap, plan.headline, plan.tests) == (50, "luong", ())

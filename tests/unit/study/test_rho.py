@@ -12,7 +12,14 @@ import torch
 
 from seq2seq.study.cells import cap_hypotheses, length_caps
 from seq2seq.study.lines import line_record, read_lines, write_lines
-from seq2seq.study.rho import CaptionNLL, caption_nlls, derangement, rho_ci, rho_difference_ci
+from seq2seq.study.rho import (
+    CaptionNLL,
+    caption_nlls,
+    derangement,
+    position_rho,
+    rho_difference_ci,
+    rho_spread,
+)
 from seq2seq.study.stats import BleuStats, bootstrap_ci
 from tests.corpora import joined_evalset
 from tests.toys import tiny_model
@@ -51,8 +58,6 @@ def test_caption_nlls_of_a_scripted_oracle_by_hand(synth_tokenizer):
             for c, p in enumerate(row):
                 want = len(tgt[p]) * LengthOracle.cost(s_join, v)
                 assert nll.ctx[k][j, c] == pytest.approx(want, rel=1e-5)
-    gaps = nll.gaps()
-    assert gaps[2][0][0] == pytest.approx(nll.ctx[2][0].sum() - nll.alone[[0, 1]].sum())
 
 
 @pytest.mark.parametrize("name", ["rnn", "bahdanau", "transformer"])
@@ -100,8 +105,6 @@ def test_rho_is_a_ratio_of_sums_of_what_survives():
 
 def test_rho_intervals_are_paired_bootstraps_over_joined_lines():
     a, b = scripted(250, 4, 0.9, seed=1, noise=0.1), scripted(250, 4, 0.4, seed=1, noise=0.1)
-    one = rho_ci(a, 4, n_bootstrap=200)
-    assert one["units"] == 250 and one["low"] < one["rho"] < one["high"]
     d = rho_difference_ci(a, b, 4, n_bootstrap=200)
     assert d["difference"] == pytest.approx(a.rho(4) - b.rho(4)) and d["low"] > 0.4
     narrow = rho_difference_ci(a, b, 4, n_bootstrap=200, level=0.90)
@@ -112,6 +115,24 @@ def test_rho_intervals_are_paired_bootstraps_over_joined_lines():
         rho_difference_ci(a, scripted(200, 4, 0.4), 4)
     with pytest.raises(ValueError, match="has no k = 3 lines"):
         rho_difference_ci(a, b, 3)
+
+
+def test_rho_by_position_and_the_seeds_spread():
+    """Position p keeps ``kept[p]`` of what its source is worth; over two seeds the spread is
+    their mean, smallest and largest."""
+    one, two = scripted(40, 3, 0.9), scripted(40, 3, 0.6, seed=1)
+    for c, kept in ((one, (0.9, 0.5, 0.2)), (two, (0.6, 0.6, 0.6))):
+        for p, share in enumerate(kept):
+            u = c.units[3][:, p]
+            c.ctx[3][:, p] = c.free[u] - share * (c.free[u] - c.alone[u])
+            assert position_rho(c, 3, p) == pytest.approx(share)
+    s = rho_spread([one, two])
+    assert s["by_k"][1] == {"mean": 1.0, "low": 1.0, "high": 1.0, "n": 2}
+    assert s["by_k"][3]["low"] == pytest.approx(min(one.rho(3), two.rho(3)))
+    assert s["by_k"][3]["mean"] == pytest.approx((one.rho(3) + two.rho(3)) / 2)
+    assert s["by_position"][1]["high"] == pytest.approx(0.9)
+    assert s["by_position"][3] == pytest.approx({"mean": 0.4, "low": 0.2, "high": 0.6, "n": 2})
+    assert sorted(s["by_position"]) == [1, 2, 3]  # the widest join's places
 
 
 def test_bootstrap_level_picks_the_percentiles():
@@ -151,8 +172,10 @@ def test_a_per_line_file_keeps_everything_and_reads_back(tmp_path, synth_tokeniz
     assert d.model == "m" and d.set_name == "toy" and d.k == ev.k
     np.testing.assert_array_equal(d.stats("greedy"), BleuStats(runaway, ev.ref).stats)
     capped, short = cap_hypotheses(runaway, caps)
-    np.testing.assert_array_equal(d.stats("greedy", capped=True), BleuStats(capped, ev.ref).stats)
-    assert list(d.flags("greedy", "capped")) == short and d.flags("greedy", "cut").sum() == 1
+    greedy = d.record["decodes"]["greedy"]
+    np.testing.assert_array_equal(greedy["capped_stats"], BleuStats(capped, ev.ref).stats)
+    assert greedy["capped"] == [i for i, c in enumerate(short) if c] and greedy["cut"] == [3]
+    assert d.k1_ratio("beam") == 1.0 and d.k1_ratio() > 1.9  # k = 1 lines: twice too long
     assert d.captions.rho(2) == pytest.approx(captions.rho(2))
     assert d.stats("beam")[:, 2].sum() == d.stats("beam")[:, 6].sum()  # the references themselves
     (tmp_path / "bad.json.gz").write_bytes(gzip.compress(b"{}"))

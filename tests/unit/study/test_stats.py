@@ -1,21 +1,24 @@
-"""The study's statistics: BLEU intervals equal sacreBLEU's own, BLEU without its brevity penalty,
-and one-sample and paired bootstrap intervals."""
+"""The study's statistics: BLEU of sentence subsets equal to sacreBLEU's, one-sample and paired
+bootstrap intervals drawn as sacreBLEU draws them, and the seeds' t-interval."""
 
 from __future__ import annotations
 
-import os
+import math
 import random
 
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from seq2seq.evaluation.metrics import corpus_score
+from seq2seq.evaluation.metrics import corpus_score, sacrebleu_seed
 from seq2seq.study.stats import (
+    SACREBLEU_SEED,
+    T_975,
+    T_975_DF2,
     BleuStats,
-    bleu_ci,
     bootstrap_ci,
     paired_difference_ci,
+    seed_interval,
 )
 from tests.corpora import synth_pairs
 
@@ -36,38 +39,6 @@ def degrade(lines: list[str], keep: float, seed: int) -> list[str]:
     return [" ".join(w for w in x.split() if rng.random() < keep) or "the" for x in lines]
 
 
-# ---- bleu_ci: sacreBLEU's own bootstrap --------------------------------------------------------
-
-
-def test_bleu_ci_equals_the_interval_sacrebleu_reports(monkeypatch):
-    hyps, refs = fixture_pairs()
-    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
-    direct = BLEU().corpus_score(hyps, [refs], n_bootstrap=200)  # seed 12345, sacreBLEU's default
-    ci = bleu_ci(hyps, refs, n_bootstrap=200)
-    assert ci == {
-        "score": direct.score,
-        "low": direct._mean - direct._ci,
-        "high": direct._mean + direct._ci,
-        "mean": direct._mean,
-    }
-    assert ci["low"] < ci["score"] < ci["high"] and direct._ci > 0
-    # another seed: the same as sacreBLEU under SACREBLEU_SEED, and a different interval
-    monkeypatch.setenv("SACREBLEU_SEED", "7")
-    other = BLEU().corpus_score(hyps, [refs], n_bootstrap=200)
-    monkeypatch.setenv("SACREBLEU_SEED", "99")  # bleu_ci sets its own seed, then restores this
-    assert bleu_ci(hyps, refs, n_bootstrap=200, seed=7)["mean"] == other._mean
-    assert other._mean != direct._mean
-    assert os.environ["SACREBLEU_SEED"] == "99"
-
-
-def test_bleu_ci_refuses_what_has_no_interval():
-    hyps, refs = fixture_pairs(5)
-    with pytest.raises(ValueError, match="at least 2"):
-        bleu_ci(hyps, refs, n_bootstrap=1)
-    with pytest.raises(ValueError, match="5 hypotheses but 4 references"):
-        bleu_ci(hyps, refs[:4])
-
-
 def test_bleu_stats_score_equals_corpus_bleu():
     hyps, refs = fixture_pairs()
     s = BleuStats(hyps, refs)
@@ -79,17 +50,6 @@ def test_bleu_stats_score_equals_corpus_bleu():
     )
     whole = BLEU().corpus_score(hyps, [refs])
     assert s.length_ratio() == whole.sys_len / whole.ref_len
-
-
-def test_bleu_stats_score_without_brevity_penalty():
-    hyps, refs = fixture_pairs()
-    short = [" ".join(h.split()[: len(h.split()) // 2 + 1]) for h in hyps]
-    for h in (hyps, short):
-        s, whole = BleuStats(h, refs), BLEU().corpus_score(h, [refs])
-        assert s.score_nobp() == pytest.approx(whole.score / whole.bp, rel=1e-12)
-        assert s.score_nobp() == pytest.approx(np.exp(np.mean(np.log(whole.precisions))), rel=1e-12)
-    assert BleuStats(short, refs).score() < BleuStats(short, refs).score_nobp()
-    assert BleuStats(["", ""], refs[:2]).score_nobp() == 0.0  # no hypothesis token: bp 0
 
 
 # ---- paired_difference_ci and bootstrap_ci ------------------------------------------------------
@@ -119,7 +79,9 @@ def test_paired_resamples_are_the_ones_sacrebleu_draws():
     hyps, refs = fixture_pairs()
     s = BleuStats(hyps, refs)
     d = paired_difference_ci(s.score, lambda i: 0.0, n=len(s), n_bootstrap=200)
-    assert d["mean"] == pytest.approx(bleu_ci(hyps, refs, n_bootstrap=200)["mean"], abs=1e-6)
+    with sacrebleu_seed(str(SACREBLEU_SEED)):
+        direct = BLEU().corpus_score(hyps, [refs], n_bootstrap=200)
+    assert d["mean"] == pytest.approx(direct._mean, abs=1e-6)
 
 
 def test_retention_over_joined_lines_as_in_the_docstring():
@@ -161,3 +123,35 @@ def test_paired_difference_refuses_empty_or_single_resamples():
         paired_difference_ci(lambda i: 0.0, lambda i: 0.0, n=0)
     with pytest.raises(ValueError, match="at least 2"):
         paired_difference_ci(lambda i: 0.0, lambda i: 0.0, n=3, n_bootstrap=1)
+
+
+# ---- seed_interval: the seeds' t-interval ------------------------------------------------------
+
+
+def test_the_t_table_is_student_s():
+    assert T_975_DF2 == T_975[2] == pytest.approx(4.302652729749464, abs=1e-12)
+    assert T_975[1] == pytest.approx(math.tan(0.475 * math.pi), rel=1e-12)  # Cauchy at df = 1
+    # df = 2 has a closed form: (2p - 1) / sqrt(2 p (1 - p))
+    assert T_975[2] == pytest.approx(0.95 / math.sqrt(2 * 0.975 * 0.025), rel=1e-12)
+    assert all(T_975[d] > T_975[d + 1] > 1.96 for d in range(1, 10))
+
+
+def test_seed_interval_by_hand():
+    s = seed_interval([0.1, 0.2, 0.3])
+    half = 4.3027 * 0.1 / math.sqrt(3)
+    assert s["n"] == 3
+    assert s["mean"] == pytest.approx(0.2) and s["sd"] == pytest.approx(0.1)
+    assert s["low"] == pytest.approx(0.2 - half, abs=1e-5)
+    assert s["high"] == pytest.approx(0.2 + half, abs=1e-5)
+    two = seed_interval([0.1, 0.3])  # df = 1: 12.706 * sd / sqrt(2)
+    assert two["high"] - two["mean"] == pytest.approx(T_975[1] * math.sqrt(0.02) / math.sqrt(2))
+
+
+def test_seed_interval_without_enough_seeds():
+    assert seed_interval([0.2]) == {"n": 1, "mean": 0.2, "low": None, "high": None, "sd": None}
+    assert seed_interval([]) == {"n": 0, "mean": None, "low": None, "high": None, "sd": None}
+    nan = seed_interval([0.1, math.nan, 0.3])
+    assert nan["n"] == 3 and nan["mean"] is None and nan["low"] is None
+    assert seed_interval([0.1] * 11)["sd"] == 0.0
+    with pytest.raises(ValueError, match="12 differences, the t table stops at df = 10"):
+        seed_interval([0.1] * 12)
