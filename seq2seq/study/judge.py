@@ -169,7 +169,8 @@ def headline_seeds(study: Study, set_name: str, seeds) -> list[int]:
 
 def choose_from_seen(study: Study) -> dict:
     """``verdict_v3.choose`` on ``SEEN``: every fixed-vector pair's 95% interval, every family
-    seed pair's 90% interval and every headline cell's 95% lower bound."""
+    seed pair's 90% interval and every headline cell's 95% lower bound; ValueError when the
+    folder holds none of one kind."""
     fixed, nulls, lows = [], [], []
     for name, seeds in v3.SEEN.items():
         fixed += [rho_pair(a, b, 0.95) for _, _, a, b in fixed_pairs(study, name, seeds)]
@@ -177,6 +178,12 @@ def choose_from_seen(study: Study) -> dict:
         for s in headline_seeds(study, name, seeds):
             a, b = (study.get(name, d, s) for d in v3.HEADLINE)
             lows.append(rho_pair(a, b, 0.95)["low"])
+    if not (fixed and nulls and lows):
+        raise ValueError(
+            "no per-line files of the data seen (several seeds of "
+            f"{', '.join(v3.FAMILIES)} on {' and '.join(v3.SEEN)}), which rule v3's margins are "
+            "chosen from; judge a folder that holds them, as docs/results/study/multi30k does"
+        )
     return v3.choose(fixed, nulls, lows)
 
 

@@ -2,7 +2,7 @@
 (synthetic half), the two-stage recipe and the roles (Multi30k half), the seed copies.
 
 The Multi30k recipe (``Recipe``; ``Recipe.describe`` words it): a single-pair stage whose cosine
-decay ends a quarter early, so the competence gate (``verdict.PLATEAU_FROM``) reads a held
+decay ends a quarter early, so the plateau gain (``verdict.PLATEAU_FROM``) reads a held
 learning rate, then a fine-tuning stage on single plus joined pairs from its last checkpoint.
 Every model batches the same data alike (one tokenizer, the same ``batch_tokens`` and seed), so
 equal updates are equal target tokens. Why the decay, and why it ends a quarter early:

@@ -13,7 +13,7 @@ import pytest
 
 from seq2seq.config import load_config
 from seq2seq.study import verdict_v3 as v3
-from seq2seq.study.judge import build
+from seq2seq.study.judge import build, main
 from seq2seq.study.report.common import finite
 from seq2seq.study.report.v3 import verdict_line
 from tests.conftest import multi30k_lines
@@ -85,3 +85,16 @@ def test_readme_and_results_page_carry_the_verdict_sentence(committed):
     for page in (ROOT / "README.md", ROOT / "docs" / "results" / "README.md"):
         text = " ".join(page.read_text(encoding="utf-8").split())
         assert committed["words"] in text, page
+
+
+def test_a_folder_without_the_data_seen_is_refused_in_one_line(tmp_path, capsys):
+    """The judged cells alone (a new results folder): rule v3's margins have nothing to be
+    chosen from, and the command says so and what to judge instead (exit 1, no traceback)."""
+    multi30k_lines("train", "de", 1)
+    for path in FOLDER.glob("lines/test_2018_flickr/*.json.gz"):
+        (tmp_path / "lines" / path.parent.name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "lines" / path.parent.name / path.name).write_bytes(path.read_bytes())
+    assert main(["verdict", str(tmp_path), "--config", str(CONFIG)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no per-line files of the data seen") and "\n" not in err
+    assert "docs/results/study/multi30k" in err and not (tmp_path / "verdict.md").exists()

@@ -240,7 +240,7 @@ def setup_section(r: dict, old: dict | None) -> list[str]:
 
 def exploratory_section(old: dict | None) -> list[str]:
     lines = ["## Exploratory: rules v1 and v2", ""]
-    if not old:
+    if not old or "verdict" not in old:
         return lines + ["No results.json of rules v1 and v2 in this folder."]
     v = old.get("verdict") or {}
     lines.append(f"Rule v2 (report.md): {v['confirmation']['overall']['words']}")
