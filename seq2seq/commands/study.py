@@ -87,7 +87,7 @@ def compare(
     reference: str | None = typer.Option(
         None,
         metavar="NAME",
-        help="Real text: the ablation the others are rated against [default: rnnencdec].",
+        help="Real text: the ablation the others are compared with [default: rnnencdec].",
     ),
     headline: str | None = typer.Option(
         None,
@@ -118,7 +118,7 @@ def compare(
         None,
         metavar="NAMES",
         help="Real text: train and score only these runs, in this order (config or seed-copy "
-        "names, comma-separated, e.g. study-rnn-seed7); the report rates what they hold.",
+        "names, comma-separated, e.g. study-rnn-seed7); the report then covers those runs only.",
     ),
     jobs: int = typer.Option(
         1,

@@ -8,11 +8,11 @@ Every model batches the same data alike (one tokenizer, the same ``batch_tokens`
 equal updates are equal target tokens. Why the decay, and why it ends a quarter early:
 docs/results/study/pilot.md.
 
-Roles: ``ablation`` (the reference every other model is rated against: ``rnnencdec``, RNNsearch
+Roles: ``ablation`` (the reference every other model is compared with: ``rnnencdec``, RNNsearch
 with one fixed context), ``headline`` (``bahdanau``, the paper's pair with the ablation),
 ``negative`` (the other fixed-vector designs, the plain ``rnn`` and the mean-pool ``rnnencdec``:
-controls the rule must not pass), ``family`` (every other model, ``rnn_context`` included, rated
-the same way) and ``seed`` (a copy with another ``train.seed``).
+controls), ``family`` (every other model, ``rnn_context`` included); a seed copy (another
+``train.seed``, named ``<name>-seed<s>``) keeps its config's role.
 """
 
 from __future__ import annotations

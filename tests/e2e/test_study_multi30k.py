@@ -97,6 +97,7 @@ def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
         assert [c["k"] for c in m["decodes"]["greedy"]["by_k"]] == [1, 2, 3]
         assert m["stages"]["single"]["valid_curve"][-1][0] == SINGLE
     pairs = results["sets"]["test_2016_flickr"]["pairs"]
+    assert all(p["units"] == 10 for p in pairs)  # the k = 3 lines of --concat-n 30
     assert sorted((p["role"], p["run"], p["against"], p["k"]) for p in pairs) == [
         ("headline", "bahdanau", "rnnencdec", 3),
         ("headline", "bahdanau-seed2", "rnnencdec-seed2", 3),
@@ -110,7 +111,7 @@ def test_every_model_goes_through_both_stages_at_equal_tokens(staged_study):
         "bahdanau": [1, 2],
         "rnn": [1],
     }
-    assert results["findings"]["rho"] in r.stdout and "Not a verdict" in r.stdout
+    assert results["findings"]["rho"] in r.stdout and "not a verdict" in r.stdout
     report, last = (out / "report.md").read_text(), json.loads((out / "results.json").read_text())
     assert report.splitlines()[2] == f"**Finding.** {last['findings']['rho']}"  # the rescore's
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from seq2seq.atomic import atomic_write_text
-from seq2seq.study import verdict_v3
 from seq2seq.study.report import multi30k
 from seq2seq.study.report.common import finite
 from seq2seq.study.report.synthetic import length_finding, plateau_finding, plot, report_markdown
@@ -26,8 +25,8 @@ def write_report(results: dict, out: str | Path) -> None:
     if results.get("study") == "multi30k":
         clean = finite(results)
         text, results["findings"] = multi30k.report_markdown(clean)
-        ablation = next((m["base"] for m in clean["models"] if m["role"] == "ablation"), "")
-        plot_by_k(clean["tables"], out / multi30k.FIGURE, verdict_v3.DELTA, ablation)
+        ablation = next((m["base"] for m in clean["models"] if m["role"] == "ablation"), None)
+        plot_by_k(clean["tables"], out / multi30k.FIGURE, None, ablation)
         clean["findings"] = results["findings"]
     else:
         results["findings"] = {"bleu": length_finding(results, "bleu")}

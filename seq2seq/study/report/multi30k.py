@@ -12,7 +12,8 @@ from seq2seq.study.report.v3 import rho_tables
 TITLE = "# Bottleneck versus attention on real text: the runs (Bahdanau et al. 2015, Figure 2)"
 FIGURE = "rho_by_k.png"
 NOT_A_VERDICT = (
-    "Not a verdict: rule v3 judges pre-registered seeds on test_2018_flickr (make study-verdict)."
+    "Measurements, not a verdict: the study's verdict is rule v3's, on seeds and a test set fixed "
+    "before they were trained (make study-verdict)."
 )
 
 
@@ -63,10 +64,11 @@ def runs_table(results: dict) -> list[str]:
 def pairs_table(pairs: list[dict]) -> list[str]:
     body = [
         [p["role"], f"{p['run']} vs {p['against']}", str(p["k"]), f"{pct(p['a'])} / {pct(p['b'])}"]
-        + [_iv(p)]
+        + [_iv(p), str(p["units"])]
         for p in pairs
     ]
     head = ["pair", "run vs against", "k", "rho run / against", "difference, points [95%]"]
+    head.append("joined lines")
     return table(head, body)
 
 
@@ -78,12 +80,17 @@ def report_markdown(results: dict) -> tuple[str, dict]:
     lines += [
         "rho at k is the share of what a caption's own source tells the model (teacher-forced "
         "loss with a wrong source minus with its own) left when it sits among k joined captions "
-        "(seq2seq/study/rho.py). Every number below is recomputed from lines/<set>/<run>.json.gz.",
+        "(seq2seq/study/rho.py): 100% at k = 1, lower the more the long input costs; far outside "
+        "0-100%, the source tells the model little at all. The rho tables give each config's mean "
+        "over its seeds [lowest, highest seed]; the pairs their paired bootstrap 95% interval over "
+        "the joined lines. Every number is recomputed from lines/<set>/<run>.json.gz. This report "
+        "covers the runs of the command that wrote it (with --only: those runs alone).",
         "",
         "## Setup",
         "",
         f"- Recipe: {results['recipe']['words']}.",
-        f"- Machine: {results['machine']}; wall time {num(results['wall_seconds'] / 60)} min.",
+        f"- Machine of this command: {results['machine']}; its wall time "
+        f"{num(results['wall_seconds'] / 60)} min (finished runs reused: no training time).",
         f"- Tokenizer: shared, sha256 {results['tokenizer']['sha256'][:12]}; length ratio r "
         f"{num(results['length_ratio'], 3)} (training targets over sources, in words).",
         f"- Beam {results['beam']['size']}, its length penalty chosen on "

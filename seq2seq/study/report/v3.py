@@ -285,9 +285,10 @@ def plot(r: dict, path: Path) -> None:
     plot_by_k(r["tables"], path, r["delta"], v3.HEADLINE[1])
 
 
-def plot_by_k(tables: dict, path: Path, delta: float, reference: str) -> None:
+def plot_by_k(tables: dict, path: Path, delta: float | None, reference: str | None) -> None:
     """``plot``'s figure of ``tables`` (set -> design -> ``rho.rho_spread`` and seeds), the
-    differences taken against the design ``reference``."""
+    differences taken against the design ``reference`` (none without it), with the +/-``delta``
+    band where one is given."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -314,17 +315,19 @@ def plot_by_k(tables: dict, path: Path, delta: float, reference: str) -> None:
                     base = [100 * (ref.get(k) or ref[str(k)])["mean"] for k in ks]
                     diff = [m - b for m, b in zip(mean, base, strict=True)]
                     row[1].plot(ks, diff, marker="o", color=colours[design], label=design)
-            band = 100 * delta
-            row[1].axhspan(-band, band, color="grey", alpha=0.2, label=f"+/-DELTA ({band:g})")
+            if delta is not None:
+                band = 100 * delta
+                row[1].axhspan(-band, band, color="grey", alpha=0.2, label=f"+/-DELTA ({band:g})")
             row[0].set(title=f"rho by k, {name}", xlabel="captions joined (k)", ylabel="rho (%)")
             row[1].set(
-                title=f"rho minus {reference}'s, {name}",
+                title=f"rho minus {reference}'s, {name}" if ref else f"no ablation run, {name}",
                 xlabel="captions joined (k)",
                 ylabel="points",
             )
             for ax in row:
                 ax.set_xticks(ks)  # k is a count of captions: no fractional ticks
-                ax.legend(fontsize=8)
+                if ax.get_legend_handles_labels()[0]:  # an empty panel has nothing to name
+                    ax.legend(fontsize=8)
                 ax.grid(alpha=0.3)
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
