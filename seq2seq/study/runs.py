@@ -85,6 +85,16 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
     return tok
 
 
+def run_identity(config: dict) -> dict:
+    """A run's config (``model_dump(mode="json")``) as its identity: the device it trains on and
+    how its ``train.init_from`` path is spelled (``--out`` relative or absolute) do not change
+    what is trained, so a study rescored on another device or path reuses its runs."""
+    train = {k: v for k, v in config["train"].items() if k != "device"}
+    if train.get("init_from"):
+        train["init_from"] = str(Path(train["init_from"]).resolve())
+    return {**config, "train": train}
+
+
 def checkpoint_stamp(run_dir: Path, checkpoint: str) -> list:
     """[file name, [size, mtime] or None when it is not there] of a checkpoint: a cache key."""
     path = run_dir / checkpoint
@@ -120,7 +130,10 @@ def train_or_reuse(
     }
     if marker.is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
-        same = all(old.get(k) == v for k, v in want.items())
+        old["config"] = run_identity(old.get("config") or {"train": {}})
+        same = all(
+            old.get(k) == v for k, v in {**want, "config": run_identity(want["config"])}.items()
+        )
         if same and old.get("checkpoint") == checkpoint_stamp(run_dir, checkpoint):
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
@@ -161,7 +174,7 @@ def _interrupted_same_run(run_dir: Path, cfg: Config, tok: Tokenizer) -> bool:
         want, got = cfg.model_dump(mode="json"), ckpt["config"]
         if want["train"]["precision"] == "auto":  # a run records the precision "auto" became
             got = {**got, "train": {**got["train"], "precision": "auto"}}
-        same = got == want
+        same = run_identity(got) == run_identity(want)
         return same and Tokenizer.from_state_dict(ckpt["tokenizer"]).digest() == tok.digest()
     except Exception as e:  # any unreadable checkpoint: train afresh, and say why
         why = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -1,6 +1,9 @@
-"""``seq2seq/study/runs.py``: compare resumes an interrupted run of the same config."""
+"""``seq2seq/study/runs.py``: compare resumes an interrupted run of the same config and reuses a
+finished one whatever device or spelling of its path it is asked with."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +21,7 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     import contextlib
 
     import seq2seq.training.loop as loop
-    from seq2seq.study.runs import train_or_reuse
+    from seq2seq.study.runs import run_identity, train_or_reuse
 
     cfg = synth_run_config(synth_corpus, max_steps=6)
     whole = train(cfg, tmp_path / "whole", tokenizer=synth_tokenizer)
@@ -44,6 +47,24 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     assert "resuming the interrupted run" in caplog.text
     for key in ("steps", "target_tokens", "stopped"):
         assert run.summary[key] == whole[key], key
+    # the same run on another device, its init_from spelled otherwise: reused, not retrained
+    moved = cfg.model_dump(mode="json")
+    moved["train"] |= {"device": "cuda", "init_from": None}
+    again = train_or_reuse(
+        "cfg.yaml",
+        type(cfg).model_validate(moved),
+        tmp_path / "cut",
+        synth_tokenizer,
+        may_train=False,
+    )
+    assert again.reused and again.summary == run.summary
+    rel = {"train": {"init_from": "runs/a/../a/last.pt", "device": "cpu"}, "model": {}}
+    assert run_identity(rel) == run_identity(
+        {
+            "train": {"init_from": str(Path("runs/a/last.pt").resolve()), "device": "cuda"},
+            "model": {},
+        }
+    )
     caplog.clear()
     other = synth_run_config(synth_corpus, max_steps=4)  # another budget: not the same run
     run = train_or_reuse("cfg.yaml", other, tmp_path / "cut", synth_tokenizer)
