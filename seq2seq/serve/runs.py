@@ -185,10 +185,11 @@ def load_study(folder: str | Path) -> dict[str, Any]:
     for no results.json there, or one that is not a compare study's.
 
     Returns:
-        ``{"budget", "machine", "exact_match", "buckets", "modes", "findings", "models"}``; each
-        model has ``name``, ``family``, ``attention``, ``steps``, ``parameters`` and, per decode
-        mode (``greedy``, ``beam5``, ... or the Multi30k study's ``beam``), ``bleu``, ``chrf``
-        and ``by_length`` rows ``{"bucket", "sentences", "bleu", "exact"}``.
+        ``{"budget", "machine", "exact_match", "buckets", "modes", "findings", "models"}`` (real
+        text: the recipe as the budget, both stages' steps); each model has ``name``, ``family``,
+        ``attention``, ``steps``, ``parameters`` and, per decode mode (``greedy``, ``beam5``, ...
+        or the Multi30k study's ``beam``), ``bleu``, ``chrf`` and ``by_length`` rows
+        ``{"bucket", "sentences", "bleu", "exact"}``.
     """
     path = Path(folder) / "results.json"
     if not path.is_file():
@@ -209,7 +210,7 @@ def load_study(folder: str | Path) -> dict[str, Any]:
     found = raw.get("findings") if isinstance(raw.get("findings"), dict) else {}
     finding = found.get("rho") or found.get("verdict") or found.get("bleu")
     return {
-        "budget": raw.get("budget"),
+        "budget": raw.get("budget") or (raw.get("recipe") or {}).get("words"),
         "machine": raw.get("machine"),
         "exact_match": bool(raw.get("exact_match")),
         "buckets": buckets,
@@ -240,7 +241,9 @@ def _model(m: dict) -> dict[str, Any]:
         "name": str(m["name"]),
         "family": m.get("family"),
         "attention": m.get("attention"),
-        "steps": m.get("steps"),
+        "steps": sum(s.get("steps") or 0 for s in m["stages"].values())
+        if m.get("stages")  # real text: both stages of the recipe
+        else m.get("steps"),
         "parameters": m.get("parameters"),
         "decodes": decodes,
     }

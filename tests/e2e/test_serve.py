@@ -241,6 +241,8 @@ def test_study_results_are_served_for_the_plot(served):
     want = next(m for m in raw["models"] if m["name"] == "study-bahdanau")
     rows, want_rows = bahdanau["decodes"]["beam"]["by_length"], want["decodes"]["beam"]["by_length"]
     assert rows[0]["bucket"] == "1-10" and rows[0]["bleu"] == pytest.approx(want_rows[0]["bleu"])
+    assert bahdanau["steps"] == 1400 + 200  # both stages of the recipe, not the joined one alone
+    assert data["budget"] == raw["recipe"]["words"]
 
 
 def test_serve_command_errors_are_one_line_exit_2(tiny_runs, tmp_path, run_in_process):
