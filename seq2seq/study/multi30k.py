@@ -132,7 +132,7 @@ def score_set(
 
 def entry_fields(record: dict, evalset: EvalSet, edges, alpha: float, plan) -> dict:
     """The main test set's fields of a model's results entry, from its per-line record: greedy
-    and beam BLEU and chrF, by k and by source length, and the k = 1 greedy length ratio."""
+    and beam BLEU and chrF, by k and by source length."""
     lang, out = record["tgt_lang"], {}
     for label in ("greedy", "beam"):
         base = score_decode(evalset, record["decodes"][label]["hyp"], edges, lang)

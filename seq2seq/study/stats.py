@@ -22,13 +22,11 @@ SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
 
 
-def _check(hyps: Sequence[str], refs: Sequence[str], n_bootstrap: int | None = None) -> None:
+def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if not hyps:
         raise ValueError("bleu: no segments to score")
     if len(refs) != len(hyps):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-    if n_bootstrap is not None and n_bootstrap < 2:
-        raise ValueError(f"n_bootstrap {n_bootstrap}: a bootstrap interval needs at least 2")
 
 
 class BleuStats:
