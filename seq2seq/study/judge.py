@@ -300,7 +300,7 @@ def write(folder: str | Path, config: str | Path) -> dict:
     old = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else None
     atomic_write_text(folder / "verdict.json", json.dumps(r, indent=2))
     atomic_write_text(folder / "verdict.md", report.render(r, old))
-    report.plot(r, folder / report.FIGURE)
+    report.plot_by_k(r["tables"], folder / report.FIGURE, r["delta"], v3.HEADLINE[1])
     return r
 
 

@@ -249,7 +249,9 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
     }
     for m in models:
         m["k1_ratio"] = lines[sets[0].name, m["name"]].k1_ratio()
-    bases = list(dict.fromkeys(m["base"] for m in models))
+    groups: dict[str, list[dict]] = {}  # config -> its runs, one per seed
+    for m in models:
+        groups.setdefault(m["base"], []).append(m)
     return {
         "study": "multi30k",
         "recipe": {**plan.recipe.__dict__, "words": plan.recipe.describe()},
@@ -271,12 +273,10 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
         "tables": {
             s.name: {
                 base: {
-                    "seeds": [m["seed"] for m in models if m["base"] == base],
-                    **rho_spread(
-                        [lines[s.name, m["name"]].captions for m in models if m["base"] == base]
-                    ),
+                    "seeds": [m["seed"] for m in runs],
+                    **rho_spread([lines[s.name, m["name"]].captions for m in runs]),
                 }
-                for base in bases
+                for base, runs in groups.items()
             }
             for s in sets
         },

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from seq2seq.study.report.common import num, pct, points, table
 from seq2seq.study.report.v3 import rho_tables
+from seq2seq.study.verdict import plateau_gain
 
 TITLE = "# Bottleneck versus attention on real text: the runs (Bahdanau et al. 2015, Figure 2)"
 FIGURE = "rho_by_k.png"
@@ -39,8 +40,6 @@ def _minutes(stage: dict) -> str:
 
 
 def runs_table(results: dict) -> list[str]:
-    from seq2seq.study.verdict import plateau_gain
-
     rows = []
     for m in results["models"]:
         greedy, beam, st = m["decodes"]["greedy"], m["decodes"]["beam"], m["stages"]

@@ -279,16 +279,10 @@ def render(r: dict, old: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(r: dict, path: Path) -> None:
-    """rho against k per design (seeds as bands) on each set, and each design's rho minus the
-    ablation's with the +/-DELTA band a fixed-vector design must stay inside; text literal."""
-    plot_by_k(r["tables"], path, r["delta"], v3.HEADLINE[1])
-
-
 def plot_by_k(tables: dict, path: Path, delta: float | None, reference: str | None) -> None:
-    """``plot``'s figure of ``tables`` (set -> design -> ``rho.rho_spread`` and seeds), the
-    differences taken against the design ``reference`` (none without it), with the +/-``delta``
-    band where one is given."""
+    """rho against k per design of ``tables`` (set -> design -> ``rho.rho_spread`` and seeds;
+    seeds as bands) on each set, and each design's rho minus that of the design ``reference``
+    (none without it), with the +/-``delta`` band where one is given; text literal."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
