@@ -114,6 +114,11 @@ def compare(
     score_only: bool = typer.Option(
         False, "--score-only", help="Real text: never train; score the finished runs in OUT/runs."
     ),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="Train afresh a run whose OUT/runs/<name> holds another (config, tokenizer, data).",
+    ),
     only: str | None = typer.Option(
         None,
         metavar="NAMES",
@@ -171,7 +176,7 @@ def compare(
         )
     dev = str(inference_device(device))
     opts = StudyOptions(
-        beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs=jobs
+        beam_sizes, concat_k, concat_n, edges, attention_n, exact, dev, alignment, jobs, overwrite
     )
     results = run_compare(configs, out, budget, opts, plan)
     typer.echo(f"wrote {out / 'report.md'} ({counted(len(results['models']), 'model')})")

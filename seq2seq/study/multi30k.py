@@ -157,9 +157,10 @@ def _study_job(path, cfg: Config, out: Path, sets, validset, ratio, plan, opts, 
     recipe, train = plan.recipe, not plan.score_only
     single_cfg = recipe.single(cfg)
     single_dir = out / "runs" / single_cfg.name
-    single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED, may_train=train)
+    keep = {"may_train": train, "overwrite": opts.overwrite}
+    single = train_or_reuse(path, single_cfg, single_dir, tok, SCORED, **keep)
     joined_cfg = recipe.joined(cfg, single_dir / SCORED)
-    run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED, may_train=train)
+    run = train_or_reuse(path, joined_cfg, out / "runs" / cfg.name, tok, SCORED, **keep)
     log.info("compare: [%d/%d] scoring %s", i, n, cfg.name)
     tick = time.perf_counter()
     runs = {"single": single, "joined": run}

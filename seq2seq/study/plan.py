@@ -91,6 +91,7 @@ class StudyOptions:
     device: str = "cpu"
     alignment: str | None = None  # a synthetic task ("reverse", "copy"): study/reverse.py checks
     jobs: int = 1  # trainings at a time (worker processes, one torch thread each)
+    overwrite: bool = False  # replace another run in OUT/runs/<name> (runs.train_or_reuse)
 
 
 @dataclass(frozen=True)

@@ -87,11 +87,10 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
 
 def run_identity(config: dict) -> dict:
     """A run's config (``model_dump(mode="json")``) as its identity: the device it trains on and
-    how its ``train.init_from`` path is spelled (``--out`` relative or absolute) do not change
-    what is trained, so a study rescored on another device or path reuses its runs."""
-    train = {k: v for k, v in config["train"].items() if k != "device"}
-    if train.get("init_from"):
-        train["init_from"] = str(Path(train["init_from"]).resolve())
+    where its ``train.init_from`` checkpoint lies (``--out`` spelled relative or absolute, the
+    folder moved) do not change what is trained, so a study rescored on another device or from
+    another place reuses its runs; ``train_or_reuse`` compares that checkpoint's bytes instead."""
+    train = {k: v for k, v in config["train"].items() if k not in ("device", "init_from")}
     return {**config, "train": train}
 
 
@@ -111,44 +110,61 @@ def train_or_reuse(
     tok: Tokenizer,
     checkpoint: str = "best.pt",
     may_train: bool = True,
+    overwrite: bool = False,
 ) -> ModelRun:
-    """Train ``cfg`` into ``run_dir`` with ``tok``, or reuse the finished run already there;
-    ``checkpoint`` (``best.pt`` or ``last.pt``) is the file the run is scored from. With
-    ``may_train`` False (``compare --score-only``) a run is only ever reused.
+    """Train ``cfg`` into ``run_dir`` with ``tok``, or reuse the finished run already there, or
+    resume it interrupted; ``checkpoint`` (``best.pt`` or ``last.pt``) is the file the run is
+    scored from. With ``may_train`` False (``compare --score-only``) a run is only ever reused;
+    another run in ``run_dir`` (other config, tokenizer, data or ``init_from`` bytes, or its
+    checkpoint changed since) is replaced only with ``overwrite`` (``compare --overwrite``).
 
     Raises:
         KeyboardInterrupt: training was interrupted (its last.pt is kept, nothing is recorded).
-        ConfigError: ``may_train`` is False and there is no finished run of ``cfg`` in ``run_dir``.
+        ConfigError: no finished run of ``cfg`` in ``run_dir`` and ``may_train`` False, or
+            another run there and ``overwrite`` False (one line naming the first difference).
     """
     from seq2seq.training.loop import train
+    from seq2seq.training.setup import first_difference
 
-    marker = run_dir / "compare.json"
+    marker, init = run_dir / "compare.json", cfg.train.init_from
     want = {
         "config": cfg.model_dump(mode="json"),
         "tokenizer_sha256": tok.digest(),
         "data_sha256": data_digest(cfg),
+        "init_from_sha256": sha256_file(init) if init else None,
     }
+    why = ""
     if marker.is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
-        old["config"] = run_identity(old.get("config") or {"train": {}})
-        same = all(
-            old.get(k) == v for k, v in {**want, "config": run_identity(want["config"])}.items()
-        )
-        if same and old.get("checkpoint") == checkpoint_stamp(run_dir, checkpoint):
+        theirs = {k: old.get(k, v) for k, v in want.items()}  # what an older compare recorded
+        theirs["config"] = run_identity(old.get("config") or {"train": {}})
+        diff = first_difference(theirs, {**want, "config": run_identity(want["config"])})
+        if diff:
+            key = diff[0].removeprefix("config.")
+            why = f"{key} is {repr(diff[1]):.40} there but {repr(diff[2]):.40} here"
+        elif old.get("checkpoint") != checkpoint_stamp(run_dir, checkpoint):
+            why = f"its {checkpoint} changed after it was scored"
+        else:
             log.info("compare: reusing the finished run in %s", run_dir)
             return ModelRun(path, cfg, run_dir, old["summary"], reused=True, checkpoint=checkpoint)
     if not may_train:
         raise ConfigError(
             f"compare --score-only: {run_dir} holds no finished run of {cfg.name} with this "
-            "recipe, tokenizer and data; train it first (the same command without --score-only)"
+            f"recipe, tokenizer and data{f' ({why})' if why else ''}; train it first (the same "
+            "command without --score-only)"
         )
-    resume = _interrupted_same_run(run_dir, cfg, tok)
+    resume = not why and _interrupted_same_run(run_dir, cfg, tok)
+    if not (resume or overwrite) and (why or (run_dir / "last.pt").exists()):
+        raise ConfigError(
+            f"compare: {run_dir} holds another run of {cfg.name} "
+            f"({why or 'an interrupted one of another config or tokenizer'}); give --overwrite "
+            "to train it afresh, or another --out"
+        )
     if resume:
         log.info("compare: resuming the interrupted run in %s from its last.pt", run_dir)
     else:
-        if (run_dir / "last.pt").exists():
-            log.warning("compare: %s holds a different run; training afresh", run_dir)
         log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
+    marker.unlink(missing_ok=True)  # an interrupted run has none: it is resumed, never reused
     summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
     if summary["stopped"] == "interrupted":
         raise KeyboardInterrupt

@@ -25,20 +25,25 @@ from seq2seq.study.reverse import SyntheticChecks
 from seq2seq.study.runs import ModelRun, decode_with, run_result, train_or_reuse
 
 
-def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path) -> ModelRun:
+def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path, overwrite: bool) -> ModelRun:
     """One ``train_or_reuse`` as a ``run_pool`` job, the shared tokenizer loaded from
     ``tok_dir`` (in a worker process: one torch thread, log lines prefixed with the run's name)."""
     worker_setup(cfg.name)
-    return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir))
+    return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir), overwrite=overwrite)
 
 
 def train_all(
-    paths: Sequence[str | Path], cfgs: list[Config], out: Path, jobs: int = 1
+    paths: Sequence[str | Path],
+    cfgs: list[Config],
+    out: Path,
+    jobs: int = 1,
+    overwrite: bool = False,
 ) -> list[ModelRun]:
     """Train (or reuse) every config into ``out/runs/<name>`` with the shared tokenizer in
-    ``out/tokenizer``, ``jobs`` at a time (``run_pool``; KeyboardInterrupt: one was stopped)."""
+    ``out/tokenizer``, ``jobs`` at a time (``run_pool``; KeyboardInterrupt: one was stopped);
+    ``overwrite``: as ``runs.train_or_reuse``'s."""
     calls = [
-        (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer")
+        (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer", overwrite)
         for p, cfg in zip(paths, cfgs, strict=True)
     ]
     return run_pool(_train_job, calls, jobs, "training")
@@ -97,7 +102,7 @@ def run_synthetic(
     checks = None
     if opts.alignment:  # the test and validation sets are checked before any training
         checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
-    runs = train_all(paths, cfgs, out, opts.jobs)
+    runs = train_all(paths, cfgs, out, opts.jobs, opts.overwrite)
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     if checks is not None:

@@ -266,7 +266,7 @@ def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) 
             raise CheckpointError(f"{where}: the checkpoint holds no {key}; give a run's best.pt")
     old = config_of(ckpt, str(p))
     config_yaml = p.parent / "config.yaml"
-    diff = _first_difference(
+    diff = first_difference(
         old.tokenizer.model_dump(mode="json"), cfg.tokenizer.model_dump(mode="json")
     )
     if diff:
@@ -300,11 +300,17 @@ def architecture_difference(old: Config, new: Config) -> tuple[str, object, obje
     a, b = old.model.model_dump(mode="json"), new.model.model_dump(mode="json")
     if a["name"] != b["name"]:
         return "name", a["name"], b["name"]
-    return _first_difference(*({k: v for k, v in d.items() if "dropout" not in k} for d in (a, b)))
+    return first_difference(*({k: v for k, v in d.items() if "dropout" not in k} for d in (a, b)))
 
 
-def _first_difference(a: dict, b: dict) -> tuple[str, object, object] | None:
+def first_difference(a: dict, b: dict, prefix: str = "") -> tuple[str, object, object] | None:
+    """The first key whose value differs between two dicts, dotted through the dicts they nest
+    (``data.concat_k``): (key, a's value, b's value), or None when they are equal."""
     for key in dict.fromkeys([*a, *b]):
-        if a.get(key) != b.get(key):
-            return key, a.get(key), b.get(key)
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            if found := first_difference(x, y, f"{prefix}{key}."):
+                return found
+        elif x != y:
+            return f"{prefix}{key}", x, y
     return None

@@ -14,8 +14,9 @@ def missing(x: Any) -> bool:
 
 
 def num(x: float | None, digits: int = 1) -> str:
-    """``x`` with ``digits`` decimals, or "-" when there is none (None or NaN)."""
-    return "-" if missing(x) else f"{x:.{digits}f}"
+    """``x`` with ``digits`` decimals (a negative one that rounds to 0 as 0), or "-" when there is
+    none (None or NaN)."""
+    return "-" if missing(x) else f"{x:z.{digits}f}"
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

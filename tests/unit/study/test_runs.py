@@ -1,13 +1,14 @@
-"""``seq2seq/study/runs.py``: compare resumes an interrupted run of the same config and reuses a
-finished one whatever device or spelling of its path it is asked with."""
+"""``seq2seq/study/runs.py``: compare resumes an interrupted run of the same config, reuses a
+finished one whatever device or place it is asked with, and replaces another only when told."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import shutil
 
 import pytest
 
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import ConfigError
 from seq2seq.training.loop import train
 from tests.toys import synth_run_config
 
@@ -21,7 +22,7 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     import contextlib
 
     import seq2seq.training.loop as loop
-    from seq2seq.study.runs import run_identity, train_or_reuse
+    from seq2seq.study.runs import train_or_reuse
 
     cfg = synth_run_config(synth_corpus, max_steps=6)
     whole = train(cfg, tmp_path / "whole", tokenizer=synth_tokenizer)
@@ -43,29 +44,53 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     assert load_checkpoint(tmp_path / "cut" / "last.pt")["train_state"]["step"] < 6
     monkeypatch.setattr(loop, "interruptible", real)
     caplog.set_level("INFO", logger="seq2seq")
-    run = train_or_reuse("cfg.yaml", cfg, tmp_path / "cut", synth_tokenizer)
+    cut = tmp_path / "cut"
+    run = train_or_reuse("cfg.yaml", cfg, cut, synth_tokenizer)
     assert "resuming the interrupted run" in caplog.text
     for key in ("steps", "target_tokens", "stopped"):
         assert run.summary[key] == whole[key], key
-    # the same run on another device, its init_from spelled otherwise: reused, not retrained
+    # the same run on another device: reused, not retrained
     moved = cfg.model_dump(mode="json")
-    moved["train"] |= {"device": "cuda", "init_from": None}
+    moved["train"] |= {"device": "cuda"}
     again = train_or_reuse(
-        "cfg.yaml",
-        type(cfg).model_validate(moved),
-        tmp_path / "cut",
-        synth_tokenizer,
-        may_train=False,
+        "cfg.yaml", type(cfg).model_validate(moved), cut, synth_tokenizer, may_train=False
     )
     assert again.reused and again.summary == run.summary
-    rel = {"train": {"init_from": "runs/a/../a/last.pt", "device": "cpu"}, "model": {}}
-    assert run_identity(rel) == run_identity(
-        {
-            "train": {"init_from": str(Path("runs/a/last.pt").resolve()), "device": "cuda"},
-            "model": {},
-        }
-    )
+    # another budget: refused in one line naming the difference, replaced only with overwrite
+    other = synth_run_config(synth_corpus, max_steps=4)
+    differs = r"\(train\.max_steps is 6 there but 4 here\)"
+    with pytest.raises(ConfigError, match=rf"holds another run of .* {differs}; give --overwrite"):
+        train_or_reuse("cfg.yaml", other, cut, synth_tokenizer)
+    with pytest.raises(ConfigError, match=rf"--score-only: .* {differs}; train it first"):
+        train_or_reuse("cfg.yaml", other, cut, synth_tokenizer, may_train=False)
+    assert load_checkpoint(cut / "last.pt")["train_state"]["step"] == 6  # nothing lost
     caplog.clear()
-    other = synth_run_config(synth_corpus, max_steps=4)  # another budget: not the same run
-    run = train_or_reuse("cfg.yaml", other, tmp_path / "cut", synth_tokenizer)
+    run = train_or_reuse("cfg.yaml", other, cut, synth_tokenizer, overwrite=True)
     assert "resuming" not in caplog.text and run.summary["steps"] == 4
+
+
+def test_a_warm_started_run_is_the_same_wherever_its_start_lies_and_not_when_its_bytes_change(
+    tmp_path, synth_corpus, synth_tokenizer
+):
+    """compare's joined stage starts from the single stage's last.pt: a study folder moved
+    (another ``init_from`` path) reuses its finished runs, while a start retrained since (other
+    bytes) is another run: never a joined stage of the old start reused as the new one's."""
+    from seq2seq.study.runs import train_or_reuse
+
+    start = tmp_path / "a" / "start"
+    train(synth_run_config(synth_corpus, max_steps=2), start, tokenizer=synth_tokenizer)
+    first = synth_run_config(synth_corpus, max_steps=3, init_from=str(start / "last.pt"))
+    done = train_or_reuse("cfg.yaml", first, tmp_path / "a" / "joined", synth_tokenizer)
+    shutil.move(tmp_path / "a", tmp_path / "b")  # the folder moved, mtimes kept
+    start = tmp_path / "b" / "start"
+    moved = synth_run_config(synth_corpus, max_steps=3, init_from=str(start / "last.pt"))
+    again = train_or_reuse("cfg.yaml", moved, tmp_path / "b" / "joined", synth_tokenizer)
+    assert again.reused and again.summary == done.summary
+    train(
+        synth_run_config(synth_corpus, max_steps=2, seed=2),
+        start,
+        tokenizer=synth_tokenizer,
+        overwrite=True,
+    )  # the start retrained: other weights at the same path
+    with pytest.raises(ConfigError, match=r"\(init_from_sha256 is '[0-9a-f]+ there but "):
+        train_or_reuse("cfg.yaml", moved, tmp_path / "b" / "joined", synth_tokenizer)
