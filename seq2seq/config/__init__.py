@@ -15,37 +15,27 @@ from seq2seq.config.loading import (
     validate_config,
 )
 from seq2seq.config.loading import _one_line as _one_line  # checkpoint.py's config errors
-from seq2seq.config.reading import ConfigError, DuplicateKeyError, load_yaml
+from seq2seq.config.reading import ConfigError, load_yaml
 from seq2seq.config.sections import (
-    SEARCH_SETTINGS,
     DataConfig,
     DecodeConfig,
-    HFSource,
     SearchMethod,
     TeacherForcingConfig,
     TokenizerConfig,
     TrainConfig,
     data_root,
 )
-from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
 
 __all__ = [
     "RANGE_ERRORS",
-    "SEARCH_SETTINGS",
-    "BahdanauConfig",
     "Config",
     "ConfigError",
     "DataConfig",
     "DecodeConfig",
-    "DuplicateKeyError",
-    "HFSource",
-    "LuongConfig",
-    "RNNConfig",
     "SearchMethod",
     "TeacherForcingConfig",
     "TokenizerConfig",
     "TrainConfig",
-    "TransformerConfig",
     "data_root",
     "load_config",
     "load_yaml",

@@ -17,11 +17,11 @@ import random
 import pytest
 import torch
 
-from seq2seq.config import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
 from seq2seq.data.batch import Batch
 from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.search import greedy_search
 from seq2seq.models import Seq2SeqModel, build_model
+from seq2seq.models.configs import BahdanauConfig, LuongConfig, RNNConfig, TransformerConfig
 from seq2seq.study.evalsets import EvalSet
 from seq2seq.study.rho import caption_nlls
 from seq2seq.study.stats import bootstrap_ci

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seq2seq.config import ConfigError, DuplicateKeyError, load_config, load_yaml
+from seq2seq.config import ConfigError, load_config, load_yaml
+from seq2seq.config.reading import DuplicateKeyError
 
 
 def test_a_key_given_twice_in_a_config_is_refused_naming_both_lines(tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seq2seq.config import DataConfig, HFSource
+from seq2seq.config import DataConfig
+from seq2seq.config.sections import HFSource
 from seq2seq.data.arrow import clean_rows, open_arrow
 from seq2seq.data.stream import StreamCorpus
 from seq2seq.data.text import DataError, iter_lines

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from seq2seq.config import DataConfig, HFSource
+from seq2seq.config import DataConfig
+from seq2seq.config.sections import HFSource
 from seq2seq.data.text import DataError, load_split
 from seq2seq.training.loop import train
 from tests.corpora import DICT_FIELD, SENTENCES, hf_dataset, translation_rows

@@ -8,7 +8,8 @@ from typing import get_args
 import pytest
 import torch
 
-from seq2seq.config import SEARCH_SETTINGS, ConfigError, DecodeConfig, SearchMethod, validate_config
+from seq2seq.config import ConfigError, DecodeConfig, SearchMethod, validate_config
+from seq2seq.config.sections import SEARCH_SETTINGS
 from seq2seq.data.tokenizer import EOS
 from seq2seq.decoding.search import SEARCHES, beam_search, check_n_best, greedy_search, search
 from tests.toys import (

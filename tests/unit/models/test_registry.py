@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from seq2seq.config import TransformerConfig, validate_config
+from seq2seq.config import validate_config
 from seq2seq.models import MODELS, build_model
-from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES
+from seq2seq.models.configs import MODEL_CONFIGS, MODEL_NAMES, TransformerConfig
 from tests.toys import TINY_MODELS
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2seq.config import LuongConfig, RNNConfig
 from seq2seq.models import build_model
+from seq2seq.models.configs import LuongConfig, RNNConfig
 from tests.toys import tiny_model, toy_batch
 
 
@@ -16,7 +16,7 @@ def test_tied_decoder_embeddings_are_the_output_matrix(name):
     """Press & Wolf 2017: W_o = E^T; the tied model has exactly V x E fewer weights."""
     extra = {"maxout_size": 8} if name == "bahdanau" else {}
     sizes = dict(name=name, emb_size=8, hidden_size=8, dropout=0.0, **extra)
-    from seq2seq.config import BahdanauConfig
+    from seq2seq.models.configs import BahdanauConfig
 
     cls = {"rnn": RNNConfig, "bahdanau": BahdanauConfig, "luong": LuongConfig}[name]
     tied = build_model(cls(tie_embeddings=True, **sizes), 20, 25, joint_vocab=False)

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seq2seq.config import TransformerConfig
 from seq2seq.data.tokenizer import PAD
 from seq2seq.models import build_model
+from seq2seq.models.configs import TransformerConfig
 from seq2seq.models.transformer import attention, sinusoidal_positions
 from tests.toys import tiny_model, toy_batch
 
