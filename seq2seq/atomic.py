@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -299,8 +299,7 @@ def sole_writer(path: str | Path, option: str) -> Iterator[None]:
     if target is None:
         yield
         return
-    made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
-    target.parent.mkdir(parents=True, exist_ok=True)
+    made = make_folders(target.parent)
     lock, held = Path(f"{target}.lock"), None
     try:
         while held is None:  # again if the holder removed the file between our open and lock
@@ -329,9 +328,22 @@ def sole_writer(path: str | Path, option: str) -> Iterator[None]:
         if held is not None:  # removed before the lock goes: a waiter that opened it sees it gone
             lock.unlink(missing_ok=True)
             os.close(held)
-        for folder in made:
-            with contextlib.suppress(OSError):  # not empty: something was written there
-                folder.rmdir()
+        remove_empty(made)
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Make ``folder`` and the missing folders above it; returns those made, the deepest first
+    (for ``remove_empty``)."""
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove each of ``folders`` (the deepest first) that is empty; the others stay."""
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty: something was written there
+            folder.rmdir()
 
 
 def _can_write(folder: Path) -> bool:

@@ -66,7 +66,6 @@ COMMANDS = {
     "serve": (serve.serve, "Serve a local page and JSON API over trained runs."),
     "export": (export.export, "Write a run's weights and tokenizer for deployment."),
 }
-SUMMARIES = {name: summary for name, (_, summary) in COMMANDS.items()}
 
 
 class _Command(typer.core.TyperCommand):
@@ -116,7 +115,7 @@ def main() -> None:
         fix = "free some space" if e.errno in (errno.ENOSPC, errno.EDQUOT) else "check the path"
         fail(f"{e.filename}: {e.strerror}; {fix} and try again")
     except Exception as e:
-        click_error(e, SUMMARIES)  # exits if it is one
+        click_error(e, COMMANDS)  # exits if it is one
         said = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
         hint = "" if debug_traceback(e) else " (set SEQ2SEQ_DEBUG=1 for the traceback)"
         fail(said + hint, code=1)

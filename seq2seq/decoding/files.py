@@ -5,7 +5,6 @@ written and flushed before the next is read; and the progress bar of the decodin
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import logging
@@ -20,7 +19,15 @@ from typing import IO, BinaryIO
 
 import torch
 
-from seq2seq.atomic import fsync_folder, gzip_writer, is_stdout, named_errors, replaced_path
+from seq2seq.atomic import (
+    fsync_folder,
+    gzip_writer,
+    is_stdout,
+    make_folders,
+    named_errors,
+    remove_empty,
+    replaced_path,
+)
 from seq2seq.config import DecodeConfig
 from seq2seq.console import console, counted
 from seq2seq.data.text import decode_line, read_lines
@@ -206,9 +213,8 @@ class _OutputLines:
     def __init__(self, path: str, total: int | None, fmt: str):
         self.path, self.total, self.format = path, total, fmt
         self.lines = 0
-        target = None if is_stdout(path) else replaced_path(path)
-        self.partial = partial_of(path)  # None: written
-        self.target = target  # through (standard output, a device, a FIFO)
+        self.target = None if is_stdout(path) else replaced_path(path)
+        self.partial = partial_of(path)  # None: written through (stdout, a device, a FIFO)
         self._raw: IO[bytes] | None = None
         self._file: IO[str] | None = None
         self._made: list[Path] = []  # the folders __enter__ made for the output
@@ -218,19 +224,13 @@ class _OutputLines:
             if self.partial.is_dir():
                 why = f"is a folder where the lines go before they are renamed to {self.path}"
                 raise IsADirectoryError(errno.EISDIR, f"{why}; move it away", str(self.partial))
-            missing = self.partial.parent
-            while not missing.exists() and missing != missing.parent:
-                self._made.append(missing)  # deepest first: removed if no line is written
-                missing = missing.parent
-            self.partial.parent.mkdir(parents=True, exist_ok=True)
+            self._made = make_folders(self.partial.parent)  # removed if no line is written
+        if not is_stdout(self.path):
             try:
-                self._raw = open(self.partial, "wb")  # noqa: SIM115
+                self._raw = open(self.partial or self.path, "wb")  # noqa: SIM115
             except OSError as e:  # name the user's --output, not its .partial
                 raise OSError(e.errno, e.strerror, self.path) from None
             self._file = gzip_writer(self._raw, self.path)  # gzip for an output named .gz
-        elif not is_stdout(self.path):
-            self._raw = open(self.path, "wb")  # noqa: SIM115
-            self._file = gzip_writer(self._raw, self.path)
         return self
 
     def write(self, rendered: Sequence[str], n_lines: int) -> None:
@@ -260,9 +260,7 @@ class _OutputLines:
             raw.close()
             if self.lines == 0:
                 partial.unlink(missing_ok=True)
-                for folder in self._made:
-                    with contextlib.suppress(OSError):  # not empty: something else wrote there
-                        folder.rmdir()
+                remove_empty(self._made)
             elif not issubclass(kind, KeyboardInterrupt):
                 log.warning("%s holds the translations of the first %d lines", partial, self.lines)
         elif f is not None and raw is not None:

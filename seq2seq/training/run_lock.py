@@ -18,6 +18,7 @@ import socket
 import time
 from pathlib import Path
 
+from seq2seq.atomic import make_folders, remove_empty
 from seq2seq.training.run_dir import clear_run
 from seq2seq.training.state import TrainingError
 
@@ -86,13 +87,12 @@ class RunLock:
     def __enter__(self) -> RunLock:
         if not self.enabled:
             return self
-        self.made = [p for p in (self.run_dir, *self.run_dir.parents) if not p.exists()]
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.made = make_folders(self.run_dir)
         self.before = frozenset(os.listdir(self.run_dir))  # a failed start removes only the new
         try:
             self._acquire()
         except BaseException:
-            self._rmdir_made()  # empty: nothing of the holder's is touched
+            remove_empty(self.made)  # empty: nothing of the holder's is touched
             raise
         return self
 
@@ -152,11 +152,4 @@ class RunLock:
             os.close(self.fd)
             self.fd = None
         if failed:
-            self._rmdir_made()
-
-    def _rmdir_made(self) -> None:
-        """The folders made here, each only if empty."""
-        for folder in self.made:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        self.made = []
+            remove_empty(self.made)

@@ -10,7 +10,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from seq2seq.cli import SUMMARIES, app
+from seq2seq.cli import COMMANDS, app
 
 
 def test_version_prints_the_package_version():
@@ -20,7 +20,7 @@ def test_version_prints_the_package_version():
     assert r.exit_code == 0 and r.output == f"seq2seq {version('seq2seq')}\n"
 
 
-@pytest.mark.parametrize("command", list(SUMMARIES))
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_dash_h_is_help_for_every_command(command):
     r = CliRunner().invoke(app, [command, "-h"], prog_name="seq2seq")
     assert r.exit_code == 0, r.output
@@ -31,10 +31,10 @@ def test_command_summaries_are_whole_in_an_80_column_help():
     r = CliRunner().invoke(app, ["-h"], terminal_width=80)
     assert r.exit_code == 0
     rows = r.output.split("Commands:\n")[1].splitlines()
-    assert len(rows) == len(SUMMARIES)
+    assert len(rows) == len(COMMANDS)
     for row in rows:
         name, summary = row.split(maxsplit=1)
-        assert summary == SUMMARIES[name] and not summary.endswith("...")
+        assert summary == COMMANDS[name][1] and not summary.endswith("...")
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_file_and_run_options_show_what_they_take(command, shown):
         assert option in r.output
 
 
-@pytest.mark.parametrize("command", list(SUMMARIES))
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_no_help_shows_typers_labels_of_python_types(command):
     """``--port <int range>``, ``[NAME=]RUN <list[str]>``, ``--host <str>``: Python's names, not
     what to give."""
