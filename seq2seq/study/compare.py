@@ -52,7 +52,7 @@ def compare(
         if plan.score_only:  # nothing trained or written when a run is missing
             runs = [*cfgs, *check_plan(cfgs, plan)]
             _check_scored_runs(out, [c for c in runs if not plan.only or c.name in plan.only])
-    tok = shared_tokenizer(cfgs[0], out)  # reads the corpus before OUT is made
+    tok = shared_tokenizer(cfgs[0], out, opts.overwrite)  # reads the corpus before OUT is made
     out.mkdir(parents=True, exist_ok=True)
     if real_text:
         results = run_multi30k(paths, cfgs, out, tok, opts, plan)

@@ -64,9 +64,11 @@ def data_digest(cfg: Config) -> str:
     return h.hexdigest()
 
 
-def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
+def shared_tokenizer(cfg: Config, out: Path, overwrite: bool = False) -> Tokenizer:
     """The tokenizer in ``out/tokenizer`` when it was trained with this tokenizer section and
-    data, else one trained now on the training split (every pair, before any max_src_words)."""
+    data, else one trained now on the training split (every pair, before any max_src_words).
+    ConfigError: another tokenizer there while ``out/runs`` holds runs trained with it, without
+    ``overwrite`` (its runs would be left beside a tokenizer they were not trained with)."""
     folder, spec_file = out / "tokenizer", out / "tokenizer" / "spec.json"
     spec = json.dumps(
         {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "data_sha256": data_digest(cfg)},
@@ -75,6 +77,11 @@ def shared_tokenizer(cfg: Config, out: Path) -> Tokenizer:
     if spec_file.is_file() and spec_file.read_text(encoding="utf-8") == spec:
         log.info("compare: reusing the tokenizer in %s", folder)
         return Tokenizer.load(folder)
+    if spec_file.is_file() and any((out / "runs").glob("*/compare.json")) and not overwrite:
+        raise ConfigError(
+            f"compare: {folder} and the runs in {out / 'runs'} were trained with another "
+            "tokenizer section or data; give --overwrite to train them afresh, or another --out"
+        )
     text = load_split(cfg.data, "train")
     n, tk = cfg.data.max_train_pairs or len(text), cfg.tokenizer
     what = (tk.type, tk.vocab_size, min(n, len(text)))
@@ -164,6 +171,8 @@ def train_or_reuse(
         log.info("compare: resuming the interrupted run in %s from its last.pt", run_dir)
     else:
         log.info("compare: training %s (%s) into %s", cfg.name, cfg.model.name, run_dir)
+    if why and overwrite:
+        log.warning("compare: --overwrite replaces the run in %s (%s)", run_dir, why)
     marker.unlink(missing_ok=True)  # an interrupted run has none: it is resumed, never reused
     summary = train(cfg, run_dir, resume=resume, overwrite=not resume, tokenizer=tok)
     if summary["stopped"] == "interrupted":

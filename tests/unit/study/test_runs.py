@@ -94,3 +94,24 @@ def test_a_warm_started_run_is_the_same_wherever_its_start_lies_and_not_when_its
     )  # the start retrained: other weights at the same path
     with pytest.raises(ConfigError, match=r"\(init_from_sha256 is '[0-9a-f]+ there but "):
         train_or_reuse("cfg.yaml", moved, tmp_path / "b" / "joined", synth_tokenizer)
+
+
+def test_a_study_keeps_its_tokenizer_while_runs_trained_with_it_are_there(tmp_path, synth_corpus):
+    """Another tokenizer section (or data) on a study folder with runs: refused before the
+    tokenizer is retrained, so no finished run is left beside a tokenizer it was not trained
+    with; with overwrite, trained afresh."""
+    from seq2seq.study.runs import shared_tokenizer
+
+    cfg = synth_run_config(synth_corpus, max_steps=1)
+    first = shared_tokenizer(cfg, tmp_path)
+    (tmp_path / "runs" / "x").mkdir(parents=True)
+    (tmp_path / "runs" / "x" / "compare.json").write_text("{}")
+    raw = cfg.model_dump(mode="json")
+    raw["tokenizer"]["vocab_size"] = 150
+    other = type(cfg).model_validate(raw)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "tokenizer").iterdir()}
+    with pytest.raises(ConfigError, match=r"tokenizer .* another tokenizer section or data; give"):
+        shared_tokenizer(other, tmp_path)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "tokenizer").iterdir()} == before
+    assert shared_tokenizer(cfg, tmp_path).digest() == first.digest()  # still reused
+    assert shared_tokenizer(other, tmp_path, overwrite=True).digest() != first.digest()
