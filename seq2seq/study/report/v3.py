@@ -53,8 +53,9 @@ def verdict_line(r: dict) -> str:
     if heads and fixed:
         words += (
             f" On {v3.JUDGED_SET}, attention's rho difference ranges {points(min(heads))} to "
-            f"{points(max(heads))} points; the fixed-vector designs differ by {points(min(fixed))}"
-            f" to {points(max(fixed))} among themselves (DELTA {100 * r['delta']:g})."
+            f"{points(max(heads))} points over all {len(heads)} seeds, excluded ones included; the"
+            f" fixed-vector designs differ by {points(min(fixed))} to {points(max(fixed))} among "
+            f"themselves (point estimates; DELTA {100 * r['delta']:g} points)."
         )
     return words
 
