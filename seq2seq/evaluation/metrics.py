@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -174,19 +174,10 @@ def tokenisation_warnings(lines: Sequence[str], name: str) -> list[str]:
     return out
 
 
-@contextmanager
-def sacrebleu_seed(value: str | None) -> Iterator[None]:
+def sacrebleu_seed(value: str | None) -> AbstractContextManager:
     """``SACREBLEU_SEED`` (read by sacreBLEU's bootstrap and paired tests) set to ``value`` for
-    the block, then restored; None leaves it as it is ("None" asks sacreBLEU for fresh entropy)."""
-    if value is None:
-        yield
-        return
-    old = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["SACREBLEU_SEED"]
-        else:
-            os.environ["SACREBLEU_SEED"] = old
+    the block, the environment restored after it; None leaves it as it is ("None" asks sacreBLEU
+    for fresh entropy)."""
+    from unittest import mock  # only here: it imports asyncio
+
+    return mock.patch.dict(os.environ, {} if value is None else {"SACREBLEU_SEED": value})
