@@ -59,7 +59,4 @@ def eval_batches(pairs: TokenizedPairs, batch_tokens: int, device) -> Iterator[t
     lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
     budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
     for idx in token_batches(*lens, budget, shuffle=False):
-        yield (
-            idx,
-            Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).to(device),
-        )
+        yield idx, pairs.batch(idx).to(device)
