@@ -67,7 +67,6 @@ class RunSetup:
         self.run_dir = run_dir
         self.cfg = cfg  # train.precision as given until _settle_precision
         self.info, self.device = _device_and_rank(cfg)
-        t = cfg.train
         self.pad_multiple = resolve_pad_multiple(cfg.data.pad_multiple, self.device)
         ckpt = load_resume(run_dir, cfg) if resume else None
         # what the run reads of each split: checked by a resume, recorded in run_info.json
@@ -81,7 +80,7 @@ class RunSetup:
         elif cfg.train.init_from:
             warm = load_warm_start(cfg.train.init_from, cfg, tokenizer)
         _settle_run_dir(run_dir, resume, overwrite, run_log, self.info)
-        seed_everything(t.seed)
+        seed_everything(cfg.train.seed)
         if ckpt:
             tokenizer = Tokenizer.from_state_dict(ckpt["tokenizer"])
         elif warm:
@@ -266,17 +265,13 @@ def load_warm_start(path: str, cfg: Config, tokenizer: Tokenizer | None = None) 
             raise CheckpointError(f"{where}: the checkpoint holds no {key}; give a run's best.pt")
     old = config_of(ckpt, str(p))
     config_yaml = p.parent / "config.yaml"
-    diff = first_difference(
-        old.tokenizer.model_dump(mode="json"), cfg.tokenizer.model_dump(mode="json")
-    )
-    if diff:
+    if diff := first_difference(*(c.tokenizer.model_dump(mode="json") for c in (old, cfg))):
         key, theirs, ours = diff
         raise ConfigError(
             f"{where}: tokenizer.{key} is {theirs!r} there but {ours!r} here; a warm start trains "
             f"with the checkpoint's own tokenizer: copy the tokenizer section of {config_yaml}"
         )
-    diff = architecture_difference(old, cfg)
-    if diff:
+    if diff := architecture_difference(old, cfg):
         key, theirs, ours = diff
         raise ConfigError(
             f"{where}: model.{key} is {theirs!r} there but {ours!r} here, so its weights do not "
