@@ -116,12 +116,10 @@ class RunLock:
                 why = f"cannot lock ({e.strerror}): make sure no other training writes this folder"
                 log.warning(f"{self.path}: {why}")
                 return
-            try:  # the file may have been removed (a holder's exit) between open and lock
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
+            # the file may have been removed (a holder's exit) between open and lock
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    break
             os.close(fd)
         old, host = _read_holder(fd), socket.gethostname()
         if old and old.get("host", host) != host:  # its lock may just not reach this host
