@@ -133,10 +133,6 @@ class _RNNDecoderModel(Seq2SeqModel):
             new["c"] = hx[1].transpose(0, 1)
         return new | {k: state[k] for k in self.static_state_keys if k in state}
 
-    def _top(self, hx) -> Tensor:
-        """The top layer's state s (B, 1, H)."""
-        return (hx[0] if self.lstm else hx)[-1].unsqueeze(1)
-
     def encode(self, src: Tensor, src_mask: Tensor, src_lengths: Lengths | None = None) -> State:
         return self.encoder(src, src_mask, src_lengths)
 
@@ -274,7 +270,7 @@ class BahdanauSeq2Seq(_RNNDecoderModel):
         outs, contexts, weights = [], [], []
         # unbind, not emb[:, t]: its backward is one stack instead of T full-size zero-and-add
         for emb_t in emb.unsqueeze(2).unbind(1):  # T x (B, 1, E)
-            query = self._top(hx)  # s_{t-1}, top layer: (B, 1, H)
+            query = (hx[0] if self.lstm else hx)[-1].unsqueeze(1)  # s_{t-1}, top layer (B, 1, H)
             c, a = self.attention(query, state["keys"], state["enc_out"], state["src_mask"])
             out, hx = self.rnn(torch.cat([emb_t, c], -1), hx)
             outs.append(out)
