@@ -33,7 +33,7 @@ from seq2seq.data.text import (
     join_lines,
     load_split,
     split_files,
-    split_origin,
+    split_names,
     tokenize_pairs,
 )
 from seq2seq.data.tokenizer import Tokenizer
@@ -133,16 +133,18 @@ def prepare_data(
         tok, train, valid_text = _disk_train(cfg, ranks, barrier, tokenizer)
     if not len(train):
         raise DataError(
-            f"{_files(cfg, 'train')}: no usable training pair is left within data.max_len "
-            f"{cfg.data.max_len} tokens (the log counts those dropped); raise data.max_len"
+            f"{split_names(cfg.data, 'train')}: no usable training pair is left within "
+            f"data.max_len {cfg.data.max_len} tokens (the log counts those dropped); raise "
+            "data.max_len"
         )
     # joined validation lines may be valid_concat_k times as long as a single pair
     valid_len = cfg.data.max_len * cfg.data.valid_concat_k
     valid = tokenize_pairs(valid_text, tok.encode_src, tok.encode_tgt, valid_len, "valid")
     if not len(valid):
         raise DataError(
-            f"{_files(cfg, 'valid')}: no usable validation pair is left within data.max_len "
-            f"{cfg.data.max_len} ({valid_text.n_read} read); validation would score zero tokens"
+            f"{split_names(cfg.data, 'valid')}: no usable validation pair is left within "
+            f"data.max_len {cfg.data.max_len} ({valid_text.n_read} read); validation would score "
+            "zero tokens"
         )
     mask = train.target_vocab(tok.tgt_vocab_size)
     log.info(
@@ -252,8 +254,8 @@ def _read_valid(cfg: Config) -> ParallelText:
     text = _read(cfg, "valid", cfg.data.max_valid_pairs)
     if not len(text):
         raise DataError(
-            f"{_files(cfg, 'valid')}: no usable validation pair ({text.n_read} lines read, every "
-            "one empty on a side); give data.valid a non-empty parallel set"
+            f"{split_names(cfg.data, 'valid')}: no usable validation pair ({text.n_read} lines "
+            "read, every one empty on a side); give data.valid a non-empty parallel set"
         )
     if cfg.data.valid_concat_k > 1:
         text, _ = join_lines(text, cfg.data.valid_concat_k)
@@ -274,14 +276,6 @@ def _eval_splits(cfg: Config, valid_text: ParallelText) -> dict[str, ParallelTex
             )
             log.info("leakage: no test split to check (%s)%s", e, f"; {fix}" if default else "")
     return out
-
-
-def _files(cfg: Config, split: str) -> str:
-    """A split's files as a message names them: both sides, or the dataset split."""
-    d = cfg.data
-    if d.hf is not None or getattr(d, split) is None:
-        return split_origin(d, split)
-    return " and ".join(str(f) for f in split_files(d, split))
 
 
 def pair_key(src: str, tgt: str) -> tuple[str, str]:
@@ -371,7 +365,5 @@ def dedup(text: ParallelText, evals: dict[str, ParallelText]) -> None:
         else:
             seen.add(k)
             keep.append(i)
-    text.src[:] = [text.src[i] for i in keep]
-    text.tgt[:] = [text.tgt[i] for i in keep]
-    text.line_no[:] = [text.line_no[i] for i in keep]
+    text.keep(keep)
     text.dropped.update({k: v for k, v in dropped.items() if v})

@@ -161,6 +161,11 @@ class ParallelText:
     def __len__(self) -> int:
         return len(self.src)
 
+    def keep(self, idx: Sequence[int]) -> None:
+        """Keep only the pairs at ``idx``, in place (the drops are the caller's to count)."""
+        for side in (self.src, self.tgt, self.line_no):
+            side[:] = [side[i] for i in idx]
+
 
 def read_parallel_files(src_path: Path, tgt_path: Path) -> ParallelText:
     """Read two aligned files and drop pairs with an empty side (counted, not silent).
@@ -212,6 +217,13 @@ def split_origin(cfg: DataConfig, split: str) -> str:
     if cfg.hf is not None:
         return f"{cfg.hf.path}[{getattr(cfg.hf, f'{split}_split')}]"
     return str(split_files(cfg, split)[0])
+
+
+def split_names(cfg: DataConfig, split: str) -> str:
+    """A split's files as a message names them: both sides, or the dataset split."""
+    if cfg.hf is not None or getattr(cfg, split) is None:
+        return split_origin(cfg, split)
+    return " and ".join(str(f) for f in split_files(cfg, split))
 
 
 def load_split(cfg: DataConfig, split: str) -> ParallelText:
@@ -308,9 +320,7 @@ def drop_long_sources(text: ParallelText, max_words: int) -> None:
     dropped = [text.line_no[i] for i in range(len(text)) if len(text.src[i].split()) > max_words]
     if dropped:
         text.dropped[f"over max_src_words {max_words}"] = dropped
-    text.src[:] = [text.src[i] for i in keep]
-    text.tgt[:] = [text.tgt[i] for i in keep]
-    text.line_no[:] = [text.line_no[i] for i in keep]
+    text.keep(keep)
 
 
 def join_lines(

@@ -27,7 +27,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.config import Config, ConfigError, TrainConfig, to_yaml
 from seq2seq.data.arrow import clean_rows
-from seq2seq.data.text import DataError, split_files, split_origin
+from seq2seq.data.text import DataError, split_names
 from seq2seq.evaluation.metrics import corpus_score
 from seq2seq.runtime import set_rng_states
 from seq2seq.training.state import TrainingError, TrainState, book_last, lr_at
@@ -352,10 +352,8 @@ def check_data_unchanged(run_dir: Path, cfg: Config, now: dict[str, str]) -> Non
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: no data digest (%s): the data cannot be checked", path, type(e).__name__)
         return
-    d = cfg.data
     changed = [
-        f"{split_origin(d, k) if d.hf else ' and '.join(map(str, split_files(d, k)))} (sha256 "
-        f"of its cleaned pairs {old[:12]} -> {now[k][:12]})"
+        f"{split_names(cfg.data, k)} (sha256 of its cleaned pairs {old[:12]} -> {now[k][:12]})"
         for k, old in recorded.items()
         if k in now and now[k] != old
     ]
