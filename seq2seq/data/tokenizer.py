@@ -132,10 +132,10 @@ def _log_trained(proto: bytes, reader: _Guarded, cfg: TokenizerConfig, side: str
             LONG_LINE,
         )
     # A character the model has no piece for encodes to <unk> (character_coverage < 1, or only
-    # in lines left out of the sample); a word model covers words, not characters.
-    missing = [c for c in reader.chars if not c.isspace() and UNK in sp.encode(c)]
+    # in lines left out of the sample); a word model covers words, not characters. Most common
+    # first (``most_common`` keeps the order first seen among equal counts).
+    missing = [c for c, _ in reader.chars.most_common() if not c.isspace() and UNK in sp.encode(c)]
     if missing:
-        missing.sort(key=lambda c: -reader.chars[c])
         shown = ", ".join(f"{c!r} x{reader.chars[c]}" for c in missing[:10])
         log.warning(
             "tokenizer (%s): %d training characters (%d occurrences) are not covered and "
