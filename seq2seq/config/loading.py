@@ -114,8 +114,7 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
     *parents, last = loc.split(".")
     if parents == ["model"] and model in MODEL_NAMES:
         fields = MODEL_CONFIGS[MODEL_NAMES.index(model)].model_fields
-        close = difflib.get_close_matches(last, list(fields), n=1, cutoff=0.75)
-        if close:
+        if close := difflib.get_close_matches(last, list(fields), n=1, cutoff=0.75):
             return f" of the {model} model; did you mean model.{close[0]}?"
         said = f" of the {model} model (its keys: {', '.join(fields)})"
         pairs = list(zip(MODEL_NAMES, MODEL_CONFIGS, strict=True))
@@ -135,8 +134,7 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
     else:
         section = Config.model_fields[parents[0]].annotation
         known = list(getattr(section, "model_fields", {}))
-    close = difflib.get_close_matches(last, known, n=1, cutoff=0.75)
-    if close:
+    if close := difflib.get_close_matches(last, known, n=1, cutoff=0.75):
         return f"; did you mean {'.'.join([*parents, close[0]])}?"
     hint = foreign_hint(loc, _keys_of(model))
     return f"; did you mean {hint}" if hint else ""

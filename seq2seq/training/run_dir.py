@@ -108,8 +108,7 @@ def load_resume(run_dir: Path, cfg: Config) -> dict:
             f"{path}: cannot read it (corrupt or truncated), so the run cannot resume; train "
             f"it again with --overwrite{warm}"
         ) from None
-    missing = [k for k in RESUME_KEYS if k not in ckpt]
-    if missing:
+    if missing := [k for k in RESUME_KEYS if k not in ckpt]:
         raise CheckpointError(
             f"{path}: holds no {missing[0]} state, so it can translate but not resume training"
         )

@@ -177,8 +177,7 @@ class Updates:
             zip(pending, values, strict=True)
         ):
             if skipped:
-                error = self._skipped(step)
-                if error:
+                if error := self._skipped(step):
                     break
                 continue
             st.nonfinite_in_row = 0
