@@ -129,11 +129,8 @@ def _did_you_mean(loc: str, model: str | None = None) -> str:
         return said
     if len(parents) != 1 or parents[0] not in Config.model_fields:
         known = list(Config.model_fields) if not parents else []
-    elif parents[0] == "model":
-        known = sorted({f for c in MODEL_CONFIGS for f in c.model_fields})
-    else:
-        section = Config.model_fields[parents[0]].annotation
-        known = list(getattr(section, "model_fields", {}))
+    else:  # the section's keys (the model section's: every model's)
+        known = _keys_of(None)[parents[0]]
     if close := difflib.get_close_matches(last, known, n=1, cutoff=0.75):
         return f"; did you mean {'.'.join([*parents, close[0]])}?"
     hint = foreign_hint(loc, _keys_of(model))
