@@ -107,8 +107,7 @@ ALIASES: dict[str, tuple[str, ...]] = {}
 """A name other toolkits use -> the keys of this config it may mean."""
 for _ours, _theirs in _OURS_TO_THEIRS.items():
     for _name in _theirs:
-        ALIASES.setdefault(_name, ())
-        ALIASES[_name] += (_ours,)
+        ALIASES[_name] = ALIASES.get(_name, ()) + (_ours,)
 
 
 def foreign_hint(loc: str, keys_of: dict[str, set[str]]) -> str:

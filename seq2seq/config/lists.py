@@ -31,12 +31,11 @@ def parse_list(
         values = tuple(kind(x) for x in items)
     except ValueError:
         raise ValueError(f"{option} {spec!r}: {bad or fix}") from None
-    out = (
+    if (  # a value out of bounds
         not all(math.isfinite(v) for v in values)
         or (low is not None and min(values) < low)
         or (high is not None and max(values) > high)
         or (increasing and any(a >= b for a, b in zip(values, values[1:], strict=False)))
-    )
-    if out:
+    ):
         raise ValueError(f"{option} {spec!r}: {fix}")
     return values

@@ -57,9 +57,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
             return
         first: dict[Any, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                key_node, yaml.ScalarNode
-            ):
+            merge = key_node.tag == "tag:yaml.org,2002:merge"
+            if merge or not isinstance(key_node, yaml.ScalarNode):
                 continue
             key = self.construct_object(key_node)  # a scalar: str, int, bool, ... (hashable)
             line = key_node.start_mark.line + 1
