@@ -6,6 +6,7 @@ checks)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -287,13 +288,11 @@ def git_commit(package: Path = PACKAGE) -> str | None:
         cmd = ["git", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=package).stdout
 
-    try:
+    with contextlib.suppress(OSError, subprocess.SubprocessError, UnicodeDecodeError):
         top = Path(git("rev-parse", "--show-toplevel").strip() or "/nowhere")
         ours = re.search(r'(?m)^name = "seq2seq"$', (top / "pyproject.toml").read_text("utf-8"))
         if ours and top.resolve() / "seq2seq" == package.resolve():
             return git("rev-parse", "HEAD").strip() or None
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
-        pass
     return None
 
 
