@@ -175,8 +175,7 @@ def unpack_target_vocab(ckpt: dict[str, Any], vocab_size: int, source: str) -> t
     """A checkpoint's target vocabulary as the (V,) bool mask the searches read from
     ``model.target_vocab``; None without one (the searches then allow every piece). Raises
     CheckpointError for an id outside the tokenizer's target vocabulary."""
-    ids = ckpt.get("target_vocab")
-    if ids is None:
+    if (ids := ckpt.get("target_vocab")) is None:
         return None
     try:
         return target_vocab_mask([torch.as_tensor(ids, dtype=torch.long).numpy()], vocab_size)
