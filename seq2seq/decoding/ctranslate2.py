@@ -248,7 +248,7 @@ class CTranslate2LineTranslator(LineTranslator):
     def render(self, lines, first_line_no: int = 1) -> list[str]:
         """As ``LineTranslator.render``; ``--format jsonl`` warns once of the fields it leaves
         null."""
-        if self.format == "jsonl" and not getattr(self, "_said_nulls", False):
+        if self.output_format == "jsonl" and not getattr(self, "_said_nulls", False):
             log.warning(
                 "CTranslate2 export: --format jsonl writes alignment and token_log_probs as null "
                 "(CTranslate2's search returns neither); translate with the run itself for them"

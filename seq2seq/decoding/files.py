@@ -91,16 +91,8 @@ class LineTranslator:
     source_name: str = "input"
     report: TranslationReport = field(default_factory=TranslationReport)
     progress: Callable[[int], None] | None = None
-    output_format: str | None = None
+    output_format: str = "text"  # what ``render`` writes: text | nbest | jsonl
     align_layer: int | None = None
-
-    @property
-    def format(self) -> str:
-        """The output format ``render`` writes: ``output_format``, else ``nbest`` for ``n_best``
-        above 1, else ``text``."""
-        if self.output_format is not None:
-            return self.output_format
-        return "nbest" if self.n_best > 1 else "text"
 
     def translate(self, lines: Sequence[str], first_line_no: int = 1) -> list[Translation]:
         """Translate ``lines``, numbered from ``first_line_no``; lines up to ``attention_n`` are
@@ -112,7 +104,8 @@ class LineTranslator:
         if head and self.plot is not None:
             self.plot(head, first_line_no)
         # jsonl aligns every line with the attention the search returns
-        att = self.format == "jsonl" and self.align_layer is None and has_attention(self.model)
+        jsonl = self.output_format == "jsonl"
+        att = jsonl and self.align_layer is None and has_attention(self.model)
         tail = self._translate(lines[n_att:], first_line_no + n_att, att)
         self.report.add(head + tail)
         return head + tail
@@ -133,11 +126,11 @@ class LineTranslator:
         )
 
     def render(self, lines: Sequence[str], first_line_no: int = 1) -> list[str]:
-        """Output lines for ``lines`` by ``format``: the best translations; TSV rows ``line number,
-        score, hypothesis`` (empty fields for a blank line); or ``jsonl_record``'s objects."""
+        """Output lines for ``lines`` by ``output_format``: the best translations; TSV rows
+        ``line number, score, hypothesis`` (empty fields for a blank line); or ``jsonl_record``'s
+        objects."""
         results = self.translate(lines, first_line_no)
-        fmt = self.format
-        if fmt == "jsonl":
+        if self.output_format == "jsonl":
             if self.align_layer is not None and has_attention(self.model):
                 attach_layer_attention(
                     self.model, results, self.align_layer, self.device, self.cfg.batch_size
@@ -148,7 +141,7 @@ class LineTranslator:
                 for k, r in enumerate(results)
             )
             return [json.dumps(x, ensure_ascii=False, allow_nan=False) for x in records]
-        if fmt == "text":
+        if self.output_format == "text":
             return [r.text for r in results]
         out = []
         for k, r in enumerate(results):
@@ -184,7 +177,7 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
         lines = read_lines(input)
         total = len(lines)
         windows = (window for _, window in windows_of(lines, tr.cfg.batch_size))
-    with _OutputLines(output, total, tr.format) as out, _progress(tr, total):
+    with _OutputLines(output, total, tr.output_format) as out, _progress(tr, total):
         for window in windows:
             out.write(tr.render(window, out.lines + 1), len(window))
 
