@@ -230,17 +230,15 @@ def load(
         return _load_ctranslate2(folders[0], device or "auto", quantize)
     if device is not None:
         device = quantize_device(quantize, device)
-    runs = [_load_one(Path(paths[0]), device, quantize)]
-    names = [f"-c {p}" for p in paths]
-    for k, path in enumerate(paths[1:], start=1):
-        run = _load_one(Path(path), str(runs[0].device), quantize)
-        check_same_tokenizer([names[0], names[k]], [runs[0].tok, run.tok])
+    first = _load_one(Path(paths[0]), device, quantize)
+    runs = [first]
+    for path in paths[1:]:
+        run = _load_one(Path(path), str(first.device), quantize)
+        check_same_tokenizer([f"-c {paths[0]}", f"-c {path}"], [first.tok, run.tok])
         runs.append(run)
-    if len(runs) == 1:
-        return runs[0]
-    first = runs[0]
-    first.model = Ensemble([r.model for r in runs]).eval()
-    first.members = [(r.checkpoint, r.step) for r in runs]
+    if len(runs) > 1:
+        first.model = Ensemble([r.model for r in runs]).eval()
+        first.members = [(r.checkpoint, r.step) for r in runs]
     return first
 
 
