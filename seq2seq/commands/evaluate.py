@@ -240,8 +240,10 @@ def print_report(report: dict, text: str, json_out: Path | None, to_stderr: bool
 def translate_for_eval(
     checkpoints, src, texts, options, device, quantize=None
 ) -> tuple[list[str], str, dict]:
-    """The sources of ``texts`` translated as ``translate -i`` would (several checkpoints: an
-    ensemble): the best translations, the run's target language, ``Translator.made_with``."""
+    """The sources of ``texts`` translated as ``translate -i`` would (``files.translate_lines``;
+    several checkpoints: an ensemble): the best translations, the run's target language,
+    ``Translator.made_with``."""
+    from seq2seq.decoding.files import translate_lines
     from seq2seq.decoding.runs import load
 
     if not checkpoints or src is None:
@@ -249,5 +251,5 @@ def translate_for_eval(
     with user_errors():
         run = load(checkpoints, device, quantize, ctranslate2=False)
         dcfg, sources = run.decode_settings(**options)
-    out = run.translate(texts.sources, dcfg, source_name=str(src))
+    out = translate_lines(run.line_translator(dcfg, source_name=str(src)), texts.sources)
     return [t.text for t in out], run.cfg.data.tgt_lang, run.made_with(dcfg, sources)

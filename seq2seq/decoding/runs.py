@@ -30,9 +30,8 @@ from seq2seq.decoding.ctranslate2 import (
     read_export,
 )
 from seq2seq.decoding.ensemble import Ensemble, check_same_tokenizer
-from seq2seq.decoding.files import LineTranslator, translate_lines
+from seq2seq.decoding.files import LineTranslator
 from seq2seq.decoding.quantize import quantize_device, quantize_model
-from seq2seq.decoding.translate import Translation
 from seq2seq.export.ctranslate2 import import_ctranslate2
 from seq2seq.runtime import inference_device
 
@@ -146,12 +145,6 @@ class Translator:
         """A ``files.LineTranslator`` (``engine``) decoding with ``dcfg``; ``kwargs``: its other
         fields."""
         return self.engine(self.model, self.tok, dcfg, self.device, **kwargs)
-
-    def translate(
-        self, sentences: Sequence[str], dcfg: DecodeConfig, source_name: str = "input"
-    ) -> list[Translation]:
-        """``sentences`` translated as ``translate -i FILE`` does (``files.translate_lines``)."""
-        return translate_lines(self.line_translator(dcfg, source_name=source_name), sentences)
 
     def made_with(self, dcfg: DecodeConfig, sources: dict[str, str]) -> dict[str, Any]:
         """How translations were made, for eval --json: checkpoint, ensemble, decode settings and
