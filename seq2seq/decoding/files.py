@@ -170,9 +170,7 @@ def translate_io(tr: LineTranslator, input: str, output: str) -> None:
     """
     total: int | None = None
     if input == "-":
-        windows: Iterable[Sequence[str]] = _stdin_windows(
-            sys.stdin.buffer, window_sizes(tr.cfg.batch_size)
-        )
+        windows: Iterable[Sequence[str]] = _stdin_windows(sys.stdin.buffer, tr.cfg.batch_size)
     else:
         lines = read_lines(input)
         total = len(lines)
@@ -276,9 +274,10 @@ class _OutputLines:
         return f"{said}: {where} holds {what}"
 
 
-def _stdin_windows(stdin: BinaryIO, limits: Iterator[int]) -> Iterator[list[str]]:
-    """The lines waiting on ``stdin`` (up to the next of ``limits``), decoded, until end of input.
-    Raises DataError for a line that is not UTF-8 (named by its number)."""
+def _stdin_windows(stdin: BinaryIO, batch_size: int) -> Iterator[list[str]]:
+    """The lines waiting on ``stdin`` (up to the next of ``window_sizes``), decoded, until end of
+    input. Raises DataError for a line that is not UTF-8 (named by its number)."""
+    limits = window_sizes(batch_size)
     line_no = 1
     while batch := _waiting_lines(stdin, next(limits)):
         yield [decode_line(b.rstrip(b"\n"), "<stdin>", line_no + k) for k, b in enumerate(batch)]
