@@ -75,10 +75,11 @@ def translate(
 ):
     """Translate text line by line, one output line per input line, in order (docs/overview.md).
     Ctrl-C stops with exit code 130 and keeps the lines translated in FILE.partial."""
+    from seq2seq.decoding.alignment_output import has_attention
     from seq2seq.decoding.alignment_output import output_format as output_format_of
     from seq2seq.decoding.ctranslate2 import export_folder
-    from seq2seq.decoding.files import partial_of
-    from seq2seq.decoding.runs import chosen_method
+    from seq2seq.decoding.files import TranslationInterrupted, partial_of, translate_io
+    from seq2seq.decoding.runs import chosen_method, load
     from seq2seq.decoding.search import check_n_best
 
     setup_logging()
@@ -116,20 +117,6 @@ def translate(
             check_n_best(DecodeConfig().with_method(settled, **given), n_best)
     with user_errors():
         output_format_of(output_format, n_best, align_layer, None)  # before the model loads
-    _translate(checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
-               attention_dir, attention_n, device, quantize, search)  # fmt: skip
-
-
-def _translate(checkpoint, input, output, n_best, output_format, align_layer, batch_tokens,
-               attention_dir, attention_n, device, quantize, search) -> None:  # fmt: skip
-    """``translate`` once its options are checked: load the run, then translate ``input``."""
-    from seq2seq.decoding.alignment_output import has_attention
-    from seq2seq.decoding.alignment_output import output_format as output_format_of
-    from seq2seq.decoding.files import TranslationInterrupted, translate_io
-    from seq2seq.decoding.runs import load
-    from seq2seq.decoding.search import check_n_best
-
-    with user_errors():
         run = load(checkpoint, device, quantize)
         dcfg, _ = run.decode_settings(**search)
         check_n_best(dcfg, n_best)
