@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from seq2seq.data.tokenizer import _pieces
 from seq2seq.models.base import Lengths, Seq2SeqModel, State
 
 
@@ -149,7 +150,3 @@ def check_same_tokenizer(names: Sequence[str], tokenizers: Sequence) -> None:
             f"{name}: its tokenizer (sha256 {tok.digest()[:12]}) differs from {name0}'s "
             f"({first.digest()[:12]}): {how}; an ensemble's models must share one tokenizer"
         )
-
-
-def _pieces(sp) -> list[str]:
-    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]

@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import CTRANSLATE2_FORMAT, CTRANSLATE2_META, CTRANSLATE2_VERSION
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer, _pieces
 from seq2seq.export import ExportError
 from seq2seq.export.folder import Exported, read_source, size, write_export
 from seq2seq.export.weights import check_dtype
@@ -163,10 +163,6 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     spec.register_source_vocabulary(_pieces(tok.src_sp))
     spec.register_target_vocabulary(_pieces(tok.tgt_sp))
     return spec
-
-
-def _pieces(sp) -> list[str]:
-    return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
 def export_ctranslate2(
