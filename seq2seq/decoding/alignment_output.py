@@ -75,16 +75,25 @@ def has_attention(model: Seq2SeqModel) -> bool:
     return bool(getattr(model, "has_attention", False))
 
 
-@torch.inference_mode()
 def attention_shape(model: Seq2SeqModel, device: torch.device | str = "cpu") -> tuple | None:
     """(L, H) decoder layers and heads of ``model.cross_attention_maps`` (RNN decoders and
     ensembles: (1, 1)), from a one-token probe; None for a model without cross-attention."""
     if not has_attention(model):
         return None
-    src = torch.full((1, 1), UNK, dtype=torch.long, device=device)
-    tgt_in = torch.full((1, 1), BOS, dtype=torch.long, device=device)
-    maps = model.cross_attention_maps(src, src != PAD, tgt_in)
+    maps = teacher_forced_maps(model, [([UNK], [EOS])], device)
     return None if maps is None else (int(maps.shape[1]), int(maps.shape[2]))
+
+
+@torch.inference_mode()
+def teacher_forced_maps(
+    model: Seq2SeqModel, rows: Sequence[tuple[list[int], list[int]]], device: torch.device | str
+) -> Tensor | None:
+    """(n, L, H, T, S) ``model.cross_attention_maps`` while each row's target tokens are emitted
+    after its source ids, teacher-forced (rows padded; row t is the attention paid while
+    emitting token t, as search saw it step by step)."""
+    src = pad_sequences([ids for ids, _ in rows]).to(device)
+    tgt_in = pad_sequences([[BOS, *tokens[:-1]] for _, tokens in rows]).to(device)
+    return model.cross_attention_maps(src, src != PAD, tgt_in)
 
 
 def piece_words(pieces: Sequence[str | None]) -> list[int | None]:
@@ -231,9 +240,7 @@ def attach_layer_attention(
     with eval_mode(model):
         for k in range(0, len(rows), batch_size):
             chunk = rows[k : k + batch_size]
-            src = pad_sequences([list(ids) for ids, _ in chunk]).to(device)
-            tgt_in = pad_sequences([[BOS, *h.tokens[:-1]] for _, h in chunk]).to(device)
-            maps = model.cross_attention_maps(src, src != PAD, tgt_in)  # (n, L, H, T, S)
+            maps = teacher_forced_maps(model, [(ids, h.tokens) for ids, h in chunk], device)
             att = maps[:, layer].float().mean(1)  # (n, T, S)
             for (ids, h), a in zip(chunk, att, strict=True):
                 h.attention = a[: len(h.tokens), : len(ids)].cpu()

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seq2seq.config import DecodeConfig
 from seq2seq.config.sections import MAX_LENGTH_PENALTY
 from seq2seq.data.text import clean_line
-from seq2seq.data.tokenizer import BOS
+from seq2seq.decoding.alignment_output import teacher_forced_maps
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.decoding.translate import Translation, source_limit, translate_sentences
 from seq2seq.serve.runs import ServedModel, served_beam
@@ -273,12 +272,9 @@ def hypothesis(
     return out
 
 
-@torch.inference_mode()
 def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> list:
-    """The model's cross-attention while it emits ``tokens`` (teacher-forced, which equals what
-    search saw step by step): (L, H, T, S) nested lists, rounded to 4 decimals; row t is the
-    attention paid while emitting ``tokens[t]``."""
-    src = torch.tensor([src_ids], device=m.run.device)
-    tgt_in = torch.tensor([[BOS, *tokens[:-1]]], device=m.run.device)
-    maps = m.run.model.cross_attention_maps(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
+    """The model's cross-attention while it emits ``tokens`` (``teacher_forced_maps``): (L, H, T,
+    S) nested lists, rounded to 4 decimals; row t is the attention paid while emitting
+    ``tokens[t]``."""
+    maps = teacher_forced_maps(m.run.model, [(src_ids, tokens)], m.run.device)
     return ((maps[0].double() * 1e4).round() / 1e4).tolist()
