@@ -257,8 +257,9 @@ def line_result(
 def hypothesis(
     m: ServedModel, src_ids: list[int], h: Hypothesis, text: str, attention: bool
 ) -> dict[str, Any]:
-    """A hypothesis as JSON values; ``attention`` adds its (L, H, T, S) maps (see
-    ``attention_maps``), or null for a model without attention."""
+    """A hypothesis as JSON values; ``attention`` adds the model's cross-attention while it emits
+    ``h.tokens`` (``teacher_forced_maps``): (L, H, T, S) nested lists, rounded to 4 decimals, row
+    t the attention paid while emitting token t; null for a model without attention."""
     out = {
         "text": text,
         "pieces": m.run.tok.tgt_pieces(h.tokens),
@@ -268,13 +269,6 @@ def hypothesis(
         "attention": None,
     }
     if attention and m.attention is not None:
-        out["attention"] = attention_maps(m, src_ids, h.tokens)
+        maps = teacher_forced_maps(m.run.model, [(src_ids, h.tokens)], m.run.device)
+        out["attention"] = ((maps[0].double() * 1e4).round() / 1e4).tolist()
     return out
-
-
-def attention_maps(m: ServedModel, src_ids: list[int], tokens: list[int]) -> list:
-    """The model's cross-attention while it emits ``tokens`` (``teacher_forced_maps``): (L, H, T,
-    S) nested lists, rounded to 4 decimals; row t is the attention paid while emitting
-    ``tokens[t]``."""
-    maps = teacher_forced_maps(m.run.model, [(src_ids, tokens)], m.run.device)
-    return ((maps[0].double() * 1e4).round() / 1e4).tolist()
