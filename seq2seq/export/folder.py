@@ -74,8 +74,7 @@ def check_output(out: Path, source: Path, overwrite: bool) -> None:
     inside it (the run folder itself)."""
     if out.exists() and not out.is_dir():
         raise ExportError(f"-o {out}: is a file; give a folder for the export")
-    src = source.resolve()
-    if out.is_dir() and src.is_relative_to(out.resolve()):
+    if out.is_dir() and source.resolve().is_relative_to(out.resolve()):
         raise ExportError(
             f"-o {out}: holds the checkpoint being exported ({source}); give a new folder"
         )
