@@ -102,9 +102,8 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
     if resume is not None or run_dir is not None:
         check_writable(resume or run_dir, "--resume" if resume else "--run-dir", folder=True)
     else:
-        fix = "give --run-dir a folder you can write to"
-        where = ("run_dir", cfg.run_dir) if cfg.run_dir else ("run folder", f"runs/{cfg.name}")
-        check_writable(where[1], where[0], folder=True, fix=fix)
+        what, path = ("run_dir", cfg.run_dir) if cfg.run_dir else ("run folder", f"runs/{cfg.name}")
+        check_writable(path, what, folder=True, fix="give --run-dir a folder you can write to")
 
 
 def _not_a_live_runs_file(output: Path) -> None:
