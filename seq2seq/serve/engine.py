@@ -130,8 +130,15 @@ def check_request(
         raise RequestError(413, f"text has {len(lines)} lines; the limit is {limits.max_lines}")
     chosen = pick_models(served, req.models)
     sources = [clean_line(line) for line in lines]
-    for m in chosen:
-        check_source_lengths(m, sources, limits)
+    for m in chosen:  # the first line longer than the model takes whole: 413
+        limit = min(limits.max_src_tokens, source_limit(m.run.model, m.run.cfg.decode))
+        for i, ids in enumerate(m.run.tok.encode_src(sources), start=1):
+            if len(ids) > limit:
+                raise RequestError(
+                    413,
+                    f"line {i} is {len(ids)} source pieces long for model {m.name!r}; the limit "
+                    f"is {limit}: split it into shorter sentences",
+                )
         if req.beam is None and req.n_best > beam_size(m.run.cfg.decode, req):
             raise RequestError(
                 422,
@@ -168,18 +175,6 @@ def pick_models(served: Sequence[ServedModel], names: list[str] | None) -> list[
         what = f"unknown model {unknown[0]!r}" if unknown else "models: name at least one model"
         raise RequestError(422, f"{what}; this server has {', '.join(sorted(known))}")
     return [m for m in served if m.name in names]
-
-
-def check_source_lengths(m: ServedModel, sources: list[str], limits: Limits) -> None:
-    """Raises RequestError (413) for the first line longer than the model takes whole."""
-    limit = min(limits.max_src_tokens, source_limit(m.run.model, m.run.cfg.decode))
-    for i, ids in enumerate(m.run.tok.encode_src(sources), start=1):
-        if len(ids) > limit:
-            raise RequestError(
-                413,
-                f"line {i} is {len(ids)} source pieces long for model {m.name!r}; the limit is "
-                f"{limit}: split it into shorter sentences",
-            )
 
 
 def beam_size(base: DecodeConfig, req: TranslateRequest) -> int:
