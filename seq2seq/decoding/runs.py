@@ -149,15 +149,13 @@ class Translator:
     def made_with(self, dcfg: DecodeConfig, sources: dict[str, str]) -> dict[str, Any]:
         """How translations were made, for eval --json: checkpoint, ensemble, decode settings and
         their sources, quantize."""
-        made = {
+        return {
             "checkpoint": {"path": str(self.checkpoint), "step": self.step},
             "ensemble": [{"path": str(p), "step": s} for p, s in self.members] or None,
             "decode": dcfg.model_dump(mode="json"),
             "decode_source": sources,
+            **({"quantize": self.quantize} if self.quantize else {}),
         }
-        if self.quantize:
-            made["quantize"] = self.quantize
-        return made
 
 
 def chosen_method(beam_size: int | None) -> str | None:
