@@ -155,7 +155,7 @@ def model_info(served: ServedModel) -> dict[str, Any]:
             training.update(
                 train_pairs=extra.get("train_pairs"), valid_pairs=extra.get("valid_pairs")
             )
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass  # the summary is shown without the corpus sizes
     layers, heads = served.attention or (0, 0)
     return {

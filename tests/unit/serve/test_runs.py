@@ -43,6 +43,12 @@ def test_the_card_knows_the_runs_length_beyond_its_checkpoints_step(synth_run, t
     (run / "train_summary.json").write_text(json.dumps({"steps": 600}))
     (served,) = load_runs([run], "cpu")
     assert served.info["training"]["steps"] == 2 and served.info["training"]["run_steps"] == 600
+    # side files that hold JSON but not an object: the card goes without what they would add
+    for name in ("train_summary.json", "run_info.json"):
+        (run / name).write_text("[1, 2]")
+    (served,) = load_runs([run], "cpu")
+    assert "run_steps" not in served.info["training"]
+    assert "train_pairs" not in served.info["training"]
 
 
 def test_serve_uses_the_runs_tuned_decode_file(tiny_runs, tmp_path):
