@@ -22,13 +22,6 @@ SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
 
 
-def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
-    if not hyps:
-        raise ValueError("bleu: no segments to score")
-    if len(refs) != len(hyps):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-
-
 class BleuStats:
     """Per-sentence sufficient statistics of corpus BLEU, so that BLEU of any subset or resample
     of the sentences is a sum and a formula (sacreBLEU's ``_extract_corpus_statistics`` and
@@ -43,7 +36,10 @@ class BleuStats:
     """
 
     def __init__(self, hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
-        _check(hyps, refs)
+        if not hyps:
+            raise ValueError("bleu: no segments to score")
+        if len(refs) != len(hyps):
+            raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
         self.metric = bleu_metric(tgt_lang)
         rows = self.metric._extract_corpus_statistics(
             [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]]
@@ -60,19 +56,12 @@ class BleuStats:
         out.metric, out.stats = bleu_metric(tgt_lang), arr
         return out
 
-    def __len__(self) -> int:
-        return len(self.stats)
-
     def _rows(self, idx) -> np.ndarray:
         return self.stats if idx is None else self.stats[np.asarray(idx)]
 
-    def bleu(self, idx: np.ndarray | Sequence[int] | None = None):
-        """sacreBLEU's ``BLEUScore`` of the sentences ``idx`` (its ``score``, ``bp``, ...)."""
-        return self.metric._compute_score_from_stats(self._rows(idx).sum(0).tolist())
-
     def score(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Corpus BLEU (0-100) of the sentences ``idx`` (all: equals ``corpus_score``'s)."""
-        return float(self.bleu(idx).score)
+        return float(self.metric._compute_score_from_stats(self._rows(idx).sum(0).tolist()).score)
 
     def length_ratio(self, idx: np.ndarray | Sequence[int] | None = None) -> float:
         """Hypothesis over reference length in tokens, as BLEU's brevity penalty sees it (inf
@@ -164,7 +153,6 @@ T_975 = {
     10: 2.228138851986274,
 }
 """Student's t 97.5% quantile by degrees of freedom (scipy.stats.t.ppf(0.975, df))."""
-T_975_DF2 = T_975[2]
 
 
 def seed_interval(differences: Sequence[float | None]) -> dict:
