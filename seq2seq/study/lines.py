@@ -115,17 +115,14 @@ class LineData:
 
     def stats(self, label: str) -> np.ndarray:
         """(N, 10) sentence BLEU statistics of a decoding."""
-        return np.asarray(self._decoding(label)["stats"], dtype=np.int64)
+        if label not in self.record["decodes"]:
+            raise ValueError(f"{self.source}: no {label} decoding")
+        return np.asarray(self.record["decodes"][label]["stats"], dtype=np.int64)
 
     def k1_ratio(self, label: str = "greedy") -> float:
         """Hypothesis over reference length on the k = 1 lines, in sacreBLEU tokens."""
         single = self.stats(label)[lines_of(self.k, 1)]
         return BleuStats.from_stats(single, self.tgt_lang).length_ratio()
-
-    def _decoding(self, label: str) -> dict:
-        if label not in self.record["decodes"]:
-            raise ValueError(f"{self.source}: no {label} decoding")
-        return self.record["decodes"][label]
 
 
 def read_lines(path: str | Path) -> LineData:

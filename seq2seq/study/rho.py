@@ -156,12 +156,14 @@ class CaptionNLL:
     def rho(self, k: int, idx: np.ndarray | None = None) -> float:
         """rho_k over the joined lines ``idx`` (repeats counted; None: all), nan where the
         source is worth nothing (sum of F - A is 0)."""
-        u, c = self.units[k], self.ctx[k]
-        if idx is not None:
-            u, c = u[idx], c[idx]
+        rows = slice(None) if idx is None else idx
+        return self.kept(self.units[k][rows], self.ctx[k][rows])
+
+    def kept(self, u: np.ndarray, ctx: np.ndarray) -> float:
+        """sum(F - C) / sum(F - A) over the captions ``u`` whose in-context nats are ``ctx`` (the
+        same shape), nan where the source is worth nothing (sum of F - A is 0)."""
         worth = float((self.free[u] - self.alone[u]).sum())
-        kept = float((self.free[u] - c).sum())
-        return kept / worth if worth else float("nan")
+        return float((self.free[u] - ctx).sum()) / worth if worth else math.nan
 
     def to_json(self) -> dict:
         """Plain lists, for a per-line file (``study.lines``)."""
@@ -252,9 +254,7 @@ def caption_nlls(
 
 def position_rho(c: CaptionNLL, k: int, position: int) -> float:
     """rho_k of the captions at ``position`` (0-based) of every k-joined line."""
-    u, ctx = c.units[k][:, position], c.ctx[k][:, position]
-    worth = float((c.free[u] - c.alone[u]).sum())
-    return float((c.free[u] - ctx).sum()) / worth if worth else math.nan
+    return c.kept(c.units[k][:, position], c.ctx[k][:, position])
 
 
 def rho_spread(caps: Sequence[CaptionNLL]) -> dict:
