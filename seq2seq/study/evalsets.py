@@ -9,7 +9,7 @@ make a 40-80 word source. The k = 1 lines are the test set itself.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,33 +91,23 @@ def score_decode(evalset: EvalSet, hyps: list[str], edges: Sequence[int], tgt_la
     for row in rows:
         idx = [i for i, lab in enumerate(labels) if lab == row["bucket"]]
         row["exact"] = exact_match([hyps[i] for i in idx], [evalset.ref[i] for i in idx])
-
-    def by_k(idx: list[int], hk: list[str], rk: list[str]) -> dict:
-        bleu = corpus_score("bleu", hk, [rk], tgt_lang).score
-        return {"bleu": bleu, "exact": exact_match(hk, rk)}
-
+    by_k = []  # per k (ascending), that k's lines
+    for k in sorted(set(evalset.k)):
+        idx = lines_of(evalset.k, k)
+        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
+        bleu, exact = corpus_score("bleu", hk, [rk], tgt_lang).score, exact_match(hk, rk)
+        words = sum(len(evalset.src[i].split()) for i in idx) / len(idx)
+        by_k.append(
+            {"k": k, "sentences": len(idx), "bleu": bleu, "exact": exact, "mean_src_words": words}
+        )
     return {
         "sentences": len(single),
         "bleu": corpus_score("bleu", h1, [r1], tgt_lang).score,
         "chrf": corpus_score("chrf", h1, [r1]).score,
         "exact": exact_match(h1, r1),
         "by_length": rows,
-        "by_k": rows_by_k(evalset, hyps, by_k),
+        "by_k": by_k,
     }
-
-
-def rows_by_k(
-    evalset: EvalSet, hyps: Sequence[str], score: Callable[[list[int], list[str], list[str]], dict]
-) -> list[dict]:
-    """Per k (ascending): ``{"k", "sentences", **score(idx, hyps, refs), "mean_src_words"}`` of
-    that k's lines (their indices, hypotheses and references)."""
-    rows = []
-    for k in sorted(set(evalset.k)):
-        idx = lines_of(evalset.k, k)
-        hk, rk = [hyps[i] for i in idx], [evalset.ref[i] for i in idx]
-        words = sum(len(evalset.src[i].split()) for i in idx) / len(idx)
-        rows.append({"k": k, "sentences": len(idx), **score(idx, hk, rk), "mean_src_words": words})
-    return rows
 
 
 def exact_match(hyps: Sequence[str], refs: Sequence[str]) -> float | None:

@@ -11,11 +11,6 @@ from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study.lines import lines_path, read_lines
 
 
-def run_name(design: str, seed: int) -> str:
-    """The inverse of ``parse_run``."""
-    return f"study-{design}" + (f"-seed{seed}" if seed != 1 else "")
-
-
 def run_table(folder: str | Path, runs) -> list[dict]:
     """Per (design, seed): minutes of training per stage and the single stage's plateau gain
     (``verdict.plateau_gain``: reported, not a gate), from the run's ``training/<run>.json``
@@ -28,7 +23,7 @@ def run_table(folder: str | Path, runs) -> list[dict]:
         entries = {m["name"]: m for m in json.loads(old.read_text("utf-8"))["models"]}
     rows = []
     for design, seed in runs:
-        name = run_name(design, seed)
+        name = f"study-{design}" + (f"-seed{seed}" if seed != 1 else "")  # judge.parse_run's
         path = folder / "training" / f"{name}.json"
         entry = json.loads(path.read_text("utf-8")) if path.is_file() else entries.get(name, {})
         stages = entry.get("stages", {})

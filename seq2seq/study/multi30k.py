@@ -133,18 +133,12 @@ def score_set(
 def entry_fields(record: dict, evalset: EvalSet, edges, alpha: float, plan) -> dict:
     """The main test set's fields of a model's results entry, from its per-line record: greedy
     and beam BLEU and chrF, by k and by source length."""
-    lang, out = record["tgt_lang"], {}
+    lang, decodes = record["tgt_lang"], {}
     for label in ("greedy", "beam"):
         base = score_decode(evalset, record["decodes"][label]["hyp"], edges, lang)
         extra = {"beam": plan.beam, "alpha": alpha} if label == "beam" else {}
-        out.setdefault("decodes", {})[label] = {
-            **extra,
-            "bleu": base["bleu"],
-            "chrf": base["chrf"],
-            "by_k": base["by_k"],
-            "by_length": base["by_length"],
-        }
-    return out
+        decodes[label] = extra | {k: base[k] for k in ("bleu", "chrf", "by_k", "by_length")}
+    return {"decodes": decodes}
 
 
 def _study_job(path, cfg: Config, out: Path, sets, validset, ratio, plan, opts, i: int, n: int):
@@ -227,11 +221,9 @@ def run_multi30k(paths, cfgs: list[Config], out, tok, opts: StudyOptions, plan: 
     extra = check_plan(cfgs, plan)
     every = list(cfgs) + extra
     labels = [str(p) for p in paths] + [f"{c.name} (seed copy)" for c in extra]
-    if plan.only:  # --only: these runs alone, in its order
-        keep = sorted(
-            (i for i, c in enumerate(every) if c.name in plan.only),
-            key=lambda i: plan.only.index(every[i].name),
-        )
+    if plan.only:  # --only: these runs alone, in its order (check_plan: each one is a run)
+        at = {c.name: i for i, c in enumerate(every)}
+        keep = [at[n] for n in dict.fromkeys(plan.only)]
         every, labels = [every[i] for i in keep], [labels[i] for i in keep]
     calls = [
         (label, cfg, out, sets, validset, ratio, plan, opts, i, len(every))

@@ -230,7 +230,8 @@ def decode_with(
         cached = json.loads(meta.read_text(encoding="utf-8"))
         hyps = hyp_file.read_text(encoding="utf-8").split("\n")[:-1]
         if cached["key"] == key and len(hyps) == len(evalset.src) and "cut" in cached:
-            return hyps, flags(cached["cut"], len(hyps)), cached["seconds"]
+            cut = set(cached["cut"])
+            return hyps, [i in cut for i in range(len(hyps))], cached["seconds"]
     what = (len(evalset.src), evalset.name, run.cfg.name, label)
     log.info("compare: decoding %d %s lines with %s (%s)", *what)
     tick = time.perf_counter()
@@ -241,12 +242,6 @@ def decode_with(
     record = {"key": key, "seconds": seconds, "cut": [i for i, c in enumerate(cut) if c]}
     atomic_write_text(meta, json.dumps(record, indent=2))
     return hyps, cut, seconds
-
-
-def flags(indices, n: int) -> list[bool]:
-    """The line indices ``indices`` (a cache or per-line file keeps them) as n flags."""
-    at = set(indices)
-    return [i in at for i in range(n)]
 
 
 def run_result(run: ModelRun) -> dict:

@@ -32,23 +32,6 @@ def _train_job(path: str, cfg: Config, run_dir: Path, tok_dir: Path, overwrite: 
     return train_or_reuse(path, cfg, run_dir, Tokenizer.load(tok_dir), overwrite=overwrite)
 
 
-def train_all(
-    paths: Sequence[str | Path],
-    cfgs: list[Config],
-    out: Path,
-    jobs: int = 1,
-    overwrite: bool = False,
-) -> list[ModelRun]:
-    """Train (or reuse) every config into ``out/runs/<name>`` with the shared tokenizer in
-    ``out/tokenizer``, ``jobs`` at a time (``run_pool``; KeyboardInterrupt: one was stopped);
-    ``overwrite``: as ``runs.train_or_reuse``'s."""
-    calls = [
-        (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer", overwrite)
-        for p, cfg in zip(paths, cfgs, strict=True)
-    ]
-    return run_pool(_train_job, calls, jobs, "training")
-
-
 def attention_panel(
     run: ModelRun, model: Seq2SeqModel, tok: Tokenizer, source: str, device: str
 ) -> tuple[str, torch.Tensor, list[str], list[str]]:
@@ -102,7 +85,11 @@ def run_synthetic(
     checks = None
     if opts.alignment:  # the test and validation sets are checked before any training
         checks = SyntheticChecks(cfgs[0], tok, opts.edges, opts.alignment, opts.device)
-    runs = train_all(paths, cfgs, out, opts.jobs, opts.overwrite)
+    calls = [  # every config into out/runs/<name>, opts.jobs at a time
+        (str(p), cfg, out / "runs" / cfg.name, out / "tokenizer", opts.overwrite)
+        for p, cfg in zip(paths, cfgs, strict=True)
+    ]
+    runs = run_pool(_train_job, calls, opts.jobs, "training")
     evalset = build_eval_set(cfgs[0], opts.concat_k, opts.concat_n)
     maps = evaluate_runs(runs, tok, evalset, opts, out)
     if checks is not None:

@@ -12,8 +12,6 @@ from seq2seq.study.report.common import finite
 from seq2seq.study.report.synthetic import length_finding, plateau_finding, plot, report_markdown
 from seq2seq.study.report.v3 import plot_by_k
 
-__all__ = ["length_finding", "report_markdown", "write_report"]
-
 
 def write_report(results: dict, out: str | Path) -> None:
     """Write ``results.json``, ``report.md`` and the plots into ``out`` and store the findings in

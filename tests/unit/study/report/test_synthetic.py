@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seq2seq.study.report import length_finding
+from seq2seq.study.report.synthetic import length_finding
 
 
 def fake_results(rows: dict[str, list[float]], attention: dict[str, bool], metric="bleu"):
