@@ -65,22 +65,16 @@ def nll_lines_by_k(
     reference tokens (EOS included; float64) and their count (int64). ValueError: a line that
     encodes to no token on one side, or lines longer than the model's ``max_positions``."""
     out = {}
-    with eval_mode(model):
+    with eval_mode(model), torch.no_grad():
         for k in sorted(set(evalset.k)):
             pairs = _encoded(tok, evalset, k)
             check_positions(pairs, model.max_positions, f"k = {k} lines")
-            out[k] = _line_losses(model, pairs, batch_tokens, device)
+            nats = np.zeros(len(pairs), dtype=np.float64)
+            for idx, b in eval_batches(pairs, batch_tokens, device):
+                logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
+                nats[idx] = row_loss_sums(logits, b.tgt_out).double().cpu().numpy()
+            out[k] = nats, np.array([len(t) + 1 for t in pairs.tgt], dtype=np.int64)
     return out
-
-
-def _line_losses(model: Seq2SeqModel, pairs: TokenizedPairs, batch_tokens: int, device):
-    nats = np.zeros(len(pairs), dtype=np.float64)
-    tokens = np.array([len(t) + 1 for t in pairs.tgt], dtype=np.int64)
-    with torch.no_grad():
-        for idx, b in eval_batches(pairs, batch_tokens, device):
-            logits = model(b.src, b.src_mask, b.tgt_in)  # (B, T, V)
-            nats[idx] = row_loss_sums(logits, b.tgt_out).double().cpu().numpy()
-    return nats, tokens
 
 
 def _encoded(tok: Tokenizer, evalset: EvalSet, k: int) -> TokenizedPairs:

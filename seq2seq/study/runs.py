@@ -57,8 +57,7 @@ def data_digest(cfg: Config) -> str:
     shared = {k: cfg.data.model_dump(mode="json")[k] for k in SHARED_DATA_KEYS}
     h.update(json.dumps(shared, sort_keys=True).encode())
     if cfg.data.hf is None:
-        prefixes = [p for p in (cfg.data.train, cfg.data.valid) if p]
-        for prefix in prefixes:
+        for prefix in filter(None, (cfg.data.train, cfg.data.valid)):
             for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
                 h.update(sha256_file(resolve_corpus_file(prefix, lang)).encode())
     return h.hexdigest()
