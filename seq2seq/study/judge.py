@@ -13,7 +13,6 @@ Shapes: U joined lines of one k, K captions per joined line.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import re
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.config import Config
-from seq2seq.data.text import load_split, resolve_corpus_file
+from seq2seq.data.text import load_split, resolve_corpus_file, sha256_file
 from seq2seq.study import verdict_v3 as v3
 from seq2seq.study.cells import cap_hypotheses, length_caps, retention_difference_ci
 from seq2seq.study.evalsets import EvalSet, build_eval_set, lines_of, train_length_ratio
@@ -225,12 +224,9 @@ def train_share_over_cap(cfg: Config, slack: float) -> float:
 
 def file_sha256(cfg: Config, set_name: str) -> dict[str, str]:
     """sha256 of the set's two corpus files, by file name."""
-    out = {}
     prefix = str(Path(cfg.data.test or "multi30k/x").parent / set_name)
-    for lang in (cfg.data.src_lang, cfg.data.tgt_lang):
-        path = Path(resolve_corpus_file(prefix, lang))
-        out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    paths = [resolve_corpus_file(prefix, lang) for lang in (cfg.data.src_lang, cfg.data.tgt_lang)]
+    return {p.name: sha256_file(p) for p in paths}
 
 
 def build(folder: str | Path, cfg: Config) -> dict:

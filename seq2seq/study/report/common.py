@@ -24,6 +24,11 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(r) + " |" for r in (head, ["---"] * len(head), *rows)]
 
 
+def interval(d: dict) -> str:
+    """A difference with its interval, in signed points: ``+5.0 [+1.2, +8.8]``."""
+    return f"{points(d['difference'])} [{points(d['low'])}, {points(d['high'])}]"
+
+
 def pct(x: float | None, digits: int = 1) -> str:
     """A fraction as a percentage (``0.723`` -> ``72.3%``), or "-"."""
     return "-" if missing(x) else f"{100 * x:.{digits}f}%"

@@ -6,7 +6,7 @@ they were trained (``python -m seq2seq.study.judge verdict``, make study-verdict
 
 from __future__ import annotations
 
-from seq2seq.study.report.common import num, pct, points, table
+from seq2seq.study.report.common import interval, num, pct, table
 from seq2seq.study.report.v3 import rho_tables
 from seq2seq.study.verdict import plateau_gain
 
@@ -18,14 +18,10 @@ NOT_A_VERDICT = (
 )
 
 
-def _iv(p: dict) -> str:
-    return f"{points(p['difference'])} [{points(p['low'])}, {points(p['high'])}]"
-
-
 def finding(results: dict) -> str:
     """One line (the CLI prints it): each headline pair's rho difference on each set."""
     heads = [
-        f"{p['run']} minus {p['against']} on {name}, k = {p['k']}: {_iv(p)}"
+        f"{p['run']} minus {p['against']} on {name}, k = {p['k']}: {interval(p)}"
         for name, s in results["sets"].items()
         for p in s["pairs"]
         if p["role"] == "headline"
@@ -63,7 +59,7 @@ def runs_table(results: dict) -> list[str]:
 def pairs_table(pairs: list[dict]) -> list[str]:
     body = [
         [p["role"], f"{p['run']} vs {p['against']}", str(p["k"]), f"{pct(p['a'])} / {pct(p['b'])}"]
-        + [_iv(p), str(p["units"])]
+        + [interval(p), str(p["units"])]
         for p in pairs
     ]
     head = ["pair", "run vs against", "k", "rho run / against", "difference, points [95%]"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from seq2seq.atomic import atomic_write_bytes
 from seq2seq.study import verdict_v3 as v3
-from seq2seq.study.report.common import num, pct, points, table
+from seq2seq.study.report.common import interval, num, pct, points, table
 
 FIGURE = "verdict_v3_by_k.png"
 LIMIT = (
@@ -23,10 +23,6 @@ LIMIT = (
     "caption-by-caption inputs; they are not Figure 2's long natural sentences, whose "
     "reordering and long-range dependencies this study does not test."
 )
-
-
-def _iv(d: dict) -> str:
-    return f"{points(d['difference'])} [{points(d['low'])}, {points(d['high'])}]"
 
 
 def verdict_line(r: dict) -> str:
@@ -100,8 +96,8 @@ def heads_table(rows) -> list[str]:
             [
                 str(h["seed"]),
                 f"{pct(rho['a'])} / {pct(rho['b'])}",
-                _iv(rho),
-                _iv(h["capped"]),
+                interval(rho),
+                interval(h["capped"]),
                 ratios,
                 short,
                 h.get("kind", "-"),
@@ -115,7 +111,7 @@ def heads_table(rows) -> list[str]:
 
 
 def controls_table(rows) -> list[str]:
-    body = [[c["role"], c["name"], _iv(c["interval"]), c.get("kind", "-")] for c in rows]
+    body = [[c["role"], c["name"], interval(c["interval"]), c.get("kind", "-")] for c in rows]
     return table(["control", "pair", "rho difference, points [90%]", "kind"], body)
 
 
