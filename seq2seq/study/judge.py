@@ -25,7 +25,7 @@ from seq2seq.config import Config
 from seq2seq.data.text import load_split, resolve_corpus_file, sha256_file
 from seq2seq.study import verdict_v3 as v3
 from seq2seq.study.cells import cap_hypotheses, length_caps, retention_difference_ci
-from seq2seq.study.evalsets import EvalSet, build_eval_set, lines_of, train_length_ratio
+from seq2seq.study.evalsets import build_eval_set, lines_of, train_length_ratio
 from seq2seq.study.folder import collect, run_table
 from seq2seq.study.lines import LineData, read_lines
 from seq2seq.study.rho import rho_difference_ci, rho_spread
@@ -53,13 +53,16 @@ class Study:
     """
 
     def __init__(self, folder: str | Path, cfg: Config):
-        self.cfg, self.lines, self.sets = cfg, {}, {}
+        self.lines, self.sets = {}, {}
         for path in sorted(Path(folder).glob("lines/*/*.json.gz")):
             run = parse_run(path.name.removesuffix(".json.gz"))
             if run is None:
                 continue
             d = read_lines(path)
-            evalset = self._evalset(d.set_name)
+            if d.set_name not in self.sets:  # each set rebuilt from the corpus once
+                prefix = str(Path(cfg.data.test or "multi30k/x").parent / d.set_name)
+                self.sets[d.set_name] = build_eval_set(cfg, v3.K_RULE, None, "test", prefix)
+            evalset = self.sets[d.set_name]
             if d.record["set"]["digest"] != evalset.digest():
                 raise ValueError(f"{path}: scored on other lines than {evalset.origin} holds")
             self.lines[(d.set_name, *run)] = d
@@ -69,12 +72,6 @@ class Study:
                 "give a study folder such as docs/results/study/multi30k"
             )
         self._capped: dict = {}
-
-    def _evalset(self, name: str) -> EvalSet:
-        if name not in self.sets:
-            prefix = str(Path(self.cfg.data.test or "multi30k/x").parent / name)
-            self.sets[name] = build_eval_set(self.cfg, v3.K_RULE, None, "test", prefix)
-        return self.sets[name]
 
     def get(self, set_name: str, design: str, seed: int) -> LineData | None:
         return self.lines.get((set_name, design, seed))
@@ -95,9 +92,10 @@ class Study:
         return self._capped[key]
 
 
-def rho_pair(a: LineData, b: LineData, level: float, k: int = v3.K_RULE) -> dict:
-    """rho_k(A) - rho_k(B), its paired bootstrap interval at ``level`` (fractions)."""
-    return rho_difference_ci(a.captions, b.captions, k, v3.N_BOOTSTRAP, level)
+def rho_pair(a: LineData, b: LineData, level: float) -> dict:
+    """rho_k(A) - rho_k(B) at k = ``K_RULE``, its paired bootstrap interval at ``level``
+    (fractions)."""
+    return rho_difference_ci(a.captions, b.captions, v3.K_RULE, v3.N_BOOTSTRAP, level)
 
 
 def headline_row(study: Study, set_name: str, seed: int, delta: float | None) -> dict:

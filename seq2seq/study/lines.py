@@ -103,7 +103,6 @@ class LineData:
         if record.get("format") != FORMAT:
             raise ValueError(f"{source}: not a study per-line file ({FORMAT})")
         self.record, self.source = record, source
-        self.model: str = record["model"]
         self.set_name: str = record["set"]["name"]
         self.k: list[int] = record["k"]
         self.tgt_lang: str | None = record.get("tgt_lang")

@@ -169,7 +169,7 @@ def test_a_per_line_file_keeps_everything_and_reads_back(tmp_path, synth_tokeniz
     path = write_lines(tmp_path / "lines" / "toy" / "m.json.gz", rec)
     assert write_lines(tmp_path / "again.json.gz", rec).read_bytes() == path.read_bytes()
     d = read_lines(path)
-    assert d.model == "m" and d.set_name == "toy" and d.k == ev.k
+    assert d.record["model"] == "m" and d.set_name == "toy" and d.k == ev.k
     np.testing.assert_array_equal(d.stats("greedy"), BleuStats(runaway, ev.ref).stats)
     capped, short = cap_hypotheses(runaway, caps)
     greedy = d.record["decodes"]["greedy"]
