@@ -236,7 +236,9 @@ def _with_rule(proto: bytes, rule: str) -> bytes:
     return model.SerializeToString()
 
 
-def _pieces(sp) -> list[str]:
+def vocab_pieces(sp) -> list[str]:
+    """A sentencepiece model's pieces in id order (V,): its vocabulary, as an export registers
+    it and as two tokenizers are compared."""
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
@@ -255,7 +257,7 @@ class Tokenizer:
         if not self.one_model:
             self.tgt_sp = spm.SentencePieceProcessor(model_proto=self.tgt_proto)
         # joint: one vocabulary (shared embeddings), whether or not the two sides normalise alike
-        self.joint = self.one_model or _pieces(self.src_sp) == _pieces(self.tgt_sp)
+        self.joint = self.one_model or vocab_pieces(self.src_sp) == vocab_pieces(self.tgt_sp)
         self.src_vocab_size = self.src_sp.get_piece_size()
         self.tgt_vocab_size = self.tgt_sp.get_piece_size()
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from seq2seq.data.tokenizer import _pieces
+from seq2seq.data.tokenizer import vocab_pieces
 from seq2seq.models.base import Lengths, Seq2SeqModel, State
 
 
@@ -138,11 +138,11 @@ def check_same_tokenizer(names: Sequence[str], tokenizers: Sequence) -> None:
             continue
         if tok.tgt_vocab_size != first.tgt_vocab_size:
             how = f"target vocabulary of {tok.tgt_vocab_size} pieces, not {first.tgt_vocab_size}"
-        elif _pieces(tok.tgt_sp) != _pieces(first.tgt_sp):
+        elif vocab_pieces(tok.tgt_sp) != vocab_pieces(first.tgt_sp):
             how = "other target pieces (same vocabulary size)"
         elif tok.src_vocab_size != first.src_vocab_size:
             how = f"source vocabulary of {tok.src_vocab_size} pieces, not {first.src_vocab_size}"
-        elif _pieces(tok.src_sp) != _pieces(first.src_sp):
+        elif vocab_pieces(tok.src_sp) != vocab_pieces(first.src_sp):
             how = "other source pieces (same vocabulary size)"
         else:
             how = "the same pieces but other normalisation rules"

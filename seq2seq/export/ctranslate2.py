@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import CTRANSLATE2_FORMAT, CTRANSLATE2_META, CTRANSLATE2_VERSION
-from seq2seq.data.tokenizer import Tokenizer, _pieces
+from seq2seq.data.tokenizer import Tokenizer, vocab_pieces
 from seq2seq.export import ExportError
 from seq2seq.export.folder import Exported, read_source, size, write_export
 from seq2seq.export.weights import check_dtype
@@ -160,8 +160,8 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     out_w = model.tgt_embed.weight if model.out_proj is None else model.out_proj.weight
     _linear(decoder.projection, out_w, model.out_bias)
 
-    spec.register_source_vocabulary(_pieces(tok.src_sp))
-    spec.register_target_vocabulary(_pieces(tok.tgt_sp))
+    spec.register_source_vocabulary(vocab_pieces(tok.src_sp))
+    spec.register_target_vocabulary(vocab_pieces(tok.tgt_sp))
     return spec
 
 
