@@ -49,6 +49,14 @@ class ModelRun:
         return MODELS[self.cfg.model.name].has_attention
 
 
+# the config keys compare's options set, for a refusal to name the option a user gave
+SET_BY = {
+    "train.max_steps": "--budget-steps, --single-steps, --joined-steps",
+    "train.max_time": "--budget-minutes",
+    "train.max_tokens": "--budget-tokens",
+}
+
+
 def data_digest(cfg: Config) -> str:
     """sha256 over the shared data settings and the training and validation files' bytes (a
     Hugging Face dataset is named, not hashed), so a changed corpus is never mistaken for the
@@ -148,6 +156,7 @@ def train_or_reuse(
         if diff:
             key = diff[0].removeprefix("config.")
             why = f"{key} is {repr(diff[1]):.40} there but {repr(diff[2]):.40} here"
+            why += f", as {SET_BY[key]} or the config set it" if key in SET_BY else ""
         elif old.get("checkpoint") != checkpoint_stamp(run_dir, checkpoint):
             why = f"its {checkpoint} changed after it was scored"
         else:

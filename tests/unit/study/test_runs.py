@@ -58,7 +58,7 @@ def test_compare_resumes_an_interrupted_run_of_the_same_config(
     assert again.reused and again.summary == run.summary
     # another budget: refused in one line naming the difference, replaced only with overwrite
     other = synth_run_config(synth_corpus, max_steps=4)
-    differs = r"\(train\.max_steps is 6 there but 4 here\)"
+    differs = r"\(train\.max_steps is 6 there but 4 here, as --budget-steps, .* set it\)"
     with pytest.raises(ConfigError, match=rf"holds another run of .* {differs}; give --overwrite"):
         train_or_reuse("cfg.yaml", other, cut, synth_tokenizer)
     with pytest.raises(ConfigError, match=rf"--score-only: .* {differs}; train it first"):
