@@ -3,7 +3,8 @@ chrF and exact match overall, per source-length bucket and per number of sentenc
 
 Long inputs (``build_eval_set``): the test split's lines joined k at a time, k = 2..K, source and
 reference alike, consecutive non-overlapping groups joined with a space -- 4 Multi30k sentences
-make a 40-80 word source. The k = 1 lines are the test set itself.
+make a 40-80 word source. The k = 1 lines are the test set itself. On a synthetic reversal or
+sort (``synth.task_of``) a joined line's reference is the task's output of the joined source.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from seq2seq.config import Config
 from seq2seq.data.text import DataError, join_lines, load_split
 from seq2seq.evaluation.metrics import bleu_by_length, bucket_label, corpus_score
+from seq2seq.study.synth import task_of, task_output
 
 
 @dataclass
@@ -42,7 +44,8 @@ def build_eval_set(
 ) -> EvalSet:
     """The config's ``split`` (test, or valid: its first ``data.max_valid_pairs`` lines, as
     training validates on), plus its first ``concat_n`` (default: all) lines joined k at a
-    time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space).
+    time for k = 2..``concat_k`` (consecutive, non-overlapping groups; joined with a space; the
+    references of a synthetic reversal or sort are the task's output of the joined source).
 
     ``prefix``: a test split's files other than the config's ``data.test`` (``compare --test``),
     the set named after its last part (``test_2017_flickr``); a validation set is ``valid``.
@@ -59,6 +62,8 @@ def build_eval_set(
     if not len(text):
         raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
+    if task := task_of(text.src, text.tgt):  # reverse(a b) is reverse(b) reverse(a), not a join
+        joined.tgt = [" ".join(task_output(task, s.split())) for s in joined.src]
     name = split if split != "test" or data.test is None else Path(data.test).name
     dropped = sum(len(v) for v in text.dropped.values())
     origin = text.origin + (f" ({dropped} empty pairs dropped)" if dropped else "")

@@ -9,6 +9,7 @@ the whole sentence has been squeezed into one state.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,7 @@ from seq2seq.atomic import atomic_write_text
 Task = Literal["copy", "reverse", "sort"]
 TASKS = ("copy", "reverse", "sort")
 SPLITS = ("train", "val", "test")
+SYMBOLS = re.compile(r"s\d+( s\d+)*")  # a source line of symbols
 
 
 def make_pairs(
@@ -36,10 +38,28 @@ def make_pairs(
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
-        x = [rng.randrange(vocab) for _ in range(rng.randint(min_len, max_len))]
-        y = {"copy": x, "reverse": x[::-1], "sort": sorted(x)}[task]
-        pairs.append((" ".join(f"s{i}" for i in x), " ".join(f"s{i}" for i in y)))
+        x = [f"s{rng.randrange(vocab)}" for _ in range(rng.randint(min_len, max_len))]
+        pairs.append((" ".join(x), " ".join(task_output(task, x))))
     return pairs
+
+
+def task_output(task: str, symbols: list[str]) -> list[str]:
+    """The task's target for a source of symbols ``s<i>``: itself, reversed, or sorted by i."""
+    if task == "sort":
+        return sorted(symbols, key=lambda s: int(s[1:]))
+    return symbols[::-1] if task == "reverse" else list(symbols)
+
+
+def task_of(src: list[str], tgt: list[str]) -> str | None:
+    """``reverse`` or ``sort`` when every target line is that task's output of its source line
+    of symbols (and some line is not its own source), else None (a copy, or any other text)."""
+    if not all(SYMBOLS.fullmatch(s) for s in src):
+        return None
+    pairs = [(s.split(), t.split()) for s, t in zip(src, tgt, strict=True)]
+    for task in ("reverse", "sort"):
+        if all(t == task_output(task, s) for s, t in pairs) and any(t != s for s, t in pairs):
+            return task
+    return None
 
 
 def write_corpus(

@@ -8,7 +8,7 @@ import pytest
 from seq2seq.config import load_config
 from seq2seq.data.text import DataError
 from seq2seq.study.evalsets import EvalSet, attention_sentences, build_eval_set, score_decode
-from tests.corpora import write_split
+from tests.corpora import write_pairs, write_split
 from tests.toys import copy_run_config
 
 
@@ -30,6 +30,21 @@ def test_long_inputs_join_consecutive_lines(tmp_path):
     assert ev.k == [1, 1, 1, 1, 1, 2, 2, 3]
     assert build_eval_set(cfg, concat_k=3, concat_n=4).src[5:] == ["a b", "c d", "a b c"]
     assert build_eval_set(cfg, concat_k=2, concat_n=2).src[5:] == ["a b"]
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "sort"])
+def test_a_joined_line_of_a_synthetic_task_is_scored_against_that_tasks_output(tmp_path, task):
+    """reverse(a b) is reverse(b) reverse(a), not reverse(a) reverse(b): joined lines scored
+    against joined references once gave a perfect reverser 0% exact match on every k >= 2."""
+    from seq2seq.study.synth import make_pairs, task_output
+
+    write_pairs(tmp_path / "t", make_pairs(task, 9, 2, 6, 12, seed=1))
+    ev = build_eval_set(load_config(None, [f"data.test={tmp_path / 't'}"]), 3, None)
+    assert ev.k[9:] == [2] * 4 + [3] * 3
+    perfect = [" ".join(task_output(task, s.split())) for s in ev.src]
+    by_k = score_decode(ev, perfect, [10, 20], "en")["by_k"]
+    assert [(row["k"], row["exact"]) for row in by_k] == [(1, 100.0), (2, 100.0), (3, 100.0)]
+    assert ev.ref[:9] == [t for _, t in make_pairs(task, 9, 2, 6, 12, seed=1)]
 
 
 def test_scores_by_length_and_by_k():
