@@ -207,8 +207,8 @@ def lr_at(step: int, t: TrainConfig, plateau_scale: float = 1.0) -> float:
 def epoch_number(state: dict[str, Any]) -> int | None:
     """The epoch of a saved ``TrainState``'s last update, counted from 1 as every log does: a
     state at an epoch's boundary (``batch_in_epoch`` 0) finished the epoch before it; None before
-    the first update."""
-    if not state.get("step"):
+    the first update, or for a state that records no epoch (an export's)."""
+    if not state.get("step") or "epoch" not in state:
         return None
     return state.get("epoch", 0) + (1 if state.get("batch_in_epoch") else 0)
 

@@ -91,3 +91,13 @@ def test_bad_model_names_are_one_line_errors_before_any_path_is_read(
     with pytest.raises(ServeError) as e:
         name_runs(args)  # none of these paths exists: the name is refused first
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_exports_card_leaves_out_the_epoch_it_does_not_record(synth_transformer_run, tmp_path):
+    """An export keeps its step, not its epoch: the card said "epoch 0"."""
+    from seq2seq.export.weights import export_checkpoint
+
+    export_checkpoint(synth_transformer_run, tmp_path / "export")
+    (served,) = load_runs([tmp_path / "export"], "cpu")
+    assert served.info["training"]["steps"] is not None
+    assert served.info["training"]["epoch"] is None
