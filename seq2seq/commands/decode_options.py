@@ -41,7 +41,8 @@ Quantize = option(
 _SEARCH_HELP = {
     "beam": (
         int,
-        "Beam size K, 1 to 1000; implies --method beam (greedy for K = 1) [default: the run's].",
+        "Beam size K, 1 to 1000; implies --method beam (greedy for K = 1) [default: the run's; "
+        "5 for --method beam on a run that searches without a beam].",
     ),
     "method": (
         str,

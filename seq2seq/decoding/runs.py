@@ -81,7 +81,8 @@ class Translator:
         self, method: str | None = None, **options: Any
     ) -> tuple[DecodeConfig, dict[str, str]]:
         """The run's decode settings with ``options`` (DecodeConfig fields, None = not given) and
-        ``method`` (else ``chosen_method``'s, else the run's), and where each came from
+        ``method`` (else ``chosen_method``'s, else the run's; beam on a run that searches without
+        one is beam ``DEFAULT_BEAM`` unless ``beam_size`` is given), and where each came from
         (``FROM_*``), said in one log line (``settings_line``).
 
         Raises:
@@ -97,6 +98,8 @@ class Translator:
                 f"{chosen} would ignore it; give --beam K, or drop --length-penalty"
             )
         given = {k for k, v in options.items() if v is not None}
+        if chosen == "beam" and tuned.method != "beam" and "beam_size" not in given:
+            options, given = {**options, "beam_size": DEFAULT_BEAM}, given | {"beam_size"}
         final = tuned.with_method(chosen, **{k: options[k] for k in given})
         given |= {"method"} if method is not None or "beam_size" in given else set()
         sources = {}
@@ -156,6 +159,9 @@ class Translator:
             "decode_source": sources,
             **({"quantize": self.quantize} if self.quantize else {}),
         }
+
+
+DEFAULT_BEAM = 5  # beam search's K where the run's settings search without one (as fairseq's)
 
 
 def chosen_method(beam_size: int | None) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 from seq2seq.checkpoint import resolve_checkpoint
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.alignment_output import attention_shape
-from seq2seq.decoding.runs import Translator, load
+from seq2seq.decoding.runs import DEFAULT_BEAM, Translator, load
 from seq2seq.decoding.translate import source_limit
 from seq2seq.serve import ServeError
 from seq2seq.training.state import epoch_number
@@ -102,15 +102,12 @@ def name_runs(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     return named
 
 
-SERVE_BEAM = 5
-
-
 def served_beam(decode: DecodeConfig) -> int:
     """The beam a request without one searches with: the run's ``decode.beam_size`` when its
-    settings search with a beam (tune-decode's decode.yaml, or the config), else ``SERVE_BEAM``
+    settings search with a beam (tune-decode's decode.yaml, or the config), else ``DEFAULT_BEAM``
     (every zoo config until tune-decode has tuned it): the page still shows a beam translation
     beside greedy's. ``/models`` gives it as each model's ``beam``."""
-    return decode.beam_size if decode.method == "beam" else SERVE_BEAM
+    return decode.beam_size if decode.method == "beam" else DEFAULT_BEAM
 
 
 def served_model(run: Translator, name: str) -> ServedModel:

@@ -31,6 +31,21 @@ def test_a_length_penalty_without_beam_search_is_refused(
         assert code == 0, err
 
 
+@pytest.mark.parametrize("command", ["translate", "eval"])
+def test_method_beam_alone_on_a_greedy_run_searches_with_a_beam_of_five(
+    synth_run, synth_corpus, tmp_path, monkeypatch, capsys, command
+):
+    """synth_run decodes greedy: --method beam without --beam was beam 1, greedy's output."""
+    src, ref = eval_files(synth_corpus, tmp_path)
+    io = ["-i", src] if command == "translate" else ["--src", src, "--ref", ref]
+    code, _, err = run_cli(monkeypatch, capsys, command, "-c", synth_run, *io, "--method", "beam")
+    assert code == 0 and "decoding with beam 5" in err and "beam 1" not in err, err
+    code, _, err = run_cli(
+        monkeypatch, capsys, command, "-c", synth_run, *io, "--method", "beam", "--beam", "3"
+    )
+    assert code == 0 and "decoding with beam 3" in err, err
+
+
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
