@@ -214,13 +214,14 @@ def _step_of(path: Path) -> int:
 def plateau_verdict(best: float, curve: Sequence[float]) -> str:
     """``trained`` when the rated checkpoint's exact match ``best`` reaches PLATEAU_TARGET;
     ``flat`` when the last PLATEAU_POINTS values of ``curve`` (oldest first) lie within
-    PLATEAU_SPAN points; else ``rising`` (still learning, or too few checkpoints to tell)."""
+    PLATEAU_SPAN points; ``too few`` with fewer than PLATEAU_POINTS values to tell; else
+    ``rising`` (still learning)."""
     tail = list(curve[-PLATEAU_POINTS:])
     if best >= PLATEAU_TARGET:
         return "trained"
-    if len(tail) == PLATEAU_POINTS and max(tail) - min(tail) <= PLATEAU_SPAN:
-        return "flat"
-    return "rising"
+    if len(tail) < PLATEAU_POINTS:
+        return "too few"
+    return "flat" if max(tail) - min(tail) <= PLATEAU_SPAN else "rising"
 
 
 def plateau_check(

@@ -140,7 +140,7 @@ def test_compare_writes_alignment_for_attention_models_only(tmp_path):
     for m in results["models"]:
         p = m["plateau"]
         assert [c["step"] for c in p["curve"]] == [2, 4, 6]  # keep_last 3
-        assert p["bucket"] == "1-4" and p["verdict"] in {"trained", "flat", "rising"}
+        assert p["bucket"] == "1-4" and p["verdict"] in {"trained", "flat", "rising", "too few"}
     assert (tmp_path / "out" / "exact_by_length.png").is_file()
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Reverse table" in report and results["findings"]["plateau"] in report

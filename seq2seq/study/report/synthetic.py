@@ -289,7 +289,13 @@ def plateau_finding(results: dict) -> str:
                 "checkpoints (the most it learns here)"
             )
         else:
-            parts.append(what + ", still rising or unsettled: not trained to a plateau")
+            why = (
+                "still rising or unsettled"
+                if p["verdict"] == "rising"
+                else f"too few step checkpoints to tell ({len(p['curve'])} kept; keep "
+                f"train.keep_last {PLATEAU_POINTS} or more)"
+            )
+            parts.append(f"{what}, {why}: not shown to have reached a plateau")
             if not m["attention"]:
                 unrated.append(m["name"])
     text = (

@@ -134,4 +134,4 @@ def test_plateau_verdicts():
     assert plateau_verdict(96.0, [80.0]) == "trained"
     assert plateau_verdict(70.0, [60.0, 69.0, 70.0, 70.5]) == "flat"  # last three within 2
     assert plateau_verdict(70.0, [50.0, 60.0, 70.0]) == "rising"
-    assert plateau_verdict(70.0, [70.0, 70.0]) == "rising"  # too few checkpoints to tell
+    assert plateau_verdict(70.0, [70.0, 70.0]) == "too few"  # to tell: it said "rising"

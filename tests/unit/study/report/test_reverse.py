@@ -15,5 +15,10 @@ def test_the_finding_withholds_the_bottleneck_claim_from_a_rising_rnn():
     assert "rnn 60.0% (best.pt, step 600), still rising" in text
     assert "att 100.0% (best.pt, step 600), at or above 95%" in text
     assert "not evidence of the fixed-vector bottleneck" in text
+    # with too few step checkpoints kept, it says so rather than "still rising"
+    res["models"][0]["plateau"] |= {"verdict": "too few", "curve": [{"step": 600, "exact": 60.0}]}
+    text = plateau_finding(res)
+    assert "too few step checkpoints to tell (1 kept; keep train.keep_last 3 or more)" in text
+    assert "still rising" not in text and "not evidence of the fixed-vector bottleneck" in text
     res["models"][0]["plateau"]["verdict"] = "flat"
     assert "not evidence" not in plateau_finding(res)
