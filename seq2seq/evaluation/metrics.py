@@ -61,11 +61,6 @@ def sacrebleu_metric(name: str, tgt_lang: str | None = None, lowercase: bool = F
     raise ValueError(f"unknown metric {name!r}; choose bleu, chrf or ter")
 
 
-def bleu_metric(tgt_lang: str | None = None, lowercase: bool = False) -> BLEU:
-    """``sacrebleu_metric("bleu", ...)``."""
-    return sacrebleu_metric("bleu", tgt_lang, lowercase)
-
-
 def corpus_score(
     name: str,
     hyps: Sequence[str],
@@ -85,7 +80,7 @@ def corpus_score(
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tgt_lang: str | None = None):
     """sacreBLEU's corpus BLEU result (score, bp, sys_len, ref_len) against one reference
     stream, as ``eval --bleu`` scores (``corpus_score``, and raising as it does)."""
-    return _corpus(bleu_metric(tgt_lang), "bleu", hyps, [refs])
+    return _corpus(sacrebleu_metric("bleu", tgt_lang), "bleu", hyps, [refs])
 
 
 def _corpus(metric, name: str, hyps: Sequence[str], refs: Sequence[Sequence[str]]):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from seq2seq.evaluation.metrics import bleu_metric
+from seq2seq.evaluation.metrics import sacrebleu_metric
 
 SACREBLEU_SEED = 12345
 """sacreBLEU's default bootstrap seed (its environment variable ``SACREBLEU_SEED``)."""
@@ -40,7 +40,7 @@ class BleuStats:
             raise ValueError("bleu: no segments to score")
         if len(refs) != len(hyps):
             raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-        self.metric = bleu_metric(tgt_lang)
+        self.metric = sacrebleu_metric("bleu", tgt_lang)
         rows = self.metric._extract_corpus_statistics(
             [h.rstrip() for h in hyps], [[r.rstrip() for r in refs]]
         )
@@ -53,7 +53,7 @@ class BleuStats:
         if arr.ndim != 2 or arr.shape[1] != 10 or (arr < 0).any():
             raise ValueError(f"BLEU statistics: want (N, 10) counts, got shape {arr.shape}")
         out = cls.__new__(cls)
-        out.metric, out.stats = bleu_metric(tgt_lang), arr
+        out.metric, out.stats = sacrebleu_metric("bleu", tgt_lang), arr
         return out
 
     def _rows(self, idx) -> np.ndarray:

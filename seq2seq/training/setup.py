@@ -18,7 +18,7 @@ from seq2seq.checkpoint import CheckpointError, config_of, load_checkpoint, reso
 from seq2seq.config import Config, ConfigError
 from seq2seq.data.prepare import check_corpus_files, epoch_batches, make_batch, prepare_data
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.evaluation.metrics import bleu_metric
+from seq2seq.evaluation.metrics import sacrebleu_metric
 from seq2seq.models import build_model
 from seq2seq.runtime import configure_device, pick_device, resolve_pad_multiple, seed_everything
 from seq2seq.training import distributed as dist
@@ -180,7 +180,7 @@ def check_before_writing(cfg: Config) -> None:
     check_corpus_files(cfg)
     if cfg.train.valid_bleu:
         try:
-            bleu_metric(cfg.data.tgt_lang)
+            sacrebleu_metric("bleu", cfg.data.tgt_lang)
         except ValueError as e:
             raise ConfigError(
                 f"{e} (data.tgt_lang {cfg.data.tgt_lang}, for validation BLEU); or train "

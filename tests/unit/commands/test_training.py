@@ -165,10 +165,10 @@ def test_ctrl_c_saves_last_pt_and_exits_130_naming_the_resume_command(
 def test_a_target_language_without_its_bleu_tokenizer_is_refused_before_writing_anything(
     tmp_path, monkeypatch, capsys, lang
 ):
-    from seq2seq.evaluation.metrics import bleu_metric
+    from seq2seq.evaluation.metrics import sacrebleu_metric
 
     try:
-        bleu_metric(lang)
+        sacrebleu_metric("bleu", lang)
         pytest.skip(f"sacrebleu[{lang}] is installed: {lang} BLEU works")
     except ValueError as e:
         eval_line = str(e)  # what `eval --tgt-lang ja` prints
