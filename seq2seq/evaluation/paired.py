@@ -87,7 +87,7 @@ def paired_report(
         sigs, scores = ps()
     keys = dict(zip(names, ps.metrics, strict=True))  # ours -> sacrebleu's metric name
     warnings = text_warnings([(s.name, s.hyps) for s in systems], texts)
-    same = _same_counts(named, stripped, names, tgt_lang, lowercase)
+    same = _same_counts(named, stripped, metrics)
     for i, same_in in same.items():
         copy = named[i][1] == named[0][1]
         how = "is line for line the baseline" if copy else "counts as the baseline on every line"
@@ -123,13 +123,13 @@ def paired_report(
     }
 
 
-def _same_counts(named, refs, names, tgt_lang, lowercase) -> dict[int, list[str]]:
-    """System index -> the metrics (of ``names``) whose per-line statistics (what sacrebleu's
-    resampling adds up) equal the baseline's on every line, for each system with any: none of
-    its resamples can differ, though sacrebleu counts that as p = 1/(n+1), as if significant."""
+def _same_counts(named, refs, metrics: dict) -> dict[int, list[str]]:
+    """System index -> the metrics (of ``metrics``, name -> sacrebleu's metric object) whose
+    per-line statistics (what sacrebleu's resampling adds up) equal the baseline's on every line,
+    for each system with any: none of its resamples can differ, though sacrebleu counts that as
+    p = 1/(n+1), as if significant."""
     out: dict[int, list[str]] = {}
-    for n in names:
-        metric = sacrebleu_metric(n, tgt_lang, lowercase)
+    for n, metric in metrics.items():
         stats = [metric._extract_corpus_statistics(hyps, refs) for _, hyps in named]
         for i in range(1, len(named)):
             if np.array_equal(np.asarray(stats[i]), np.asarray(stats[0])):
