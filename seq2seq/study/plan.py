@@ -56,9 +56,7 @@ class Budget:
     tokens: int | None = None
 
     def __post_init__(self):
-        values = {"minutes": self.minutes, "steps": self.steps, "tokens": self.tokens}
-        given = [f"--budget-{k}" for k, v in values.items() if v is not None]
-
+        given = [f"--budget-{k}" for k, v in vars(self).items() if v is not None]
         if len(given) == 2:
             raise ValueError(f"give {given[0]} or {given[1]}, not both")
         if len(given) > 2:
@@ -66,7 +64,7 @@ class Budget:
 
     @property
     def given(self) -> bool:
-        return any(x is not None for x in (self.minutes, self.steps, self.tokens))
+        return any(v is not None for v in vars(self).values())
 
     def describe(self) -> str:
         if self.minutes is not None:
