@@ -153,7 +153,7 @@ def choose_checkpoint(family: str, run: Path, log: Path, threads: int | None) ->
         if not out.is_file():
             if avg is not None:
                 say(family, f"averaging: {' '.join(map(str, avg[3:]))} -> {name}")
-                seq2seq([*avg, "-o", run / name], log, threads)
+                seq2seq([*avg, "-o", run / name, "--overwrite"], log, threads)  # a rerun's
             say(family, f"validation BLEU (greedy) of {name}")
             seq2seq(
                 [

@@ -130,6 +130,9 @@ def average(
     output: Path = typer.Option(
         ..., "--output", "-o", metavar="FILE", help="Where to write the averaged checkpoint."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace an existing FILE (never a live training's checkpoint)."
+    ),
 ):
     """Average the weights of the last or best K checkpoints of a run into one checkpoint that
     translates (it holds no optimizer state, so it cannot resume training)."""
@@ -141,6 +144,6 @@ def average(
     check_writable(output, "-o")  # before the checkpoints are read and averaged
     check_not_input(output, "-o", runs=[run], checkpoints=False)
     _not_a_live_runs_file(output)
-    paths = average_run(run, output, last=last, best=best)
+    paths = average_run(run, output, last=last, best=best, overwrite=overwrite)
     names = ", ".join(p.name for p in paths)
     typer.echo(f"averaged {counted(len(paths), 'checkpoint')} ({names}) -> {output}")

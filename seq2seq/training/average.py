@@ -85,7 +85,11 @@ def average_checkpoints(paths: list[Path]) -> dict:
 
 
 def average_run(
-    run_dir: str | Path, output: str | Path, last: int | None = None, best: int | None = None
+    run_dir: str | Path,
+    output: str | Path,
+    last: int | None = None,
+    best: int | None = None,
+    overwrite: bool = False,
 ) -> list[Path]:
     """Average the selected checkpoints of ``run_dir`` into ``output``; returns the inputs.
 
@@ -93,7 +97,8 @@ def average_run(
         CheckpointError: as ``select_checkpoints``, or ``output`` is the run's own ``last.pt``,
             ``best.pt``, one of the inputs, or named like the checkpoints training keeps there
             (``step<N>.pt``, ``best-step<N>.pt``): the average cannot resume, and a later
-            ``--last`` / ``--best`` would take it for a training checkpoint.
+            ``--last`` / ``--best`` would take it for a training checkpoint; or ``output`` exists
+            and ``overwrite`` is not given (as ``export``: it may be another run's last.pt).
     """
     paths = select_checkpoints(run_dir, last, best)
     run = Path(run_dir)
@@ -104,6 +109,10 @@ def average_run(
         raise CheckpointError(
             f"-o {output}: would overwrite the run's own {Path(output).name}; "
             f"write the average to another file, e.g. {run / 'averaged.pt'}"
+        )
+    if out.exists() and not overwrite:
+        raise CheckpointError(
+            f"-o {output}: already exists; give --overwrite to replace it, or another file"
         )
     save_checkpoint(output, average_checkpoints(paths))
     return paths

@@ -3,14 +3,16 @@ average's target vocabulary is the union of its inputs'."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 
-from seq2seq.checkpoint import CheckpointError, save_checkpoint
+from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from seq2seq.config import validate_config
 from seq2seq.models import build_model
 from seq2seq.training.average import average_checkpoints
-from tests.toys import tiny_model_config
+from tests.toys import run_main, tiny_model_config
 
 
 def test_average_rejects_checkpoints_of_different_models(tmp_path, synth_tokenizer):
@@ -85,3 +87,19 @@ def test_tied_weights_stay_one_tensor_and_the_file_no_larger(tmp_path, synth_tok
     assert torch.allclose(avg["model"][tied[0]].double(), expect)
     save_checkpoint(tmp_path / "avg.pt", avg)
     assert (tmp_path / "avg.pt").stat().st_size <= paths[1].stat().st_size + 4096
+
+
+def test_an_existing_output_is_replaced_only_with_overwrite(
+    synth_run, tmp_path, monkeypatch, capsys
+):
+    """-o another run's last.pt replaced it (exit 0), and that run could no longer resume."""
+    other = shutil.copytree(synth_run, tmp_path / "other")
+    last = other / "last.pt"
+    before = last.read_bytes()
+    code, err = run_main(monkeypatch, capsys, "average", "-c", synth_run, "--last", "1", "-o", last)
+    said = f"-o {last}: already exists; give --overwrite to replace it, or another file"
+    assert code == 2 and len(err.strip().splitlines()) == 1 and said in err, err
+    assert last.read_bytes() == before
+    code, err = run_main(monkeypatch, capsys, "average", "-c", synth_run, "--last", "1",
+                         "-o", last, "--overwrite")  # fmt: skip
+    assert code == 0 and "optimizer" not in load_checkpoint(last), err
