@@ -153,7 +153,8 @@ def choose_checkpoint(family: str, run: Path, log: Path, threads: int | None) ->
         if not out.is_file():
             if avg is not None:
                 say(family, f"averaging: {' '.join(map(str, avg[3:]))} -> {name}")
-                seq2seq([*avg, "-o", run / name, "--overwrite"], log, threads)  # a rerun's
+                # --overwrite: an interrupted run of this script may have written it already
+                seq2seq([*avg, "-o", run / name, "--overwrite"], log, threads)
             say(family, f"validation BLEU (greedy) of {name}")
             seq2seq(
                 [
