@@ -128,7 +128,7 @@ def decode_line(raw: bytes, where: str, line_no: int) -> str:
     line-break-like characters made spaces.
 
     Raises:
-        DataError: not valid UTF-8 (names ``where``, the line and the byte).
+        DataError: not valid UTF-8 (names ``where``, the line and the byte; gzip data says so).
     """
     try:
         text = raw.decode("utf-8")
@@ -136,6 +136,8 @@ def decode_line(raw: bytes, where: str, line_no: int) -> str:
         fix = "convert the file with iconv -f <encoding> -t utf-8"
         if where.endswith(".gz"):  # damage inside a gzip stream decompresses to garbage first
             fix = f"gzip -t {where} checks for damage; if it is whole, {fix}"
+        elif line_no == 1 and raw.startswith(b"\x1f\x8b"):  # gzip's magic number, read as text
+            fix = "it is gzip data: decompress it with zcat, or read it from a file named *.gz"
         raise DataError(
             f"{where} line {line_no}: not valid UTF-8 (byte {e.start + 1} of the line); {fix}"
         ) from None

@@ -80,6 +80,13 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
     with pytest.raises(DataError) as e:
         read_lines(gz)
     assert str(e.value).startswith(f"{gz} line 2: not valid UTF-8 (byte 5 of the line); gzip -t")
+    # gzip data in a file not named .gz (read as text): its name wants .gz, not iconv
+    plain = gz.rename(tmp_path / "gz.de")
+    with pytest.raises(DataError) as e:
+        read_lines(plain)
+    assert str(e.value).endswith(
+        "; it is gzip data: decompress it with zcat, or read it from a file named *.gz"
+    )
 
 
 def test_line_count_mismatch_names_both_files_and_counts(tmp_path):

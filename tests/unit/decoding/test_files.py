@@ -3,11 +3,13 @@ its place whatever the line holds, what Ctrl-C keeps, and an n-best TSV of three
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import signal
 import socket
 import sys
+import types
 
 import pytest
 
@@ -173,6 +175,21 @@ def test_ctrl_c_while_streaming_stdin_to_a_file_keeps_the_lines_already_written(
     assert f"stopped: interrupted after 3 lines: {partial} holds the first 3 translations" in err
     assert len(partial.read_text(encoding="utf-8").splitlines()) == 3
     assert not out.exists()
+
+
+def test_gzip_data_on_stdin_is_named_as_gzip_not_an_encoding_to_convert(
+    synth_run, monkeypatch, capsys
+):
+    """cat test.de.gz | translate said: not valid UTF-8 ...; convert the file with iconv."""
+    r, w = os.pipe()
+    os.write(w, gzip.compress(b"ein hund .\n"))
+    os.close(w)
+    stdin = types.SimpleNamespace(buffer=os.fdopen(r, "rb"), isatty=lambda: False)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, err = run_cli(monkeypatch, capsys, "translate", "-c", synth_run, "-i", "-")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "<stdin> line 1: not valid UTF-8 (byte 2 of the line); it is gzip data: " in err
+    assert "decompress it with zcat, or read it from a file named *.gz" in err
 
 
 def test_ctrl_c_translating_to_stdout_says_how_many_lines_it_printed(
