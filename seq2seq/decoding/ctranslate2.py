@@ -5,6 +5,7 @@ batching and detokenizing stay ours. The decode settings map onto ``translate_ba
 ``search_options``; beam search with alpha > 0 re-ranks all K finished hypotheses by our GNMT
 score (CTranslate2's own penalty divides by |Y|^alpha). A hypothesis that goes on past what the
 constraints allow is cut before its first forbidden token and rescored (``_blocked``), as ours.
+The run's target vocabulary, which the export records, is CTranslate2's ``suppress_sequences``.
 What differs, and by how much: docs/overview.md (export).
 """
 
@@ -24,6 +25,7 @@ from seq2seq.checkpoint import (
     CTRANSLATE2_VERSION,
     CheckpointError,
     config_of,
+    unpack_target_vocab,
 )
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
@@ -101,7 +103,8 @@ def load_translator(
 @dataclass
 class CTranslate2Model:
     """The model of a CTranslate2 export: its translator (loaded at once, so a damaged model.bin
-    fails before any input), and the positions its tables hold (``source_limit`` reads them)."""
+    fails before any input), the positions its tables hold (``source_limit`` reads them), and
+    the run's ``target_vocab`` as our models carry it ((V,) bool, or None: every piece allowed)."""
 
     folder: Path
     device: str = "cpu"
@@ -111,6 +114,10 @@ class CTranslate2Model:
     _tgt_id: dict[str, int] | None = None  # target piece -> id, of the first tokenizer given
 
     def __post_init__(self) -> None:
+        meta, tok, _ = read_export(self.folder)
+        source = str(self.folder / CTRANSLATE2_META)
+        self.target_vocab = unpack_target_vocab(meta, tok.tgt_vocab_size, source)
+        self._unrecorded = "target_vocab" not in meta  # exported before the mask was recorded
         self.translator = load_translator(self.folder, self.device, self.quantize)
 
     def search_ids(
@@ -119,6 +126,13 @@ class CTranslate2Model:
         """CTranslate2's search of a batch of source ids: each sentence's hypotheses, best first,
         as ours return them. One ``translate_batch`` call per output length limit (it takes one
         per call); a new translator for a sampling seed it did not start from."""
+        if cfg.target_vocab_mask and self._unrecorded:
+            log.warning(
+                "%s: this export applies no target vocabulary mask (decode.target_vocab_mask); "
+                "export the run again to get it",
+                self.folder,
+            )
+            self._unrecorded = False  # said once
         if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
             self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
             self.seed = cfg.seed
@@ -126,11 +140,14 @@ class CTranslate2Model:
             self._tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
         lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.float32)
         limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
+        allowed = self.target_vocab if cfg.target_vocab_mask else None
         out: list[list[Hypothesis]] = [[] for _ in batch]
         for own in sorted(set(limits)):
             rows = [k for k, limit in enumerate(limits) if limit == own]
             chunk = [batch[k] for k in rows]
-            found = _translate_chunk(self.translator, tok, chunk, own, cfg, n_best, self._tgt_id)
+            found = _translate_chunk(
+                self.translator, tok, chunk, own, cfg, n_best, self._tgt_id, allowed
+            )
             for k, hyps in zip(rows, found, strict=True):
                 out[k] = hyps
         return out
@@ -139,7 +156,7 @@ class CTranslate2Model:
 def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, Any]:
     """``translate_batch`` keyword arguments for ``cfg``: greedy is beam size 1; ``min_len``,
     ``no_repeat_ngram`` and the sentence's limit ``max_len`` map onto its options;
-    ``target_vocab_mask`` is not applied (an export carries no target vocabulary). A new
+    ``target_vocab_mask`` is ``suppress_sequences`` (``_translate_chunk``). A new
     DecodeConfig field fails tests/unit/decoding/test_ctranslate2_options.py until it is mapped
     here (or handled around ``translate_batch``, or refused for an export) and listed there."""
     opts: dict[str, Any] = {
@@ -167,13 +184,15 @@ def search_options(cfg: DecodeConfig, n_best: int, max_len: int) -> dict[str, An
     return opts
 
 
-def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
+def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id, allowed) -> list:
     """One ``translate_batch`` call for the source ids ``chunk`` of output length limit ``own``:
-    each one's hypotheses, best first (``tgt_id``: piece -> id), cut where ours would end."""
+    each one's hypotheses, best first (``tgt_id``: piece -> id), cut where ours would end.
+    PAD, BOS and every piece ``allowed`` ((V,) bool, or None) leaves out are suppressed."""
     sources = [[tok.src_sp.id_to_piece(i) for i in ids] for ids in chunk]
+    barred = [PAD, BOS] if allowed is None else (~allowed).nonzero().squeeze(1).tolist()
     out = translator.translate_batch(
         sources,
-        suppress_sequences=[[tok.tgt_sp.id_to_piece(PAD)], [tok.tgt_sp.id_to_piece(BOS)]],
+        suppress_sequences=[[tok.tgt_sp.id_to_piece(i)] for i in barred],
         **search_options(cfg, n_best, own),
     )
     found = []
@@ -182,7 +201,7 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
             _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
             for pieces, score in zip(res.hypotheses, res.scores, strict=True)
         ]
-        _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg)], cfg)
+        _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg, allowed)], cfg)
         # best first by our score; beam search puts finished ones first, as ours returns a cut
         # one only to fill the n-best
         hyps.sort(key=lambda h: (cfg.method == "beam" and not h.finished, -h.score))
@@ -190,10 +209,10 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id) -> list:
     return found
 
 
-def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
-    """Cut ``h`` before its first token the constraints forbid (PAD, BOS, EOS before ``min_len``,
-    a repeated n-gram; CTranslate2 emits them when it has nothing else), unfinished and
-    ``blocked``, as ours end; True when it was cut."""
+def _blocked(h: Hypothesis, cfg: DecodeConfig, allowed: torch.Tensor | None) -> bool:
+    """Cut ``h`` before its first token the constraints forbid (PAD, BOS, a piece ``allowed``
+    leaves out, EOS before ``min_len``, a repeated n-gram; CTranslate2 emits them when it has
+    nothing else), unfinished and ``blocked``, as ours end; True when it was cut."""
     n, toks = cfg.no_repeat_ngram, h.tokens
     for k, t in enumerate(toks):
         seen = (
@@ -201,9 +220,10 @@ def _blocked(h: Hypothesis, cfg: DecodeConfig) -> bool:
             and k >= n
             and any(toks[i : i + n] == toks[k - n + 1 : k + 1] for i in range(k - n + 1))
         )
-        if t in (PAD, BOS) or (t == EOS and k < cfg.min_len) or seen:
+        barred = t in (PAD, BOS) or (allowed is not None and not allowed[t])
+        if barred or (t == EOS and k < cfg.min_len) or seen:
             h.tokens, h.finished = toks[:k], False
-            h.blocked = blocking_constraints(k, cfg.min_len, n, None)
+            h.blocked = blocking_constraints(k, cfg.min_len, n, allowed)
             return True
     return False
 

@@ -26,7 +26,9 @@ part of ``models/transformer.py`` maps:
 - vocabularies: the sentencepiece pieces in id order (pad 0, unk 1, ``<s>`` 2, ``</s>`` 3, the
   names CTranslate2 expects), one shared list when both sides have the same pieces. The
   sentencepiece models themselves are saved beside them (``spm*.model``, ``Tokenizer.save``), and
-  ``seq2seq_export.json`` holds the run's config (decode settings, languages) and provenance.
+  ``seq2seq_export.json`` holds the run's config (decode settings, languages), provenance and
+  target vocabulary (the checkpoint's ``target_vocab`` ids, null for a run without one), which
+  translating suppresses outside of under ``decode.target_vocab_mask``.
 - no source BOS/EOS (ours feeds the pieces alone); the decoder starts from ``<s>``.
 
 Nothing of the Transformer family is left out. The RNN families cannot be converted: CTranslate2
@@ -194,6 +196,7 @@ def export_ctranslate2(
         "exported_from": {"checkpoint": str(source), "step": state.get("step")},
         "quantization": qtype,
         "max_positions": cfg.model.max_positions,
+        "target_vocab": ckpt.get("target_vocab"),  # null: the run has none (absent: an old export)
     }
     del ckpt
 

@@ -25,7 +25,7 @@ AROUND = {
     "seed": "the translator's seed (CTranslate2Model.search_ids)",
     "max_src_len": "sources cut before (translate.source_limit)",
     "batch_size": "our batches (files.LineTranslator)",
-    "target_vocab_mask": "not applied: an export carries no target vocabulary (documented)",
+    "target_vocab_mask": "suppress_sequences, from the export's target_vocab (_translate_chunk)",
 }
 
 
