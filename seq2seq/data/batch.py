@@ -184,20 +184,6 @@ def shard(batches: Sequence, rank: int, world: int) -> Sequence:
     return batches[rank : len(batches) - len(batches) % world : world]
 
 
-def token_batches(
-    src_lens: Sequence[int],
-    tgt_lens: Sequence[int],
-    batch_tokens: int,
-    seed: int = 0,
-    epoch: int = 0,
-    shuffle: bool = True,
-) -> list[list[int]]:
-    """``length_batches`` as lists of ints."""
-    return [
-        b.tolist() for b in length_batches(src_lens, tgt_lens, batch_tokens, seed, epoch, shuffle)
-    ]
-
-
 def target_vocab_mask(id_arrays: Iterable[np.ndarray], vocab_size: int) -> torch.Tensor:
     """The pieces a search may emit (``decode.target_vocab_mask``): (V,) bool, True for every id
     in ``id_arrays`` (target ids of the kept training pairs, no BOS/EOS, in any number of (N_i,)

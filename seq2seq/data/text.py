@@ -21,7 +21,7 @@ import torch
 
 from seq2seq.config import DataConfig, data_root
 from seq2seq.data import DataError as DataError  # re-exported: most callers import it here
-from seq2seq.data.batch import Batch, shard, target_vocab_mask, token_batches
+from seq2seq.data.batch import Batch, length_batches, shard, target_vocab_mask
 from seq2seq.data.hf import hf_column, hf_fields, open_hf
 
 log = logging.getLogger("seq2seq")
@@ -273,7 +273,8 @@ class TokenizedPairs:
     ) -> list[list[int]]:
         """This rank's batches of pair indices for ``epoch``, a pure function of (seed, epoch)."""
         src_lens, tgt_lens = [len(s) for s in self.src], [len(t) for t in self.tgt]
-        return shard(token_batches(src_lens, tgt_lens, batch_tokens, seed, epoch), rank, world)
+        batches = length_batches(src_lens, tgt_lens, batch_tokens, seed, epoch)
+        return shard([b.tolist() for b in batches], rank, world)
 
     def batch(
         self, idx: list[int], pad_multiple: int = 1, max_width: int | None = None, pin: bool = False

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import torch
 
 from seq2seq.config import Config
-from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.batch import Batch, length_batches
 from seq2seq.data.text import ParallelText, TokenizedPairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.translate import translate_sentences
@@ -58,5 +58,5 @@ def eval_batches(pairs: TokenizedPairs, batch_tokens: int, device) -> Iterator[t
     pair is ever dropped (validation, and the study's teacher-forced NLL)."""
     lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
     budget = max([batch_tokens] + [max(s, t + 1) for s, t in zip(*lens, strict=True)])
-    for idx in token_batches(*lens, budget, shuffle=False):
+    for idx in (b.tolist() for b in length_batches(*lens, budget, shuffle=False)):
         yield idx, pairs.batch(idx).to(device)

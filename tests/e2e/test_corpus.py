@@ -73,7 +73,7 @@ def sample():
 threading.Thread(target=sample, daemon=True).start()
 
 from seq2seq.data import text as data
-from seq2seq.data.batch import Batch, token_batches
+from seq2seq.data.batch import Batch, length_batches
 from seq2seq.config import DataConfig
 from seq2seq.data.arrow import open_arrow
 from seq2seq.data.tokenizer import Tokenizer
@@ -86,7 +86,7 @@ if backend == "memory":
     pairs = data.tokenize_pairs(data.load_split(cfg, "train"), tok.encode_src, tok.encode_tgt,
                                 cfg.max_len, "train")
     lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
-    for idx in token_batches(*lens, 4000, 1, 0):
+    for idx in length_batches(*lens, 4000, 1, 0):
         n += Batch.from_ids([pairs.src[i] for i in idx], [pairs.tgt[i] for i in idx]).n_tokens
 else:
     corpus = open_arrow(cfg, tok)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.config import ConfigError, DataConfig, TokenizerConfig, load_config, validate_config
-from seq2seq.data.batch import token_batches
+from seq2seq.data.batch import length_batches
 from seq2seq.data.text import (
     DataError,
     ParallelText,
@@ -176,7 +176,7 @@ def test_monster_training_line_is_filtered_before_batching_and_named(toy):
     ) in log
 
 
-def test_monster_line_with_max_len_100_and_token_batches(tmp_path, caplog):
+def test_monster_line_with_max_len_100_and_length_batches(tmp_path, caplog):
     src, tgt = toy_pairs(30, seed=3)
     src[2] = " ".join(["house"] * 3000)
     write_raw_lines(tmp_path / "s.de", src)
@@ -192,7 +192,7 @@ def test_monster_line_with_max_len_100_and_token_batches(tmp_path, caplog):
     )
     budget = 120
     src_lens, tgt_lens = [len(s) for s in pairs.src], [len(t) for t in pairs.tgt]
-    batches = token_batches(src_lens, tgt_lens, budget, seed=0, epoch=0)
+    batches = [b.tolist() for b in length_batches(src_lens, tgt_lens, budget, seed=0, epoch=0)]
     assert sorted(i for b in batches for i in b) == list(range(29))
     for b in batches:
         assert len(b) * max(max(src_lens[i], tgt_lens[i] + 1) for i in b) <= budget
