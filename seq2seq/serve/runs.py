@@ -139,21 +139,13 @@ def model_info(served: ServedModel) -> dict[str, Any]:
         "best_score": best,
         "best_step": st.get("best_step"),
     }
-    summary = ckpt_path.parent / "train_summary.json"  # the run's own length, past best.pt's step
-    if summary.is_file() and training["steps"] is not None:
-        try:
-            training["run_steps"] = json.loads(summary.read_text(encoding="utf-8")).get("steps")
-        except (OSError, ValueError, AttributeError):
-            pass  # the card says the checkpoint's step alone
-    run_info = ckpt_path.parent / "run_info.json"
-    if run_info.is_file():
-        try:
-            extra = json.loads(run_info.read_text(encoding="utf-8"))
-            training.update(
-                train_pairs=extra.get("train_pairs"), valid_pairs=extra.get("valid_pairs")
-            )
-        except (OSError, ValueError, AttributeError):
-            pass  # the summary is shown without the corpus sizes
+    # the run's own length, past best.pt's step; else the card says the checkpoint's step alone
+    summary = _json_object(ckpt_path.parent / "train_summary.json")
+    if summary is not None and training["steps"] is not None:
+        training["run_steps"] = summary.get("steps")
+    # the corpus sizes; else the summary is shown without them
+    if (extra := _json_object(ckpt_path.parent / "run_info.json")) is not None:
+        training.update(train_pairs=extra.get("train_pairs"), valid_pairs=extra.get("valid_pairs"))
     layers, heads = served.attention or (0, 0)
     return {
         "name": served.name,
@@ -174,6 +166,16 @@ def model_info(served: ServedModel) -> dict[str, Any]:
         "tune_hint": run.tune_hint,
         "training": training,
     }
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None for a missing or unreadable file, or JSON that is not an
+    object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def load_study(folder: str | Path) -> dict[str, Any]:
