@@ -57,8 +57,7 @@ def build_eval_set(
     data = cfg.data if prefix is None else cfg.data.model_copy(update={"test": prefix})
     text = load_split(data, split)
     if split == "valid" and cfg.data.max_valid_pairs:
-        n = cfg.data.max_valid_pairs
-        text.src, text.tgt, text.line_no = text.src[:n], text.tgt[:n], text.line_no[:n]
+        text.keep(range(min(len(text), cfg.data.max_valid_pairs)))
     if not len(text):
         raise DataError(f"{text.origin}: no usable {split} pair ({text.n_read} lines read)")
     joined, ks = join_lines(text, concat_k, concat_n)
