@@ -141,24 +141,22 @@ def transformer_spec(model: Transformer, tok: Tokenizer):
     positions = _np(
         model.pos if cfg.learned_positions else sinusoidal_positions(cfg.max_positions, cfg.d_model)
     )
+    for stack, final_norm in ((encoder, model.enc_norm), (decoder, model.dec_norm)):
+        stack.scale_embeddings = True  # x sqrt(d_model), as Transformer._embed
+        stack.position_encodings.encodings = positions
+        if cfg.pre_norm:  # post-norm's final norm is an nn.Identity, as CTranslate2's is none
+            _norm(stack.layer_norm, final_norm)
+
     encoder.embeddings[0].weight = _np(model.src_embed.weight)
-    encoder.scale_embeddings = True  # x sqrt(d_model), as Transformer._embed
-    encoder.position_encodings.encodings = positions
     for layer_spec, layer in zip(encoder.layer, model.encoder, strict=True):
         _self_attention(layer_spec.self_attention, layer.self_attn, layer.sub1.norm)
         _ffn(layer_spec.ffn, layer.ffn, layer.sub2.norm)
-    if cfg.pre_norm:
-        _norm(encoder.layer_norm, model.enc_norm)
 
     decoder.embeddings.weight = _np(model.tgt_embed.weight)
-    decoder.scale_embeddings = True
-    decoder.position_encodings.encodings = positions
     for layer_spec, layer in zip(decoder.layer, model.decoder, strict=True):
         _self_attention(layer_spec.self_attention, layer.self_attn, layer.subs[0].norm)
         _cross_attention(layer_spec.attention, layer.cross_attn, layer.subs[1].norm)
         _ffn(layer_spec.ffn, layer.ffn, layer.subs[2].norm)
-    if cfg.pre_norm:
-        _norm(decoder.layer_norm, model.dec_norm)
     out_w = model.tgt_embed.weight if model.out_proj is None else model.out_proj.weight
     _linear(decoder.projection, out_w, model.out_bias)
 
