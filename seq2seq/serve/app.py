@@ -267,18 +267,6 @@ def create_app(
         translating, waiting = queue.counts()
         return {"status": "ok", "translating": translating, "waiting": waiting}
 
-    _add_error_handlers(app)
-    return app
-
-
-def _static(body: bytes, media: str):
-    async def page() -> Response:
-        return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})
-
-    return page
-
-
-def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     async def refused(request: Request, e: RequestError) -> JSONResponse:
         response = _error(str(e), e.status)
@@ -295,6 +283,15 @@ def _add_error_handlers(app: FastAPI) -> None:
         log.error("%s %s failed", request.method, request.url.path, exc_info=e)
         first = (str(e).strip().splitlines() or [""])[0][:200]
         return _error(f"internal error: {type(e).__name__}: {first}", 500)
+
+    return app
+
+
+def _static(body: bytes, media: str):
+    async def page() -> Response:
+        return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})
+
+    return page
 
 
 def _error(detail: str, status: int) -> JSONResponse:
