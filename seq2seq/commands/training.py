@@ -106,19 +106,6 @@ def _check_run_dir(resume: Path | None, run_dir: Path | None, cfg) -> None:
         check_writable(path, what, folder=True, fix="give --run-dir a folder you can write to")
 
 
-def _not_a_live_runs_file(output: Path) -> None:
-    """``average -o`` never replaces a checkpoint (last.pt, ...) a live training writes (raises
-    UserError)."""
-    from seq2seq.training.run_dir import CHECKPOINT_FILES
-    from seq2seq.training.run_lock import live_holder
-
-    if any(output.match(p) for p in CHECKPOINT_FILES) and (holder := live_holder(output.parent)):
-        raise UserError(
-            f"-o {output}: a training is writing that run folder ({holder}) and writes "
-            f"{output.name} itself; write the average to another file"
-        )
-
-
 def average(
     checkpoint: opt.checkpoints("Run directory.") = ...,
     last: int | None = typer.Option(
@@ -137,13 +124,20 @@ def average(
     """Average the weights of the last or best K checkpoints of a run into one checkpoint that
     translates (it holds no optimizer state, so it cannot resume training)."""
     from seq2seq.training.average import average_run
+    from seq2seq.training.run_dir import CHECKPOINT_FILES
+    from seq2seq.training.run_lock import live_holder
 
     setup_logging()
     run = one_run(checkpoint, "average")
     no_stdout(output, "-o", "a checkpoint")
     check_writable(output, "-o")  # before the checkpoints are read and averaged
     check_not_input(output, "-o", runs=[run], checkpoints=False)
-    _not_a_live_runs_file(output)
+    # never a checkpoint (last.pt, ...) that a live training writes
+    if any(output.match(p) for p in CHECKPOINT_FILES) and (holder := live_holder(output.parent)):
+        raise UserError(
+            f"-o {output}: a training is writing that run folder ({holder}) and writes "
+            f"{output.name} itself; write the average to another file"
+        )
     paths = average_run(run, output, last=last, best=best, overwrite=overwrite)
     names = ", ".join(p.name for p in paths)
     typer.echo(f"averaged {counted(len(paths), 'checkpoint')} ({names}) -> {output}")
