@@ -28,7 +28,7 @@ from seq2seq.checkpoint import (
     unpack_target_vocab,
 )
 from seq2seq.config import Config, DecodeConfig
-from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer
+from seq2seq.data.tokenizer import BOS, EOS, PAD, UNK, Tokenizer, vocab_pieces
 from seq2seq.decoding.base import Hypothesis, blocking_constraints, length_penalty, max_lengths
 from seq2seq.decoding.files import LineTranslator
 
@@ -39,10 +39,8 @@ def export_folder(path: str | Path) -> Path | None:
     """The CTranslate2 export ``path`` names (the folder, or a file inside it such as
     ``model.bin``), or None when it is not one."""
     p = Path(path)
-    for folder in (p, p.parent) if p.is_file() else (p,):
-        if (folder / CTRANSLATE2_META).is_file():
-            return folder
-    return None
+    folders = (p, p.parent) if p.is_file() else (p,)
+    return next((f for f in folders if (f / CTRANSLATE2_META).is_file()), None)
 
 
 def read_export(folder: Path) -> tuple[dict[str, Any], Tokenizer, Config]:
@@ -111,13 +109,14 @@ class CTranslate2Model:
     quantize: str | None = None
     max_positions: int | None = None
     seed: int | None = None  # the seed the translator's generators started from
-    _tgt_id: dict[str, int] | None = None  # target piece -> id, of the first tokenizer given
 
     def __post_init__(self) -> None:
         meta, tok, _ = read_export(self.folder)
         source = str(self.folder / CTRANSLATE2_META)
         self.target_vocab = unpack_target_vocab(meta, tok.tgt_vocab_size, source)
         self._unrecorded = "target_vocab" not in meta  # exported before the mask was recorded
+        # target piece -> id, by the export's tokenizer (the one every caller decodes with)
+        self._tgt_id = {piece: i for i, piece in enumerate(vocab_pieces(tok.tgt_sp))}
         self.translator = load_translator(self.folder, self.device, self.quantize)
 
     def search_ids(
@@ -136,8 +135,6 @@ class CTranslate2Model:
         if cfg.method == "sample" and cfg.seed is not None and cfg.seed != self.seed:
             self.translator = load_translator(self.folder, self.device, self.quantize, cfg.seed)
             self.seed = cfg.seed
-        if self._tgt_id is None:
-            self._tgt_id = {tok.tgt_sp.id_to_piece(i): i for i in range(tok.tgt_vocab_size)}
         lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.float32)
         limits = max_lengths(lengths, cfg.max_len_a, cfg.max_len_b).tolist()
         allowed = self.target_vocab if cfg.target_vocab_mask else None
