@@ -186,10 +186,10 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id, allowed) 
     each one's hypotheses, best first (``tgt_id``: piece -> id), cut where ours would end.
     PAD, BOS and every piece ``allowed`` ((V,) bool, or None) leaves out are suppressed."""
     sources = [[tok.src_sp.id_to_piece(i) for i in ids] for ids in chunk]
-    barred = [PAD, BOS] if allowed is None else (~allowed).nonzero().squeeze(1).tolist()
+    barred = {PAD, BOS} if allowed is None else set((~allowed).nonzero().squeeze(1).tolist())
     out = translator.translate_batch(
         sources,
-        suppress_sequences=[[tok.tgt_sp.id_to_piece(i)] for i in barred],
+        suppress_sequences=[[tok.tgt_sp.id_to_piece(i)] for i in sorted(barred)],
         **search_options(cfg, n_best, own),
     )
     found = []
@@ -198,7 +198,9 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id, allowed) 
             _hypothesis([tgt_id.get(p, UNK) for p in pieces], score, own, cfg)
             for pieces, score in zip(res.hypotheses, res.scores, strict=True)
         ]
-        _rescore(translator, tok, source, [h for h in hyps if _blocked(h, cfg, allowed)], cfg)
+        _rescore(
+            translator, tok, source, [h for h in hyps if _blocked(h, cfg, barred, allowed)], cfg
+        )
         # best first by our score; beam search puts finished ones first, as ours returns a cut
         # one only to fill the n-best
         hyps.sort(key=lambda h: (cfg.method == "beam" and not h.finished, -h.score))
@@ -206,10 +208,11 @@ def _translate_chunk(translator, tok, chunk, own, cfg, n_best, tgt_id, allowed) 
     return found
 
 
-def _blocked(h: Hypothesis, cfg: DecodeConfig, allowed: torch.Tensor | None) -> bool:
-    """Cut ``h`` before its first token the constraints forbid (PAD, BOS, a piece ``allowed``
-    leaves out, EOS before ``min_len``, a repeated n-gram; CTranslate2 emits them when it has
-    nothing else), unfinished and ``blocked``, as ours end; True when it was cut."""
+def _blocked(h: Hypothesis, cfg: DecodeConfig, barred: set[int], allowed) -> bool:
+    """Cut ``h`` before its first token the constraints forbid (a ``barred`` id: PAD, BOS, a
+    piece the mask ``allowed`` leaves out; EOS before ``min_len``, a repeated n-gram; CTranslate2
+    emits them when it has nothing else), unfinished and ``blocked``, as ours end; True when it
+    was cut."""
     n, toks = cfg.no_repeat_ngram, h.tokens
     for k, t in enumerate(toks):
         seen = (
@@ -217,8 +220,7 @@ def _blocked(h: Hypothesis, cfg: DecodeConfig, allowed: torch.Tensor | None) -> 
             and k >= n
             and any(toks[i : i + n] == toks[k - n + 1 : k + 1] for i in range(k - n + 1))
         )
-        barred = t in (PAD, BOS) or (allowed is not None and not allowed[t])
-        if barred or (t == EOS and k < cfg.min_len) or seen:
+        if t in barred or (t == EOS and k < cfg.min_len) or seen:
             h.tokens, h.finished = toks[:k], False
             h.blocked = blocking_constraints(k, cfg.min_len, n, allowed)
             return True
